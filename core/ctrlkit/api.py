@@ -1,0 +1,37 @@
+"""One call per component: ``get_metric("stas", vectorizer="embedding")``."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .components import ControllerChain
+from .plugins import get_registry
+
+
+def get_controller(spec: str, **options: Any):
+    """A controller by name, or a chain ``"prepend+tag"``; for a chain, pass options per
+    controller: ``get_controller("prepend+tag", tag={"top_n": 50})``."""
+    return create_controller(spec, options if "+" in spec else {spec: options})
+
+
+def create_controller(spec: str, options_by_name: Mapping[str, Mapping[str, Any]]):
+    names = [name.strip() for name in spec.split("+")]
+    registry = get_registry("controllers")
+    controllers = [registry.create(name, **options_by_name.get(name, {})) for name in names]
+    return controllers[0] if len(controllers) == 1 else ControllerChain(controllers)
+
+
+def get_metric(name: str, **options: Any):
+    return get_registry("metrics").create(name, **options)
+
+
+def get_backbone(name: str, **options: Any):
+    return get_registry("backbones").create(name, **options)
+
+
+def get_dataset(name: str, **options: Any):
+    return get_registry("datasets").create(name, **options)
+
+
+def get_vectorizer(name: str, **options: Any):
+    return get_registry("vectorizers").create(name, **options)

@@ -1,0 +1,116 @@
+"""The ``ctrlkit`` command: parses arguments and calls the library."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import click
+
+from .errors import CtrlkitError
+from .options import parse_assignments
+from .plugins import KINDS, get_registry, load_plugins, pm
+
+
+class CtrlkitGroup(click.Group):
+    """Adds plugin commands on first use and turns library errors into one-line messages."""
+
+    _plugin_commands_added = False
+
+    def _add_plugin_commands(self, ctx):
+        if not CtrlkitGroup._plugin_commands_added:
+            CtrlkitGroup._plugin_commands_added = True
+            try:
+                load_plugins()
+            except CtrlkitError as exc:
+                ctx.fail(str(exc))
+            pm.hook.register_commands(cli=self)
+
+    def list_commands(self, ctx):
+        self._add_plugin_commands(ctx)
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx, name):
+        self._add_plugin_commands(ctx)
+        return super().get_command(ctx, name)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except CtrlkitError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+@click.group(cls=CtrlkitGroup)
+@click.version_option(package_name="ctrlkit")
+def cli():
+    """Controllable summarization: steer a summarizer with a controller, measure it with metrics.
+
+    \b
+    ctrlkit run --controller tag --metric stas     run on the bundled sample
+    ctrlkit list                                   what is installed, with options
+    ctrlkit plugins                                installed plugin distributions
+    """
+
+
+@cli.command()
+@click.option("-d", "--dataset", default="sample", show_default=True, help="Dataset name (see: ctrlkit list datasets).")
+@click.option("--data", help="File or folder the dataset reads (its 'path' option).")
+@click.option("--split", help="Dataset split (default: the dataset's own default).")
+@click.option("-c", "--controller", default="none", show_default=True,
+              help="Controller, or a chain applied right to left: prepend+tag.")
+@click.option("-b", "--backbone", default="extractive", show_default=True, help="Summarizer backbone.")
+@click.option("-m", "--metric", "metrics", multiple=True, help="Metric (repeatable). Default: rouge and stas.")
+@click.option("--topics", type=click.Path(dir_okay=False),
+              help='JSONL of {"topic": ..., "text": ...} defining the topics (default: the dataset\'s).')
+@click.option("--set", "assignments", multiple=True, metavar="COMPONENT.OPTION=VALUE",
+              help="Set a component option, e.g. --set tag.top_n=50 (repeatable).")
+@click.option("--baseline", default="none", show_default=True,
+              help="Controller run and scored beside it on the same examples.")
+@click.option("--no-baseline", is_flag=True, help="Skip the baseline.")
+@click.option("--limit", type=click.IntRange(min=1), help="Use only the first N examples.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed, recorded in results.json.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True, help="Inputs per generation batch.")
+@click.option("-o", "--out", type=click.Path(file_okay=False),
+              help="Output folder for results.json and samples.jsonl [default: runs/DATASET-CONTROLLER-TIME].")
+def run(dataset, data, split, controller, backbone, metrics, topics, assignments, baseline, no_baseline, limit,
+        seed, batch_size, out):
+    """Generate summaries with a controller and score them; writes results.json and samples.jsonl."""
+    from .pipeline import DEFAULT_METRICS, run as run_pipeline
+
+    if out is None:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+        out = f"runs/{dataset}-{controller}-{stamp}"
+    result = run_pipeline(
+        dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
+        metrics=metrics or DEFAULT_METRICS, topics=topics, options=parse_assignments(assignments),
+        baseline=None if no_baseline else baseline, limit=limit, seed=seed, batch_size=batch_size,
+        out=out, progress=True,
+    )
+    click.echo(result.table())
+    click.echo(f"\n{result.results['n_examples']} examples; results in {out}/results.json", err=True)
+
+
+@cli.command("list")
+@click.argument("kind", required=False, type=click.Choice(list(KINDS)))
+def list_components(kind):
+    """List installed controllers, metrics, datasets, backbones and vectorizers, with their options."""
+    from .listing import describe
+
+    for i, name in enumerate([kind] if kind else KINDS):
+        if i:
+            click.echo()
+        click.echo(describe(name, get_registry(name)))
+
+
+@cli.command()
+@click.option("--all", "include_builtins", is_flag=True, help="Include ctrlkit's built-in plugin modules.")
+def plugins(include_builtins):
+    """Installed plugin distributions as JSON: name, version, hooks (and errors of failed ones)."""
+    from .plugins import plugin_report
+
+    click.echo(json.dumps(plugin_report(include_builtins), indent=2))
+
+
+def main():
+    cli(prog_name="ctrlkit")

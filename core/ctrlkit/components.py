@@ -1,0 +1,138 @@
+"""The roles a plugin can fill. Subclass one, declare ``options``, and register it by name.
+
+Modules that define components keep heavy imports (torch, transformers, scikit-learn) inside
+methods, so that listing components stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+from .errors import ConfigurationError
+from .options import Configurable
+from .types import Example, MetricResult, ModelInput
+
+if TYPE_CHECKING:
+    from .topics import TopicSpace
+
+
+class Controller(Configurable):
+    """Steers generation by rewriting the model input for each example's controls.
+
+    ``apply`` must be pure (same input, same output; no mutation), so that controllers chain:
+    ``prepend+tag``.
+    """
+
+    reads: tuple[str, ...] = ()
+    """Control attributes read from ``Example.controls``; checked on the dataset before a run."""
+    requires: frozenset[str] = frozenset({"text"})
+    """Backbone capabilities needed."""
+    topic_vectorizer: str | None = None
+    """Name of the vectorizer whose TopicSpace ``fit`` receives, or None when none is needed."""
+    needs_train_examples: bool = False
+    """True when ``fit`` learns from the dataset's train split."""
+
+    def fit(self, train_examples: Sequence[Example], topic_space: "TopicSpace | None") -> None:
+        """Learn what the controller needs before a run (terms, topic indices, ...)."""
+
+    def prepare(self, backbone: "Backbone") -> None:
+        """Adapt the backbone (special tokens, modules) before generation."""
+
+    def apply(self, example: Example, model_input: ModelInput) -> ModelInput:
+        raise NotImplementedError
+
+
+class ControllerChain(Controller):
+    """``a+b``: controllers compose like functions, right to left: ``prepend+tag`` tags the
+    document, then prepends the topic (so the prepended text itself is not tagged)."""
+
+    def __init__(self, controllers: Sequence[Controller]):
+        super().__init__()
+        self.controllers = list(controllers)
+        self.name = "+".join(controller.name for controller in self.controllers)
+        self.reads = tuple(dict.fromkeys(a for c in self.controllers for a in c.reads))
+        self.requires = frozenset().union(*(c.requires for c in self.controllers))
+        self.needs_train_examples = any(c.needs_train_examples for c in self.controllers)
+        vectorizers = {c.topic_vectorizer for c in self.controllers} - {None}
+        self.topic_vectorizer = vectorizers.pop() if len(vectorizers) == 1 else None
+        if vectorizers:
+            raise ConfigurationError(f"controllers in '{self.name}' need different topic vectorizers")
+
+    def fit(self, train_examples, topic_space):
+        for controller in self.controllers:
+            controller.fit(train_examples, topic_space if controller.topic_vectorizer else None)
+
+    def prepare(self, backbone):
+        for controller in self.controllers:
+            controller.prepare(backbone)
+
+    def apply(self, example, model_input):
+        for controller in reversed(self.controllers):
+            model_input = controller.apply(example, model_input)
+        return model_input
+
+
+class Backbone(Configurable):
+    """A summarizer: turns a batch of model inputs into one summary each."""
+
+    capabilities: frozenset[str] = frozenset({"text"})
+
+    def add_special_tokens(self, tokens: Iterable[str]) -> None:
+        """Make ``tokens`` atomic for the model; backbones without a vocabulary ignore it."""
+
+    def generate(self, inputs: Sequence[ModelInput]) -> list[str]:
+        raise NotImplementedError
+
+
+class Metric(Configurable):
+    """Scores predictions; ``compute`` returns per-example and corpus values."""
+
+    needs_references: bool = False
+    reads: tuple[str, ...] = ()
+    topic_vectorizer: str | None = None
+    higher_is_better: bool = True
+
+    def use_topic_space(self, topic_space: "TopicSpace") -> None:
+        """Receive the topic space built with ``topic_vectorizer`` (called before ``compute``)."""
+
+    def compute(self, predictions: Sequence[str], examples: Sequence[Example]) -> MetricResult:
+        raise NotImplementedError
+
+
+class Dataset(Configurable):
+    """Reads examples. ``splits`` empty means one unsplit file (the ``path`` option)."""
+
+    splits: tuple[str, ...] = ()
+    default_split: str | None = None
+    controls: tuple[str, ...] = ()
+    """Control attributes its examples carry."""
+
+    def load(self, split: str | None) -> list[Example]:
+        raise NotImplementedError
+
+    def topic_documents(self) -> list[tuple[str, str]] | None:
+        """``(topic, text)`` pairs that define each topic for a TopicSpace, or None."""
+        return None
+
+
+class Vectorizer(Configurable):
+    """Maps texts to vectors for a TopicSpace. ``state`` must be JSON-serialisable."""
+
+    has_terms: bool = False
+    """True when dimensions are terms (so a topic has representative terms)."""
+
+    def fit(self, documents: Sequence[str]) -> None:
+        raise NotImplementedError
+
+    def transform(self, texts: Sequence[str]):
+        """A (len(texts) x dims) numpy array or scipy sparse matrix."""
+        raise NotImplementedError
+
+    def terms(self) -> list[str]:
+        raise NotImplementedError(f"vectorizer '{self.name}' has no terms")
+
+    def state(self) -> dict:
+        return {}
+
+    def load_state(self, state: dict) -> None:
+        """Restore what ``fit`` learned from ``state()``."""

@@ -1,0 +1,69 @@
+"""Reading and writing files: atomic writes (a reader sees the old file or the new one, never
+half of one) and line-checked JSONL reading."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from .errors import DatasetError
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: str | Path, data) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def atomic_write_jsonl(path: str | Path, rows: Iterable[dict]) -> None:
+    atomic_write_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+
+
+def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """``(line number, object)`` for each non-blank line; errors name the file and line."""
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"{path}: no such file")
+    with open(path, "rb") as file:
+        for number, raw in enumerate(file, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise DatasetError(f"{path}:{number}: not valid UTF-8") from None
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{path}:{number}: invalid JSON ({exc.msg})") from None
+            if not isinstance(record, dict):
+                raise DatasetError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
+            yield number, record
+
+
+def require_text(record: dict, field: str, where: str) -> str:
+    """The non-empty string in ``record[field]``, or a DatasetError naming ``where`` and the field."""
+    if field not in record or record[field] is None:
+        raise DatasetError(f"{where}: field '{field}' is missing")
+    value = record[field]
+    if not isinstance(value, str):
+        raise DatasetError(f"{where}: field '{field}' must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise DatasetError(f"{where}: field '{field}' is empty")
+    return value

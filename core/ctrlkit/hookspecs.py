@@ -1,0 +1,36 @@
+"""The hooks a ctrlkit plugin can implement. Each receives a callback and returns nothing."""
+
+from pluggy import HookimplMarker, HookspecMarker
+
+hookspec = HookspecMarker("ctrlkit")
+hookimpl = HookimplMarker("ctrlkit")
+
+
+@hookspec
+def register_controllers(register):
+    """Register controllers: ``register("tag", TagController)`` or ``register("tag", "pkg.mod:Tag")``."""
+
+
+@hookspec
+def register_metrics(register):
+    """Register metrics: ``register("stas", "pkg.mod:Stas")``."""
+
+
+@hookspec
+def register_datasets(register):
+    """Register datasets: ``register("newts", "pkg.mod:Newts")``."""
+
+
+@hookspec
+def register_backbones(register):
+    """Register backbones (summarizers, also usable as judges)."""
+
+
+@hookspec
+def register_topic_vectorizers(register):
+    """Register topic vectorizers, the text representations a TopicSpace is built on."""
+
+
+@hookspec
+def register_commands(cli):
+    """Add commands to the ``ctrlkit`` click group: ``@cli.command() def mycmd(): ...``."""

@@ -1,0 +1,25 @@
+"""Human-readable listing of registered components and their options (``ctrlkit list``)."""
+
+from __future__ import annotations
+
+import inspect
+
+from .registry import Registry
+
+
+def describe(kind: str, registry: Registry) -> str:
+    lines = [f"{kind}:"]
+    for name in registry.names():
+        entry = registry.entry(name)
+        factory = entry.load()
+        summary = " ".join(inspect.cleandoc(factory.__doc__ or "").split("\n\n")[0].split())
+        lines.append(f"  {name}  ({entry.plugin})  {summary}".rstrip())
+        splits = getattr(factory, "splits", None)
+        if kind == "datasets":
+            lines.append(f"      splits: {', '.join(splits) or 'one file'}; controls: "
+                         f"{', '.join(factory.controls) or 'from the file'}")
+        for option in getattr(factory, "options", ()):
+            choices = f" [{'|'.join(map(str, option.choices))}]" if option.choices else ""
+            lines.append(f"      --set {name}.{option.name}={option.type.__name__.upper()}{choices}  "
+                         f"{option.help} (default: {option.default!r})")
+    return "\n".join(lines)

@@ -1,0 +1,84 @@
+"""Declared component options: each controller, metric, backbone, dataset and vectorizer lists
+the options it accepts, so ``ctrlkit list`` can show them and ``--set`` can check them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .errors import OptionError
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: ``Option("top_n", int, 100, "representative terms per topic")``."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple | None = None
+
+    def coerce(self, value: Any, owner: str) -> Any:
+        """Convert ``value`` (a string from the command line, or a Python value) to this option's type."""
+        where = f"option '{owner}.{self.name}'"
+        if isinstance(value, str) and self.type is not str:
+            text = value.strip().lower()
+            if self.type is bool:
+                if text not in _TRUE | _FALSE:
+                    raise OptionError(f"{where} expects true or false, got {value!r}")
+                value = text in _TRUE
+            else:
+                try:
+                    value = self.type(value)
+                except ValueError:
+                    raise OptionError(f"{where} expects {self.type.__name__}, got {value!r}") from None
+        elif self.type is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, self.type) or (self.type is int and isinstance(value, bool)):
+            raise OptionError(f"{where} expects {self.type.__name__}, got {value!r}")
+        if self.choices is not None and value not in self.choices:
+            raise OptionError(f"{where} must be one of {', '.join(map(str, self.choices))}; got {value!r}")
+        return value
+
+
+class Configurable:
+    """Base of every component: holds its resolved options in ``self.options``.
+
+    Subclasses list their options in the class attribute ``options``; a subclass that adds
+    options writes ``options = Parent.options + (Option(...),)``.
+    """
+
+    name: str = ""
+    options: tuple[Option, ...] = ()
+
+    def __init__(self, **options: Any):
+        self.options = resolve_options(self.name or type(self).__name__, type(self).options, options)
+
+
+def resolve_options(owner: str, declared: tuple[Option, ...], given: Mapping[str, Any]) -> dict[str, Any]:
+    """Defaults overlaid with ``given``, each value checked; unknown names are refused."""
+    by_name = {option.name: option for option in declared}
+    unknown = sorted(set(given) - set(by_name))
+    if unknown:
+        valid = ", ".join(by_name) or "none"
+        raise OptionError(f"Unknown option '{owner}.{unknown[0]}'. Valid options of {owner}: {valid}")
+    resolved = {option.name: option.default for option in declared}
+    for name, value in given.items():
+        resolved[name] = by_name[name].coerce(value, owner)
+    return resolved
+
+
+def parse_assignments(assignments: list[str] | tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """``["tag.top_n=50", "rouge.use_stemmer=false"]`` -> ``{"tag": {"top_n": "50"}, ...}``."""
+    parsed: dict[str, dict[str, str]] = {}
+    for assignment in assignments:
+        target, sep, value = assignment.partition("=")
+        component, dot, option = target.strip().partition(".")
+        if not sep or not dot or not component or not option:
+            raise OptionError(f"--set expects COMPONENT.OPTION=VALUE, got {assignment!r}")
+        parsed.setdefault(component, {})[option] = value
+    return parsed

@@ -1,0 +1,255 @@
+"""A run: dataset -> controller -> backbone -> metrics; results.json and samples.jsonl.
+
+Generation and scoring are one batched step each, so an executor can later take either over
+without touching controllers or metrics.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Mapping, Sequence
+
+from .api import create_controller, get_backbone, get_dataset, get_metric, get_vectorizer
+from .errors import ConfigurationError, CtrlkitError, OptionError
+from .results import format_table, number, versions, write_run
+from .topics import TopicSpace, load_topic_documents
+from .types import Example, ModelInput
+
+DEFAULT_METRICS = ("rouge", "stas")
+
+
+@dataclass
+class RunResult:
+    """``results`` is what results.json holds; ``samples`` one dict per example (samples.jsonl)."""
+
+    results: dict
+    samples: list[dict]
+
+    @property
+    def metrics(self) -> dict:
+        return self.results["metrics"]
+
+    def table(self) -> str:
+        return format_table(self.results)
+
+
+def run(
+    *,
+    dataset: str = "sample",
+    data: str | None = None,
+    split: str | None = None,
+    controller: str = "none",
+    backbone: str = "extractive",
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    topics: str | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    baseline: str | None = "none",
+    limit: int | None = None,
+    seed: int = 0,
+    batch_size: int = 16,
+    out: str | None = None,
+    progress: bool = False,
+) -> RunResult:
+    """Run ``controller`` on ``dataset`` with ``backbone`` and score it with ``metrics``.
+
+    ``options`` sets component options by component name: ``{"tag": {"top_n": 50}}``.
+    ``baseline`` (default ``"none"``) is run and scored beside the controller on the same
+    examples, so the table shows what the control changed; None skips it. ``out`` is a
+    folder for results.json and samples.jsonl (nothing is written when it is None).
+    """
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    options = {name: dict(values) for name, values in (options or {}).items()}
+    if data is not None:
+        options.setdefault(dataset, {})["path"] = data
+    if batch_size < 1:
+        raise OptionError(f"batch size must be at least 1, got {batch_size}")
+    if not metrics:
+        raise ConfigurationError("a run needs at least one metric")
+    _seed_everything(seed)
+
+    source = get_dataset(dataset, **options.get(dataset, {}))
+    main = create_controller(controller, options)
+    other = create_controller(baseline, options) if baseline and baseline != controller else None
+    model = get_backbone(backbone, **options.get(backbone, {}))
+    scorers = [get_metric(name, **options.get(name, {})) for name in dict.fromkeys(metrics)]
+    needs_space = [c for c in (main, other, *scorers) if c is not None and c.topic_vectorizer]
+    vectorizers = {c.topic_vectorizer: get_vectorizer(c.topic_vectorizer, **options.get(c.topic_vectorizer, {}))
+                   for c in needs_space}
+    _refuse_unused_options(options, [dataset, backbone, *_names(controller), *_names(baseline),
+                                     *metrics, *vectorizers])
+    for c in (main, other):
+        if c is not None and not c.requires <= model.capabilities:
+            missing = ", ".join(sorted(c.requires - model.capabilities))
+            raise ConfigurationError(f"controller '{c.name}' needs backbone capability {missing}, "
+                                     f"which backbone '{backbone}' lacks")
+
+    with _timed(timings, "load_s"):
+        chosen_split = split if split is not None else source.default_split
+        examples = source.load(chosen_split)[:limit]
+    if not examples:
+        raise CtrlkitError(f"dataset '{dataset}' gave no examples")
+    for c in (main, other, *scorers):
+        if c is not None:
+            _check_controls(c, examples, dataset)
+    for scorer in scorers:
+        if scorer.needs_references:
+            _check_references(scorer, examples, dataset)
+
+    with _timed(timings, "topic_space_s"):
+        spaces = _topic_spaces(vectorizers, topics, source, dataset)
+    for c in needs_space:
+        _check_topics(c, spaces[c.topic_vectorizer], examples)
+    for scorer in scorers:
+        if scorer.topic_vectorizer:
+            scorer.use_topic_space(spaces[scorer.topic_vectorizer])
+
+    arms = {"run": main, "baseline": other} if other else {"run": main}
+    outcomes = {}
+    for arm, arm_controller in arms.items():
+        prefix = "" if arm == "run" else "baseline_"
+        with _timed(timings, prefix + "fit_s"):
+            train = source.load("train") if arm_controller.needs_train_examples else []
+            arm_controller.fit(train, spaces.get(arm_controller.topic_vectorizer))
+            arm_controller.prepare(model)
+        with _timed(timings, prefix + "generate_s"):
+            predictions = generate(arm_controller, model, examples, batch_size, progress)
+        with _timed(timings, prefix + "score_s"):
+            outcomes[arm] = (predictions, *score(scorers, predictions, examples))
+    timings["total_s"] = time.perf_counter() - started
+
+    predictions, corpus, per_example = outcomes["run"]
+    results = {
+        "config": {
+            "dataset": dataset, "data": data, "split": chosen_split, "controller": main.name,
+            "backbone": backbone, "metrics": [m.name for m in scorers], "topics": topics,
+            "baseline": other.name if other else None, "limit": limit, "seed": seed, "batch_size": batch_size,
+            "options": _resolved_options(source, main, other, model, scorers, vectorizers.values()),
+        },
+        "versions": versions(),
+        "n_examples": len(examples),
+        "metrics": corpus,
+        "baseline": {"controller": other.name, "metrics": outcomes["baseline"][1]} if other else None,
+        "timings": {name: round(seconds, 4) for name, seconds in timings.items()},
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    samples = []
+    for i, example in enumerate(examples):
+        sample = {"id": example.id, "controls": example.controls, "prediction": predictions[i],
+                  "scores": per_example[i]}
+        if other:
+            sample["baseline"] = {"prediction": outcomes["baseline"][0][i], "scores": outcomes["baseline"][2][i]}
+        samples.append(sample)
+    if out is not None:
+        write_run(out, results, samples)
+    return RunResult(results, samples)
+
+
+def generate(controller, backbone, examples: Sequence[Example], batch_size: int, progress: bool) -> list[str]:
+    """Apply the controller to every example and generate in batches."""
+    from tqdm.auto import tqdm
+
+    predictions: list[str] = []
+    with tqdm(total=len(examples), desc=f"generate [{controller.name}]", unit="ex", disable=None if progress else True,
+              file=sys.stderr) as bar:
+        for start in range(0, len(examples), batch_size):
+            batch = examples[start : start + batch_size]
+            inputs = [controller.apply(example, ModelInput(source=example.document)) for example in batch]
+            outputs = list(backbone.generate(inputs))
+            if len(outputs) != len(inputs):
+                raise CtrlkitError(f"backbone '{backbone.name}' returned {len(outputs)} summaries "
+                                   f"for {len(inputs)} inputs")
+            predictions.extend(outputs)
+            bar.update(len(batch))
+    return predictions
+
+
+def score(metrics, predictions: Sequence[str], examples: Sequence[Example]) -> tuple[dict, list[dict]]:
+    """Corpus values ``{metric: {value: x}}`` and per-example values in the same nesting."""
+    corpus: dict[str, dict] = {}
+    per_example: list[dict] = [{} for _ in examples]
+    for metric in metrics:
+        result = metric.compute(predictions, examples)
+        for value_name, values in result.per_example.items():
+            if len(values) != len(examples):
+                raise CtrlkitError(f"metric '{metric.name}' returned {len(values)} '{value_name}' values "
+                                   f"for {len(examples)} examples")
+            for scores, value in zip(per_example, values):
+                scores.setdefault(metric.name, {})[value_name] = number(value)
+        corpus[metric.name] = {name: number(value) for name, value in result.corpus.items()}
+    return corpus, per_example
+
+
+def _topic_spaces(vectorizers, topics, source, dataset) -> dict[str, TopicSpace]:
+    if not vectorizers:
+        return {}
+    documents = load_topic_documents(topics) if topics else source.topic_documents()
+    if not documents:
+        raise ConfigurationError(f"dataset '{dataset}' supplies no topic documents; pass --topics FILE "
+                                 '(JSONL lines {"topic": ..., "text": ...})')
+    return {name: TopicSpace.fit(documents, vectorizer) for name, vectorizer in vectorizers.items()}
+
+
+def _check_controls(component, examples, dataset) -> None:
+    for attribute in component.reads:
+        lacking = [example.id for example in examples if example.controls.get(attribute) in (None, "", [])]
+        if lacking:
+            more = f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else ""
+            raise ConfigurationError(f"'{component.name}' reads control '{attribute}', but example "
+                                     f"'{lacking[0]}'{more} of dataset '{dataset}' has none")
+
+
+def _check_references(metric, examples, dataset) -> None:
+    lacking = [example.id for example in examples if not example.references]
+    if lacking:
+        more = f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else ""
+        raise ConfigurationError(f"metric '{metric.name}' needs references, but example '{lacking[0]}'{more} "
+                                 f"of dataset '{dataset}' has none")
+
+
+def _check_topics(component, space: TopicSpace, examples) -> None:
+    if "topic" not in component.reads:
+        return
+    known = set(space.topics)
+    unknown = [example for example in examples if example.controls["topic"] not in known]
+    if unknown:
+        more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+        raise ConfigurationError(f"'{component.name}': topic '{unknown[0].controls['topic']}' of example "
+                                 f"'{unknown[0].id}'{more} has no topic documents ({len(known)} topics known)")
+
+
+def _refuse_unused_options(options, used) -> None:
+    unused = sorted(set(options) - set(used))
+    if unused:
+        raise OptionError(f"--set {unused[0]}.…: no component named '{unused[0]}' in this run "
+                          f"(components: {', '.join(dict.fromkeys(used))})")
+
+
+def _resolved_options(source, main, other, model, scorers, vectorizers) -> dict:
+    controllers = [c for arm in (main, other) if arm is not None for c in getattr(arm, "controllers", [arm])]
+    return {c.name: c.options for c in (source, *controllers, model, *scorers, *vectorizers)}
+
+
+def _names(spec: str | None) -> list[str]:
+    return [name.strip() for name in spec.split("+")] if spec else []
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    import numpy as np
+
+    np.random.seed(seed)
+    if "torch" in sys.modules:
+        sys.modules["torch"].manual_seed(seed)
+
+
+@contextmanager
+def _timed(timings: dict[str, float], key: str):
+    start = time.perf_counter()
+    yield
+    timings[key] = timings.get(key, 0.0) + time.perf_counter() - start

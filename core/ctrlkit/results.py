@@ -1,0 +1,70 @@
+"""What a run records beside its scores (versions, git commit), and how it is shown and saved."""
+
+from __future__ import annotations
+
+import math
+import platform
+import subprocess
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from .files import atomic_write_json, atomic_write_jsonl
+from .plugins import plugin_versions
+
+
+def versions() -> dict:
+    """Versions of Python, ctrlkit and every loaded plugin distribution, and ctrlkit's git commit."""
+    try:
+        own = version("ctrlkit")
+    except PackageNotFoundError:
+        own = None
+    return {"ctrlkit": own, "python": platform.python_version(), "plugins": plugin_versions(), "git": _git_commit()}
+
+
+def _git_commit() -> str | None:
+    """The commit of the ctrlkit checkout when it runs from one (editable installs)."""
+    try:
+        found = subprocess.run(
+            ["git", "-C", str(Path(__file__).parent), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found.stdout.strip() if found.returncode == 0 else None
+
+
+def number(value) -> float | None:
+    """A finite float, or None for an undefined value (JSON has no NaN)."""
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def write_run(out: str | Path, results: dict, samples: list[dict]) -> None:
+    out = Path(out)
+    atomic_write_jsonl(out / "samples.jsonl", samples)
+    atomic_write_json(out / "results.json", results)
+
+
+def format_table(results: dict) -> str:
+    """The corpus scores as a text table, with the baseline and the difference when there is one."""
+    baseline = results.get("baseline")
+    header = ["metric", results["config"]["controller"]]
+    if baseline:
+        header += [f"{baseline['controller']} (baseline)", "difference"]
+    rows = [header]
+    for metric, values in results["metrics"].items():
+        for name, value in values.items():
+            row = [f"{metric}.{name}" if name != metric else metric, _show(value)]
+            if baseline:
+                other = baseline["metrics"][metric][name]
+                difference = None if value is None or other is None else value - other
+                row += [_show(other), "" if difference is None else f"{difference:+.4f}"]
+            rows.append(row)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def _show(value) -> str:
+    return "undefined" if value is None else f"{value:.4f}"

@@ -1,0 +1,1 @@
+"""Controllers for ctrlkit, registered through the ``ctrlkit`` entry point group."""

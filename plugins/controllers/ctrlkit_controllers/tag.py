@@ -1,0 +1,68 @@
+"""The tag controller (Passali & Tsoumakas): mark the source tokens that belong to the topic.
+
+For the requested topic, take its N most representative terms (the top-N entries of its tf-idf
+topic vector); surround every source token whose lemma is one of them with ``[TAG]``:
+``individuals and [TAG] businesses [TAG] together``.
+
+Matching is on lowercased words: a token is tagged when its surface form or its lemma equals a
+term or a term's lemma, so a term kept by tf-idf in an inflected form ("planned") still tags
+its other forms. English stop words are left out of the terms by default; the method's
+authors' released tagged data tags none.
+"""
+
+import re
+
+from ctrlkit import TAG, Controller, CtrlkitError, Option
+from ctrlkit.text import WORD, lemma
+
+
+class Tag(Controller):
+    """Surrounds source words whose lemma is among the topic's top-N tf-idf terms with [TAG]."""
+
+    reads = ("topic",)
+    topic_vectorizer = "tfidf"
+    options = (
+        Option("top_n", int, 100, "representative terms per topic (the paper's N)"),
+        Option("stop_words", bool, True, "leave English stop words out of the terms"),
+    )
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.terms: dict[str, list[str]] = {}
+        self._match: dict[str, frozenset[str]] = {}
+
+    def fit(self, train_examples, topic_space):
+        if topic_space is None:
+            raise CtrlkitError("controller 'tag' needs a tf-idf topic space")
+        excluded = ()
+        if self.options["stop_words"]:
+            from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS as excluded
+        self.terms = {
+            topic: topic_space.representative_terms(topic, self.options["top_n"], exclude=excluded)
+            for topic in topic_space.topics
+        }
+        self._match = {topic: frozenset(terms) | {lemma(t) for t in terms} for topic, terms in self.terms.items()}
+
+    def prepare(self, backbone):
+        backbone.add_special_tokens([TAG])
+
+    def apply(self, example, model_input):
+        topic = example.controls["topic"]
+        try:
+            match = self._match[topic]
+        except KeyError:
+            raise CtrlkitError(f"controller 'tag': topic '{topic}' of example '{example.id}' has no terms") from None
+        return model_input.replace(source=tag_text(model_input.source, match))
+
+
+def tag_text(text: str, match: frozenset[str]) -> str:
+    """``text`` with every word whose lowercased form or lemma is in ``match`` tagged."""
+
+    def replace(found: re.Match) -> str:
+        word = found.group(0)
+        lowered = word.lower()
+        if lowered in match or lemma(lowered) in match:
+            return f"{TAG} {word} {TAG}"
+        return word
+
+    return WORD.sub(replace, text)

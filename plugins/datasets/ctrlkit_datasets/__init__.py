@@ -1,0 +1,1 @@
+"""Datasets for ctrlkit, registered through the ``ctrlkit`` entry point group."""

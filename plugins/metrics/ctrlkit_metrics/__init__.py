@@ -1,0 +1,1 @@
+"""Metrics for ctrlkit, registered through the ``ctrlkit`` entry point group."""
