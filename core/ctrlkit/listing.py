@@ -8,7 +8,7 @@ from .registry import Registry
 
 
 def describe(kind: str, registry: Registry) -> str:
-    lines = [f"{kind}:"]
+    lines = [f"{kind}:"] if registry.names() else [f"{kind}:", "  (none installed)"]
     for name in registry.names():
         entry = registry.entry(name)
         factory = entry.load()

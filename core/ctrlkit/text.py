@@ -12,13 +12,19 @@ _segmenter = None
 
 @lru_cache(maxsize=4096)
 def sentences(text: str) -> tuple[str, ...]:
-    """Sentences of ``text``, stripped, empty ones dropped."""
+    """Sentences of ``text``, stripped, empty ones dropped; together they hold all of its text.
+
+    pysbd finds the boundaries, but its sentences can silently lose text (seen on arXiv
+    abstracts), so only the start offsets it reports are used, as cut points in ``text``.
+    """
     global _segmenter
     if _segmenter is None:
         import pysbd
 
-        _segmenter = pysbd.Segmenter(language="en", clean=False)
-    return tuple(s.strip() for s in _segmenter.segment(text) if s.strip())
+        _segmenter = pysbd.Segmenter(language="en", clean=False, char_span=True)
+    cuts = sorted({0, *(span.start for span in _segmenter.segment(text) if 0 < span.start < len(text))})
+    pieces = (text[start:end].strip() for start, end in zip(cuts, cuts[1:] + [len(text)]))
+    return tuple(piece for piece in pieces if piece)
 
 
 @lru_cache(maxsize=500_000)

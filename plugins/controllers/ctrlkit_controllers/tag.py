@@ -6,8 +6,9 @@ topic vector); surround every source token whose lemma is one of them with ``[TA
 
 Matching is on lowercased words: a token is tagged when its surface form or its lemma equals a
 term or a term's lemma, so a term kept by tf-idf in an inflected form ("planned") still tags
-its other forms. English stop words are left out of the terms by default; the method's
-authors' released tagged data tags none.
+its other forms. scikit-learn's English stop words are left out of the terms by default:
+the authors' released tagged data never tags function words such as "the" or "of" (their
+list was narrower: it does tag a few words on scikit-learn's, such as "made" and "first").
 """
 
 import re

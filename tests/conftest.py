@@ -1,0 +1,47 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# A hub-name lookup would retry for over a minute on this offline machine.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+NEWTS_CSV = SHARED_DATA / "newts" / "NEWTS_test_600.csv"
+
+
+def shared_file(relative: str) -> Path:
+    """A file under ../shared/data, or skip the test when the shared data is absent."""
+    path = SHARED_DATA / relative
+    if not path.exists():
+        pytest.skip(f"needs the shared research data at {path} (absent on this machine)")
+    return path
+
+
+def run_ctrlkit(*args, env=None, cwd=None):
+    """``python -m ctrlkit ARGS`` in a fresh process (plugin loading happens once per process)."""
+    return subprocess.run(
+        [sys.executable, "-m", "ctrlkit", *args],
+        capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=cwd, timeout=300,
+    )
+
+
+@pytest.fixture
+def throwaway_plugins():
+    """Register plugin objects for one test: ``throwaway_plugins(obj, "name")``."""
+    from ctrlkit.plugins import load_plugins, pm
+
+    load_plugins()
+    names = []
+
+    def register(plugin, name):
+        pm.register(plugin, name=name)
+        names.append(name)
+
+    yield register
+    for name in names:
+        pm.unregister(name=name)

@@ -1,0 +1,118 @@
+import hashlib
+import json
+from collections import Counter
+
+import pytest
+
+import ctrlkit
+from ctrlkit import DatasetError
+
+from conftest import shared_file
+
+
+def test_sample_has_sixty_articles_six_topics_two_examples_each():
+    dataset = ctrlkit.get_dataset("sample")
+    examples = dataset.load("test")
+    assert len(examples) == 120 and len({e.meta["article"] for e in examples}) == 60
+    topics = Counter(e.controls["topic"] for e in examples)
+    assert sorted(topics) == ["business", "environment", "health", "politics", "sports", "technology"]
+    assert all(e.references and e.document for e in examples)
+    assert Counter(topic for topic, _ in dataset.topic_documents()) == {topic: 8 for topic in topics}
+    topic_texts = {text for _, text in dataset.topic_documents()}
+    assert not topic_texts & {e.document for e in examples}  # topics are defined apart from the articles
+
+
+def test_newts_gives_two_examples_per_row_split_by_article():
+    dataset = ctrlkit.get_dataset("newts", path=str(shared_file("newts/NEWTS_test_600.csv")))
+    train, test = dataset.load("train"), dataset.load("test")
+    assert len(train) + len(test) == 1200
+    assert len({e.meta["doc_id"] for e in train + test}) == 574
+    assert not {e.meta["doc_id"] for e in train} & {e.meta["doc_id"] for e in test}
+    assert len({e.id for e in train + test}) == 1200
+    example = test[0]
+    assert set(example.controls) == set(dataset.controls)
+    assert example.controls["topic"] == example.controls["topic_words"] and not example.controls["topic"].endswith(",")
+    # deterministic: the split is a hash of the article id
+    for e in test[:20]:
+        digest = hashlib.sha1(e.meta["doc_id"].encode()).digest()
+        assert int.from_bytes(digest[:8], "big") / 2**64 < 0.5
+
+
+def test_newts_topic_documents_come_from_train_summaries_and_descriptions():
+    path = str(shared_file("newts/NEWTS_test_600.csv"))
+    dataset = ctrlkit.get_dataset("newts", path=path)
+    documents = dataset.topic_documents()
+    assert len({topic for topic, _ in documents}) == 50
+    summaries_only = ctrlkit.get_dataset("newts", path=path, topic_documents="summaries").topic_documents()
+    assert sorted(summaries_only) == sorted((e.controls["topic"], e.references[0]) for e in dataset.load("train"))
+    assert len(documents) - len(summaries_only) == 50  # one description per topic
+    ids = ctrlkit.get_dataset("newts", path=path, topic_label="id").load("test")
+    assert ids[0].controls["topic"] == ids[0].controls["topic_id"]
+
+
+def test_newts_without_a_path_or_with_a_wrong_file(tmp_path):
+    with pytest.raises(DatasetError, match="needs the NEWTS CSV: --data PATH"):
+        ctrlkit.get_dataset("newts").load("test")
+    wrong = tmp_path / "wrong.csv"
+    wrong.write_text("a,b\n1,2\n")
+    with pytest.raises(DatasetError, match=r"wrong.csv: column 'docId' is missing"):
+        ctrlkit.get_dataset("newts", path=str(wrong)).load("test")
+
+
+def test_jsonl_reads_references_as_list_or_string_and_maps_fields(tmp_path):
+    path = tmp_path / "data.jsonl"
+    rows = [
+        {"id": "a", "document": "Doc one.", "references": ["R1", "R2"], "controls": {"topic": "t"}},
+        {"document": "Doc two.", "references": "Only one", "topic": "u"},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    examples = ctrlkit.get_dataset("jsonl", path=str(path)).load(None)
+    assert [e.id for e in examples] == ["a", "2"]
+    assert examples[0].references == ["R1", "R2"] and examples[1].references == ["Only one"]
+    assert examples[0].controls == {"topic": "t"}
+    with pytest.raises(DatasetError, match=r"data.jsonl:1: field 'topic' is missing"):
+        ctrlkit.get_dataset("jsonl", path=str(path), control_fields="topic").load(None)
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"document": "x"', r"bad.jsonl:2: invalid JSON"),
+    ('["a list"]', r"bad.jsonl:2: expected a JSON object, got list"),
+    ('{"id": "b"}', r"bad.jsonl:2: field 'document' is missing"),
+    ('{"id": "b", "document": "   "}', r"bad.jsonl:2: field 'document' is empty"),
+    ('{"id": "b", "document": 7}', r"bad.jsonl:2: field 'document' must be a string, got int"),
+    ('{"id": "b", "document": "x", "references": [1]}', r"bad.jsonl:2: field 'references' must be a string or a list"),
+    ('{"id": "b", "document": "x", "controls": "topic"}', r"bad.jsonl:2: field 'controls' must be an object"),
+    ('{"id": "a", "document": "again"}', r"bad.jsonl: duplicate id 'a'"),
+])
+def test_jsonl_errors_name_file_line_and_field(tmp_path, line, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"id": "a", "document": "fine"}\n' + line + "\n")
+    with pytest.raises(DatasetError, match=message):
+        ctrlkit.get_dataset("jsonl", path=str(path)).load(None)
+
+
+def test_jsonl_rejects_bytes_that_are_not_utf8(tmp_path):
+    path = tmp_path / "latin.jsonl"
+    path.write_bytes(b'{"document": "ok"}\n{"document": "caf\xe9"}\n')
+    with pytest.raises(DatasetError, match=r"latin.jsonl:2: not valid UTF-8"):
+        ctrlkit.get_dataset("jsonl", path=str(path)).load(None)
+
+
+def test_csv_columns_become_references_and_controls(tmp_path):
+    path = tmp_path / "data.csv"
+    path.write_text('id,document,ref_a,ref_b,topic\n1,"A doc, with comma.",First,,sports\n2,Another.,X,Y,health\n')
+    dataset = ctrlkit.get_dataset("csv", path=str(path), reference_fields="ref_a,ref_b", control_fields="topic")
+    first, second = dataset.load(None)
+    assert first.document == "A doc, with comma." and first.references == ["First"]
+    assert second.references == ["X", "Y"] and second.controls == {"topic": "health"}
+    with pytest.raises(DatasetError, match=r"data.csv:2: column 'reference' is missing"):
+        ctrlkit.get_dataset("csv", path=str(path)).load(None)
+
+
+def test_file_datasets_have_no_splits_and_need_a_path(tmp_path):
+    with pytest.raises(DatasetError, match="needs a file: --data PATH"):
+        ctrlkit.get_dataset("jsonl").load(None)
+    with pytest.raises(DatasetError, match="has no splits"):
+        ctrlkit.get_dataset("jsonl", path="x.jsonl").load("train")
+    with pytest.raises(DatasetError, match="missing.jsonl: no such file"):
+        ctrlkit.get_dataset("jsonl", path=str(tmp_path / "missing.jsonl")).load(None)

@@ -1,0 +1,118 @@
+import json
+
+import pytest
+
+import ctrlkit
+from ctrlkit import ConfigurationError
+
+from conftest import run_ctrlkit, shared_file
+
+
+@pytest.fixture(scope="module")
+def tag_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    return out, ctrlkit.run(controller="tag", metrics=["stas", "rouge"], out=str(out), seed=3)
+
+
+def test_results_json_records_config_versions_scores_and_timings(tag_run):
+    out, result = tag_run
+    results = json.loads((out / "results.json").read_text())
+    assert results == result.results
+    assert results["config"]["controller"] == "tag" and results["config"]["baseline"] == "none"
+    assert results["config"]["seed"] == 3 and results["config"]["dataset"] == "sample"
+    assert results["config"]["options"]["tag"] == {"top_n": 100, "stop_words": True}
+    assert results["config"]["options"]["tfidf"]["stop_words"] == "none"
+    assert set(results["versions"]["plugins"]) == {"ctrlkit-controllers", "ctrlkit-metrics", "ctrlkit-datasets"}
+    assert results["versions"]["ctrlkit"] == "0.1.0"
+    assert results["n_examples"] == 120
+    assert set(results["metrics"]) == {"stas", "rouge"}
+    assert set(results["metrics"]["rouge"]) == {"rouge1", "rouge2", "rougeL", "rougeLsum"}
+    assert {"load_s", "topic_space_s", "generate_s", "score_s", "baseline_generate_s", "total_s"} <= set(
+        results["timings"])
+    assert sorted(p.name for p in out.iterdir()) == ["results.json", "samples.jsonl"]  # no temporary files left
+
+
+def test_samples_jsonl_has_one_line_per_example_with_nested_scores(tag_run):
+    out, result = tag_run
+    lines = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert lines == result.samples and len(lines) == 120
+    first = lines[0]
+    assert set(first) == {"id", "controls", "prediction", "scores", "baseline"}
+    assert set(first["scores"]) == {"stas", "rouge"} and set(first["scores"]["stas"]) == {"stas"}
+    mean = sum(line["scores"]["stas"]["stas"] for line in lines) / len(lines)
+    assert mean == pytest.approx(result.metrics["stas"]["stas"])
+
+
+def test_tag_steers_toward_the_requested_topic_on_the_sample(tag_run):
+    _, result = tag_run
+    baseline = result.results["baseline"]["metrics"]
+    assert result.metrics["stas"]["stas"] > baseline["stas"]["stas"] + 0.05
+    assert result.metrics["rouge"]["rouge1"] > baseline["rouge"]["rouge1"]
+    for sample in result.samples[:10]:
+        assert "[TAG]" not in sample["prediction"]
+
+
+def test_the_cli_run_gives_the_library_run(tag_run, tmp_path):
+    _, library = tag_run
+    cli = run_ctrlkit("run", "--controller", "tag", "--metric", "stas", "--metric", "rouge", "--seed", "3",
+                      "--out", str(tmp_path / "cli"))
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads((tmp_path / "cli" / "results.json").read_text())["metrics"] == library.metrics
+    header, rule, first = cli.stdout.splitlines()[:3]
+    assert header.split() == ["metric", "tag", "none", "(baseline)", "difference"]
+    stas, baseline_stas = library.metrics["stas"]["stas"], library.results["baseline"]["metrics"]["stas"]["stas"]
+    assert first.split() == ["stas", f"{stas:.4f}", f"{baseline_stas:.4f}", f"{stas - baseline_stas:+.4f}"]
+
+
+def test_a_run_without_baseline_or_output_folder(tmp_path):
+    result = ctrlkit.run(controller="prepend", metrics=["stas"], baseline=None, limit=10)
+    assert result.results["baseline"] is None and result.results["n_examples"] == 10
+    assert "baseline" not in result.samples[0]
+    assert result.samples[0]["controls"] == {"topic": result.samples[0]["id"].split(":")[1]}
+    assert "(baseline)" not in result.table()
+
+
+def test_mismatches_are_caught_before_any_work(tmp_path):
+    data = tmp_path / "plain.jsonl"
+    data.write_text('{"document": "One. Two."}\n{"document": "Three.", "references": "Three."}\n')
+    with pytest.raises(ConfigurationError, match=r"'tag' reads control 'topic', but example '1' \(and 1 more\) "
+                                                 r"of dataset 'jsonl' has none"):
+        ctrlkit.run(dataset="jsonl", data=str(data), controller="tag", metrics=["rouge"])
+    with pytest.raises(ConfigurationError, match=r"metric 'rouge' needs references, but example '1' of dataset"):
+        ctrlkit.run(dataset="jsonl", data=str(data), metrics=["rouge"])
+
+
+def test_topics_file_defines_the_topics_for_a_plain_dataset(tmp_path):
+    data = tmp_path / "data.jsonl"
+    data.write_text(
+        '{"document": "The coach praised the players. Shares fell at the bank.", "controls": {"topic": "sports"}}\n'
+        '{"document": "Investors sold shares. The team won the match.", "controls": {"topic": "money"}}\n')
+    with pytest.raises(ConfigurationError, match="supplies no topic documents; pass --topics FILE"):
+        ctrlkit.run(dataset="jsonl", data=str(data), controller="tag", metrics=["stas"])
+    topics = tmp_path / "topics.jsonl"
+    topics.write_text('{"topic": "sports", "text": "coach players match team won"}\n'
+                      '{"topic": "money", "text": "shares bank investors sold"}\n')
+    result = ctrlkit.run(dataset="jsonl", data=str(data), topics=str(topics), controller="tag", metrics=["stas"],
+                         options={"extractive": {"max_words": 5}})
+    assert [s["prediction"] for s in result.samples] == ["The coach praised the players.", "Investors sold shares."]
+    assert result.metrics["stas"]["stas"] == 1.0
+    topics.write_text('{"topic": "sports", "text": "coach"}\n{"topic": "other", "text": "x"}\n')
+    with pytest.raises(ConfigurationError, match="topic 'money' of example '2' has no topic documents"):
+        ctrlkit.run(dataset="jsonl", data=str(data), topics=str(topics), metrics=["stas"])
+
+
+def test_errors_reach_the_command_line_as_one_line(tmp_path):
+    result = run_ctrlkit("run", "--dataset", "jsonl", "--data", str(tmp_path / "nope.jsonl"), "--metric", "stas")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == f"Error: {tmp_path / 'nope.jsonl'}: no such file"
+    assert "Traceback" not in result.stderr
+
+
+def test_controlled_runs_beat_none_on_newts():
+    path = str(shared_file("newts/NEWTS_test_600.csv"))
+    scores = {}
+    for controller in ("prepend", "tag", "prepend+tag"):
+        result = ctrlkit.run(dataset="newts", data=path, controller=controller, metrics=["stas"], limit=200)
+        scores[controller] = result.metrics["stas"]["stas"]
+        scores["none"] = result.results["baseline"]["metrics"]["stas"]["stas"]
+    assert all(scores[c] > scores["none"] for c in ("prepend", "tag", "prepend+tag")), scores

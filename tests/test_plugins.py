@@ -1,0 +1,159 @@
+import json
+import textwrap
+
+import click
+import pytest
+from click.testing import CliRunner
+
+import ctrlkit
+from ctrlkit.errors import DuplicateComponentError
+from ctrlkit.plugins import get_registry
+
+from conftest import run_ctrlkit
+
+PLUGIN_DISTRIBUTIONS = {
+    "ctrlkit-controllers": ["register_controllers"],
+    "ctrlkit-metrics": ["register_metrics"],
+    "ctrlkit-datasets": ["register_datasets"],
+}
+
+
+def test_plugins_lists_the_three_distributions_with_versions_and_hooks():
+    result = run_ctrlkit("plugins")
+    assert result.returncode == 0, result.stderr
+    rows = {row["name"]: row for row in json.loads(result.stdout)}
+    for name, hooks in PLUGIN_DISTRIBUTIONS.items():
+        assert rows[name]["hooks"] == hooks
+        assert rows[name]["version"] == "0.1.0"
+
+
+def test_builtins_are_plugins_too():
+    rows = {row["name"]: row for row in json.loads(run_ctrlkit("plugins", "--all").stdout)}
+    assert rows["ctrlkit.backbones"]["hooks"] == ["register_backbones"]
+    assert rows["ctrlkit.vectorizers"]["hooks"] == ["register_topic_vectorizers"]
+
+
+def _broken_distribution(tmp_path):
+    """A plugin distribution on a path of its own whose module raises on import."""
+    (tmp_path / "broken_plugin.py").write_text("raise RuntimeError('boom at import')\n")
+    info = tmp_path / "ctrlkit_broken-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ctrlkit-broken\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[ctrlkit]\nctrlkit-broken = broken_plugin\n")
+    return {"PYTHONPATH": str(tmp_path)}
+
+
+def test_a_plugin_that_fails_to_import_is_reported_and_the_rest_works(tmp_path):
+    env = _broken_distribution(tmp_path)
+    listing = run_ctrlkit("list", "controllers", env=env)
+    assert listing.returncode == 0
+    assert "tag" in listing.stdout and "prepend" in listing.stdout
+    assert "plugin 'ctrlkit-broken' failed to load (RuntimeError: boom at import)" in listing.stderr
+    rows = {row["name"]: row for row in json.loads(run_ctrlkit("plugins", env=env).stdout)}
+    assert rows["ctrlkit-broken"] == {"name": "ctrlkit-broken", "error": "RuntimeError: boom at import"}
+    assert "ctrlkit-metrics" in rows
+
+
+def test_strict_plugins_makes_a_failed_import_an_error(tmp_path):
+    env = {**_broken_distribution(tmp_path), "CTRLKIT_STRICT_PLUGINS": "1"}
+    result = run_ctrlkit("list", env=env)
+    assert result.returncode != 0
+    assert "Plugin 'ctrlkit-broken' failed to load: RuntimeError: boom at import" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_load_plugins_selects_which_distributions_load():
+    env = {"CTRLKIT_LOAD_PLUGINS": "ctrlkit-metrics"}
+    assert "stas  (ctrlkit-metrics)" in run_ctrlkit("list", "metrics", env=env).stdout
+    assert run_ctrlkit("list", "controllers", env=env).stdout == "controllers:\n  (none installed)\n"
+    none = run_ctrlkit("run", "--controller", "tag", env={"CTRLKIT_LOAD_PLUGINS": ""})
+    assert none.returncode != 0
+    assert "Unknown dataset 'sample'. Available: none" in none.stderr
+    # built-ins still load
+    assert "extractive" in run_ctrlkit("list", "backbones", env={"CTRLKIT_LOAD_PLUGINS": ""}).stdout
+
+
+def test_registering_an_existing_name_names_both_plugins(throwaway_plugins):
+    class Rival:
+        @ctrlkit.hookimpl
+        def register_controllers(self, register):
+            register("tag", ctrlkit.Controller)
+
+    throwaway_plugins(Rival(), "rival-plugin")
+    with pytest.raises(DuplicateComponentError, match="'tag' is registered by both plugin 'ctrlkit-controllers' "
+                                                      "and plugin 'rival-plugin'"):
+        get_registry("controllers")
+
+
+def test_each_registration_hook_adds_components(throwaway_plugins):
+    class Shout(ctrlkit.Controller):
+        """Upper-cases the source."""
+
+        def apply(self, example, model_input):
+            return model_input.replace(source=model_input.source.upper())
+
+    class Everything:
+        @ctrlkit.hookimpl
+        def register_controllers(self, register):
+            register("shout", Shout)
+
+        @ctrlkit.hookimpl
+        def register_metrics(self, register):
+            register("extra-metric", "ctrlkit_metrics.rouge:Rouge")
+
+        @ctrlkit.hookimpl
+        def register_datasets(self, register):
+            register("extra-dataset", "ctrlkit_datasets.sample:Sample")
+
+        @ctrlkit.hookimpl
+        def register_backbones(self, register):
+            register("extra-backbone", "ctrlkit.backbones.extractive:ExtractiveBackbone")
+
+        @ctrlkit.hookimpl
+        def register_topic_vectorizers(self, register):
+            register("extra-vectorizer", "ctrlkit.vectorizers.tfidf:TfidfVectorizer")
+
+    throwaway_plugins(Everything(), "everything")
+    assert isinstance(ctrlkit.get_controller("shout"), Shout)
+    assert ctrlkit.get_metric("extra-metric").name == "extra-metric"
+    assert len(ctrlkit.get_dataset("extra-dataset").load("test")) == 120
+    assert ctrlkit.get_backbone("extra-backbone").options["max_words"] == 60
+    assert ctrlkit.get_vectorizer("extra-vectorizer").has_terms
+
+
+def test_register_commands_adds_a_cli_command(throwaway_plugins):
+    from ctrlkit.cli import CtrlkitGroup, cli
+
+    class Commands:
+        @ctrlkit.hookimpl
+        def register_commands(self, cli):
+            @cli.command()
+            def hello():
+                """Say hello."""
+                click.echo("hello from a plugin")
+
+    throwaway_plugins(Commands(), "commands")
+    CtrlkitGroup._plugin_commands_added = False
+    try:
+        result = CliRunner().invoke(cli, ["hello"])
+        assert result.exit_code == 0 and result.output == "hello from a plugin\n"
+    finally:
+        cli.commands.pop("hello", None)
+
+
+def test_a_misspelt_hook_is_refused():
+    from pluggy import PluginValidationError
+
+    from ctrlkit.plugins import pm
+
+    class Misspelt:
+        @ctrlkit.hookimpl
+        def register_controller(self, register):
+            pass
+
+    pm.register(Misspelt(), name="misspelt")
+    try:
+        with pytest.raises(PluginValidationError):
+            pm.check_pending()
+    finally:
+        pm.unregister(name="misspelt")

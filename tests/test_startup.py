@@ -1,0 +1,22 @@
+"""The CLI must start without importing torch, transformers or sentence-transformers."""
+
+import subprocess
+import sys
+
+HEAVY = ("torch", "transformers", "sentence_transformers")
+
+
+def test_help_and_list_do_not_import_heavy_libraries():
+    script = f"""
+import sys
+from click.testing import CliRunner
+from ctrlkit.cli import cli
+for args in (["--help"], ["list"], ["plugins"]):
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+loaded = [name for name in {HEAVY!r} if name in sys.modules]
+print(",".join(loaded) or "none")
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "none"
