@@ -123,7 +123,6 @@ def run(
             outcomes[arm] = (predictions, *score(scorers, predictions, examples))
     timings["total_s"] = time.perf_counter() - started
 
-    predictions, corpus, per_example = outcomes["run"]
     results = {
         "config": {
             "dataset": dataset, "data": data, "split": chosen_split, "controller": main.name,
@@ -133,21 +132,28 @@ def run(
         },
         "versions": versions(),
         "n_examples": len(examples),
-        "metrics": corpus,
+        "metrics": outcomes["run"][1],
         "baseline": {"controller": other.name, "metrics": outcomes["baseline"][1]} if other else None,
         "timings": {name: round(seconds, 4) for name, seconds in timings.items()},
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    samples = []
-    for i, example in enumerate(examples):
-        sample = {"id": example.id, "controls": example.controls, "prediction": predictions[i],
-                  "scores": per_example[i]}
-        if other:
-            sample["baseline"] = {"prediction": outcomes["baseline"][0][i], "scores": outcomes["baseline"][2][i]}
-        samples.append(sample)
+    samples = _samples(examples, outcomes)
     if out is not None:
         write_run(out, results, samples)
     return RunResult(results, samples)
+
+
+def _samples(examples, outcomes) -> list[dict]:
+    """One dict per example: prediction and scores of the run, and of the baseline when there is one."""
+    predictions, _, scores = outcomes["run"]
+    samples = []
+    for i, example in enumerate(examples):
+        sample = {"id": example.id, "controls": example.controls, "prediction": predictions[i], "scores": scores[i]}
+        if "baseline" in outcomes:
+            baseline_predictions, _, baseline_scores = outcomes["baseline"]
+            sample["baseline"] = {"prediction": baseline_predictions[i], "scores": baseline_scores[i]}
+        samples.append(sample)
+    return samples
 
 
 def generate(controller, backbone, examples: Sequence[Example], batch_size: int, progress: bool) -> list[str]:
@@ -226,7 +232,7 @@ def _check_topics(component, space: TopicSpace, examples) -> None:
 def _refuse_unused_options(options, used) -> None:
     unused = sorted(set(options) - set(used))
     if unused:
-        raise OptionError(f"--set {unused[0]}.…: no component named '{unused[0]}' in this run "
+        raise OptionError(f"--set {unused[0]}.*: no component named '{unused[0]}' in this run "
                           f"(components: {', '.join(dict.fromkeys(used))})")
 
 
