@@ -70,7 +70,7 @@ def test_tag_reproduces_the_authors_released_tagging():
             terms = {word.lower() for word in re.findall(r"\[TAG\](.*?)\[TAG\]", tagged)}
             plain = tagged.replace("[TAG]", "")
             theirs = [(m.group(1) or m.group(2), m.group(1) is not None) for m in pattern.finditer(tagged)]
-            ours_text = tag_text(plain, frozenset(terms) | {lemma(t) for t in terms})
+            ours_text = tag_text(plain, frozenset(terms))
             ours = [(m.group(1) or m.group(2), m.group(1) is not None) for m in ours_pattern.finditer(ours_text)]
             assert [w for w, _ in theirs] == [w for w, _ in ours]
             for (word, a), (_, b) in zip(theirs, ours):
@@ -122,3 +122,19 @@ def test_chain_options_are_per_controller():
 def test_lemma_is_context_free_and_lowercase():
     assert [lemma(w) for w in ("Businesses", "children", "planned", "hours")] == ["business", "child", "plan", "hour"]
     assert WORD.findall("6.1 billion") == ["6", "1", "billion"]
+
+
+def test_a_term_whose_lemma_collides_does_not_tag_unrelated_words():
+    """simplemma lemmatizes the term "ai" as "be"; forms of "be" must not be tagged for it."""
+    assert lemma("ai") == "be"
+    assert tag_text("The AI system is new and was built.", frozenset({"ai", "system"})) == (
+        f"The {TAG} AI {TAG} {TAG} system {TAG} is new and was built.")
+
+
+def test_a_custom_prepend_separator_reaches_the_backbone():
+    result = ctrlkit.run(controller="prepend", metrics=["stas"], baseline=None, limit=6,
+                         options={"prepend": {"separator": "||"}})
+    assert not any("||" in s["prediction"] or s["prediction"].startswith(s["controls"]["topic"])
+                   for s in result.samples)
+    with pytest.raises(ctrlkit.OptionError, match="'prepend.separator' must not be empty"):
+        ctrlkit.get_controller("prepend", separator=" ")

@@ -116,3 +116,39 @@ def test_controlled_runs_beat_none_on_newts():
         scores[controller] = result.metrics["stas"]["stas"]
         scores["none"] = result.results["baseline"]["metrics"]["stas"]["stas"]
     assert all(scores[c] > scores["none"] for c in ("prepend", "tag", "prepend+tag")), scores
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"split": "train"}, ctrlkit.DatasetError, "dataset 'sample' has split\\(s\\) test, not 'train'"),
+    ({"options": {"tfidf": {"min_df": 50}}}, ConfigurationError, "vectorizer 'tfidf' cannot be fitted"),
+    ({"options": {"tfidf": {"max_df": 2.0}}}, ctrlkit.OptionError, "'tfidf.max_df' must be at most 1.0"),
+    ({"options": {"tag": {"top_n": -1}}}, ctrlkit.OptionError, "'tag.top_n' must be at least 1"),
+    ({"options": {"stas": {"vectorizer": "embedding"}, "embedding": {"model": "/nonexistent/model"}}},
+     ConfigurationError, "vectorizer 'embedding' cannot load model '/nonexistent/model'"),
+])
+def test_bad_settings_are_one_clear_error(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        ctrlkit.run(controller="tag", metrics=["stas"], limit=2, **kwargs)
+
+
+def test_a_topic_that_is_not_a_string_is_refused(tmp_path):
+    data = tmp_path / "data.jsonl"
+    data.write_text('{"id": "odd", "document": "Text.", "controls": {"topic": ["sports", "health"]}}\n')
+    topics = tmp_path / "topics.jsonl"
+    topics.write_text('{"topic": "sports", "text": "goal"}\n{"topic": "health", "text": "doctor"}\n')
+    with pytest.raises(ConfigurationError, match="example 'odd': control 'topic' must be a string, got list"):
+        ctrlkit.run(dataset="jsonl", data=str(data), topics=str(topics), controller="tag", metrics=["stas"])
+
+
+def test_an_unusable_output_folder_is_refused_before_any_work(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    result = run_ctrlkit("run", "-c", "tag", "-m", "stas", "--out", str(blocker / "sub"))
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"Error: cannot create output folder {blocker / 'sub'}")
+    assert "generate" not in result.stderr  # no progress: nothing was generated
+
+
+def test_repeated_rouge_types_are_scored_once():
+    result = ctrlkit.run(metrics=["rouge"], baseline=None, limit=3, options={"rouge": {"types": "rouge1,rouge1"}})
+    assert list(result.metrics["rouge"]) == ["rouge1"]

@@ -33,14 +33,20 @@ def test_builtins_are_plugins_too():
     assert rows["ctrlkit.vectorizers"]["hooks"] == ["register_topic_vectorizers"]
 
 
-def _broken_distribution(tmp_path):
-    """A plugin distribution on a path of its own whose module raises on import."""
-    (tmp_path / "broken_plugin.py").write_text("raise RuntimeError('boom at import')\n")
-    info = tmp_path / "ctrlkit_broken-0.1.dist-info"
+def _distribution(tmp_path, dist, module_source, entry_name=None):
+    """A throwaway plugin distribution ``dist`` on a path of its own; returns the environment."""
+    module = dist.replace("-", "_") + "_plugin"
+    (tmp_path / f"{module}.py").write_text(textwrap.dedent(module_source))
+    info = tmp_path / f"{dist.replace('-', '_')}-0.1.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ctrlkit-broken\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[ctrlkit]\nctrlkit-broken = broken_plugin\n")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[ctrlkit]\n{entry_name or dist} = {module}\n")
     return {"PYTHONPATH": str(tmp_path)}
+
+
+def _broken_distribution(tmp_path):
+    """A plugin distribution whose module raises on import."""
+    return _distribution(tmp_path, "ctrlkit-broken", "raise RuntimeError('boom at import')\n")
 
 
 def test_a_plugin_that_fails_to_import_is_reported_and_the_rest_works(tmp_path):
@@ -157,3 +163,50 @@ def test_a_misspelt_hook_is_refused():
             pm.check_pending()
     finally:
         pm.unregister(name="misspelt")
+
+
+def test_a_plugin_with_a_misspelt_hook_is_reported_and_left_out(tmp_path):
+    env = _distribution(tmp_path, "ctrlkit-typo", """
+        import ctrlkit
+
+        @ctrlkit.hookimpl
+        def register_controler(register):
+            register("typo", "x:y")
+    """)
+    result = run_ctrlkit("list", "controllers", env=env)
+    assert result.returncode == 0 and "tag" in result.stdout
+    assert "plugin 'ctrlkit-typo' failed to load (PluginValidationError" in result.stderr
+
+
+def test_a_factory_that_cannot_be_imported_is_shown_and_refused_in_one_line(tmp_path):
+    env = _distribution(tmp_path, "ctrlkit-ghost", """
+        import ctrlkit
+
+        @ctrlkit.hookimpl
+        def register_controllers(register):
+            register("ghost", "nonexistent_module:Ghost")
+    """)
+    listing = run_ctrlkit("list", "controllers", env=env)
+    assert listing.returncode == 0
+    assert ("ghost  (ctrlkit-ghost)  unavailable: controller 'ghost' of plugin 'ctrlkit-ghost' cannot be imported "
+            "from 'nonexistent_module:Ghost': ModuleNotFoundError") in listing.stdout
+    run = run_ctrlkit("run", "-c", "ghost", env=env)
+    assert run.returncode == 1 and run.stderr.startswith("Error: controller 'ghost' of plugin 'ctrlkit-ghost'")
+
+
+def test_an_entry_point_name_taken_twice_hides_neither_plugin(tmp_path):
+    env = _distribution(tmp_path, "ctrlkit-impostor", """
+        import ctrlkit
+
+        @ctrlkit.hookimpl
+        def register_metrics(register):
+            register("novelty", "ctrlkit_metrics.rouge:Rouge")
+    """, entry_name="ctrlkit-metrics")
+    listing = run_ctrlkit("list", "metrics", env=env)
+    assert listing.returncode == 0, listing.stderr
+    assert "rouge  (ctrlkit-metrics)" in listing.stdout and "novelty  (ctrlkit-impostor)" in listing.stdout
+
+
+def test_load_plugins_warns_about_names_that_match_nothing():
+    result = run_ctrlkit("list", "controllers", env={"CTRLKIT_LOAD_PLUGINS": "ctrlkit_controllers"})
+    assert "CTRLKIT_LOAD_PLUGINS names 'ctrlkit_controllers', which is not installed" in result.stderr

@@ -23,7 +23,7 @@ class CtrlkitGroup(click.Group):
             try:
                 load_plugins()
             except CtrlkitError as exc:
-                ctx.fail(str(exc))
+                raise click.ClickException(str(exc)) from None
             pm.hook.register_commands(cli=self)
 
     def list_commands(self, ctx):

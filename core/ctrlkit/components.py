@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from .errors import ConfigurationError
+from .errors import ConfigurationError, DatasetError
 from .options import Configurable
 from .types import Example, MetricResult, ModelInput
 
@@ -109,6 +109,11 @@ class Dataset(Configurable):
 
     def load(self, split: str | None) -> list[Example]:
         raise NotImplementedError
+
+    def check_split(self, split: str | None) -> None:
+        """Refuse a split this dataset does not have, naming the ones it has."""
+        if split not in self.splits:
+            raise DatasetError(f"dataset '{self.name}' has split(s) {', '.join(self.splits)}, not {split!r}")
 
     def topic_documents(self) -> list[tuple[str, str]] | None:
         """``(topic, text)`` pairs that define each topic for a TopicSpace, or None."""

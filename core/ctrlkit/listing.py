@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 
+from .errors import CtrlkitError
 from .registry import Registry
 
 
@@ -11,7 +12,11 @@ def describe(kind: str, registry: Registry) -> str:
     lines = [f"{kind}:"] if registry.names() else [f"{kind}:", "  (none installed)"]
     for name in registry.names():
         entry = registry.entry(name)
-        factory = entry.load()
+        try:
+            factory = entry.load(registry.kind)
+        except CtrlkitError as exc:
+            lines.append(f"  {name}  ({entry.plugin})  unavailable: {exc}")
+            continue
         summary = " ".join(inspect.cleandoc(factory.__doc__ or "").split("\n\n")[0].split())
         lines.append(f"  {name}  ({entry.plugin})  {summary}".rstrip())
         splits = getattr(factory, "splits", None)

@@ -21,6 +21,8 @@ class Option:
     default: Any
     help: str
     choices: tuple | None = None
+    minimum: float | None = None
+    maximum: float | None = None
 
     def coerce(self, value: Any, owner: str) -> Any:
         """Convert ``value`` (a string from the command line, or a Python value) to this option's type."""
@@ -42,6 +44,10 @@ class Option:
             raise OptionError(f"{where} expects {self.type.__name__}, got {value!r}")
         if self.choices is not None and value not in self.choices:
             raise OptionError(f"{where} must be one of {', '.join(map(str, self.choices))}; got {value!r}")
+        if self.minimum is not None and value < self.minimum:
+            raise OptionError(f"{where} must be at least {self.minimum}, got {value!r}")
+        if self.maximum is not None and value > self.maximum:
+            raise OptionError(f"{where} must be at most {self.maximum}, got {value!r}")
         return value
 
 

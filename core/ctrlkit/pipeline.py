@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from .api import create_controller, get_backbone, get_dataset, get_metric, get_vectorizer
 from .errors import ConfigurationError, CtrlkitError, OptionError
-from .results import format_table, number, versions, write_run
+from .results import format_table, number, prepare_output, versions, write_run
 from .topics import TopicSpace, load_topic_documents
 from .types import Example, ModelInput
 
@@ -71,6 +71,8 @@ def run(
         raise OptionError(f"batch size must be at least 1, got {batch_size}")
     if not metrics:
         raise ConfigurationError("a run needs at least one metric")
+    if out is not None:
+        prepare_output(out)
     _seed_everything(seed)
 
     source = get_dataset(dataset, **options.get(dataset, {}))
@@ -221,6 +223,10 @@ def _check_references(metric, examples, dataset) -> None:
 def _check_topics(component, space: TopicSpace, examples) -> None:
     if "topic" not in component.reads:
         return
+    for example in examples:
+        if not isinstance(example.controls["topic"], str):
+            raise ConfigurationError(f"example '{example.id}': control 'topic' must be a string, "
+                                     f"got {type(example.controls['topic']).__name__}")
     known = set(space.topics)
     unknown = [example for example in examples if example.controls["topic"] not in known]
     if unknown:

@@ -52,28 +52,42 @@ def load_plugins() -> None:
         return
     _loaded = True
     for module_name in DEFAULT_PLUGINS:
-        pm.register(importlib.import_module(module_name), name=module_name)
+        _register_checked(importlib.import_module(module_name), module_name)
     selected = os.environ.get("CTRLKIT_LOAD_PLUGINS")
     wanted = None if selected is None else {name.strip() for name in selected.split(",") if name.strip()}
     strict = os.environ.get("CTRLKIT_STRICT_PLUGINS", "") not in ("", "0")
+    available = set()
     for entry_point in entry_points(group=GROUP):
-        dist = entry_point.dist
-        if wanted is not None and not {entry_point.name, dist.name if dist else ""} & wanted:
+        dist_name = entry_point.dist.name if entry_point.dist else ""
+        available |= {entry_point.name, dist_name} - {""}
+        if wanted is not None and not {entry_point.name, dist_name} & wanted:
             continue
+        # two distributions may pick the same entry point name; neither may hide the other
+        name = entry_point.name if pm.get_plugin(entry_point.name) is None else f"{dist_name}:{entry_point.name}"
         try:
-            if pm.get_plugin(entry_point.name) is not None:
-                raise ValueError(f"a plugin named '{entry_point.name}' is already registered")
-            pm.register(entry_point.load(), name=entry_point.name)
+            _register_checked(entry_point.load(), name)
         except Exception as exc:  # any import-time failure of third-party code
             error = f"{type(exc).__name__}: {exc}"
             if strict:
-                raise PluginLoadError(f"Plugin '{entry_point.name}' failed to load: {error}") from exc
-            failures[entry_point.name] = error
-            logger.warning("ctrlkit: plugin '%s' failed to load (%s); continuing without it", entry_point.name, error)
+                raise PluginLoadError(f"Plugin '{name}' failed to load: {error}") from exc
+            failures[name] = error
+            logger.warning("ctrlkit: plugin '%s' failed to load (%s); continuing without it", name, error)
             continue
-        if dist is not None:
-            distributions[entry_point.name] = dist
-    pm.check_pending()
+        if entry_point.dist is not None:
+            distributions[name] = entry_point.dist
+    for name in sorted((wanted or set()) - available):
+        logger.warning("ctrlkit: CTRLKIT_LOAD_PLUGINS names '%s', which is not installed (installed: %s)",
+                       name, ", ".join(sorted(available)) or "none")
+
+
+def _register_checked(plugin, name: str) -> None:
+    """Register ``plugin``; unregister it again when a hook it implements is not a ctrlkit hook."""
+    pm.register(plugin, name=name)
+    try:
+        pm.check_pending()
+    except Exception:
+        pm.unregister(plugin)
+        raise
 
 
 def get_registry(kind: str) -> Registry:
@@ -82,7 +96,9 @@ def get_registry(kind: str) -> Registry:
     hook_name, noun = KINDS[kind]
     registry = Registry(noun)
     for impl in getattr(pm.hook, hook_name).get_hookimpls():
-        def register(name, factory, _plugin=impl.plugin_name):
+        dist = distributions.get(impl.plugin_name)
+
+        def register(name, factory, _plugin=dist.name if dist else impl.plugin_name):
             registry.register(name, factory, plugin=_plugin)
 
         impl.function(**({"register": register} if "register" in impl.argnames else {}))

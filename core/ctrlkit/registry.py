@@ -8,7 +8,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import DuplicateComponentError, UnknownComponentError
+from .errors import DuplicateComponentError, PluginLoadError, UnknownComponentError
 from .options import resolve_options
 
 
@@ -18,10 +18,14 @@ class Entry:
     factory: Any  # a class, or "module:attr"
     plugin: str
 
-    def load(self) -> Any:
+    def load(self, kind: str = "component") -> Any:
         if isinstance(self.factory, str):
             module_name, _, attr = self.factory.partition(":")
-            self.factory = getattr(importlib.import_module(module_name), attr)
+            try:
+                self.factory = getattr(importlib.import_module(module_name), attr)
+            except (ImportError, AttributeError) as exc:
+                raise PluginLoadError(f"{kind} '{self.name}' of plugin '{self.plugin}' cannot be imported from "
+                                      f"'{module_name}:{attr}': {type(exc).__name__}: {exc}") from None
         return self.factory
 
 
@@ -51,7 +55,7 @@ class Registry:
 
     def create(self, name: str, **options: Any) -> Any:
         """Instantiate ``name`` with its options checked against the ones it declares."""
-        factory = self.entry(name).load()
+        factory = self.entry(name).load(self.kind)
         resolved = resolve_options(name, getattr(factory, "options", ()), options)
         component = factory(**resolved)
         component.name = name

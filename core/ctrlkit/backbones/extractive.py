@@ -3,7 +3,8 @@
 Generic salience is lead-biased centrality: each sentence's tf-idf cosine to the document
 centroid, plus a bonus that decays with its position. Control relevance comes from the
 signals a controller leaves in the input, read the way a trained model would see them:
-``[TAG]``-marked terms (tag), text before the separator (prepend), and guidance text. With no
+``[TAG]``-marked terms (tag), text before a separator (prepend; ``<sep>`` or any token a
+controller declares through ``add_special_tokens``), and guidance text. With no
 signal the relevance is zero everywhere, so controlled and uncontrolled runs differ only by
 the control.
 """
@@ -27,19 +28,24 @@ class ExtractiveBackbone(Backbone):
 
     capabilities = frozenset({"text", "guidance"})
     options = (
-        Option("max_words", int, 60, "word budget of each summary"),
-        Option("lead_weight", float, 1.0, "weight of the position bonus 1/(1+i) against centrality"),
-        Option("control_weight", float, 2.0, "weight of control relevance against generic salience"),
-        Option("separator", str, SEP, "separator after prepended control text"),
+        Option("max_words", int, 60, "word budget of each summary", minimum=1),
+        Option("lead_weight", float, 1.0, "weight of the position bonus 1/(1+i) against centrality", minimum=0.0),
+        Option("control_weight", float, 2.0, "weight of control relevance against generic salience", minimum=0.0),
     )
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.separators = {SEP}
+
+    def add_special_tokens(self, tokens):
+        """Controllers declare their markup here; every token but [TAG] ends prepended control text."""
+        self.separators.update(token for token in tokens if token and token != TAG)
 
     def generate(self, inputs):
         return [self.summarize(model_input.source, model_input.guidance) for model_input in inputs]
 
     def summarize(self, source: str, guidance: str | None = None) -> str:
-        prefix, found, document = source.partition(self.options["separator"])
-        if not found:
-            prefix, document = "", source
+        prefix, document = _split_prefix(source, self.separators)
         tagged_terms = {term.lower() for term in _TAGGED.findall(document)}
         document = _TAGGED.sub(r"\1", document).replace(TAG, " ")
         candidates = sentences(document)
@@ -67,6 +73,15 @@ class ExtractiveBackbone(Backbone):
         if not chosen:
             chosen = [int(np.argmax(scores))]
         return " ".join(candidates[i] for i in sorted(chosen))
+
+
+def _split_prefix(source: str, separators) -> tuple[str, str]:
+    """Control text before the first separator, and the document after it."""
+    found = [(source.find(separator), separator) for separator in separators if separator in source]
+    if not found:
+        return "", source
+    position, separator = min(found)
+    return source[:position], source[position + len(separator):]
 
 
 def _tag_relevance(candidates, tagged_terms):

@@ -29,7 +29,11 @@ def load_sentence_model(name_or_path: str, device: str | None):
             raise ConfigurationError(
                 "vectorizer 'embedding' needs sentence-transformers: pip install 'ctrlkit[embedding]'"
             ) from None
-        _models[key] = SentenceTransformer(name_or_path, device=device)
+        try:
+            _models[key] = SentenceTransformer(name_or_path, device=device)
+        except Exception as exc:  # missing path, no network for a hub name, bad device...
+            raise ConfigurationError(f"vectorizer 'embedding' cannot load model {name_or_path!r}: "
+                                     f"{type(exc).__name__}: {exc}") from None
     return _models[key]
 
 
@@ -39,7 +43,7 @@ class EmbeddingVectorizer(Vectorizer):
 
     options = (
         Option("model", str, "", "sentence-transformers name or path (default: local all-MiniLM-L6-v2)"),
-        Option("batch_size", int, 64, "texts per encoding batch"),
+        Option("batch_size", int, 64, "texts per encoding batch", minimum=1),
         Option("device", str, "", "torch device (default: CUDA when present, else CPU)"),
     )
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from ..components import Vectorizer
+from ..errors import ConfigurationError
 from ..options import Option
 
 
@@ -12,9 +13,9 @@ class TfidfVectorizer(Vectorizer):
     options = (
         Option("stop_words", str, "none", "drop stop words before weighting", choices=("none", "english")),
         Option("sublinear_tf", bool, False, "use 1 + log(tf)"),
-        Option("min_df", int, 1, "ignore terms in fewer documents than this"),
-        Option("max_df", float, 1.0, "ignore terms in more than this fraction of documents"),
-        Option("max_features", int, 0, "keep only the most frequent terms (0: all)"),
+        Option("min_df", int, 1, "ignore terms in fewer documents than this", minimum=1),
+        Option("max_df", float, 1.0, "ignore terms in more than this fraction of documents", minimum=0.0, maximum=1.0),
+        Option("max_features", int, 0, "keep only the most frequent terms (0: all)", minimum=0),
     )
 
     def __init__(self, **options):
@@ -34,7 +35,10 @@ class TfidfVectorizer(Vectorizer):
         )
 
     def fit(self, documents):
-        self._model = self._new_model().fit(documents)
+        try:
+            self._model = self._new_model().fit(documents)
+        except ValueError as exc:  # e.g. min_df above the number of documents, or no terms left
+            raise ConfigurationError(f"vectorizer 'tfidf' cannot be fitted on the topic documents: {exc}") from None
 
     def transform(self, texts):
         return self._model.transform(texts)

@@ -1,4 +1,4 @@
-from ctrlkit import SEP, Controller, Option
+from ctrlkit import SEP, Controller, Option, OptionError
 
 
 class NoControl(Controller):
@@ -21,6 +21,10 @@ class Prepend(Controller):
     def __init__(self, **options):
         super().__init__(**options)
         self.reads = tuple(name.strip() for name in self.options["attributes"].split(",") if name.strip())
+        if not self.reads:
+            raise OptionError("option 'prepend.attributes' names no control attribute")
+        if not self.options["separator"].strip():
+            raise OptionError("option 'prepend.separator' must not be empty")
 
     def prepare(self, backbone):
         backbone.add_special_tokens([self.options["separator"]])

@@ -4,9 +4,11 @@ For the requested topic, take its N most representative terms (the top-N entries
 topic vector); surround every source token whose lemma is one of them with ``[TAG]``:
 ``individuals and [TAG] businesses [TAG] together``.
 
-Matching is on lowercased words: a token is tagged when its surface form or its lemma equals a
-term or a term's lemma, so a term kept by tf-idf in an inflected form ("planned") still tags
-its other forms. scikit-learn's English stop words are left out of the terms by default:
+Matching is on lowercased words: a token is tagged when its lemma is a term (the paper's rule:
+"businesses" for the term "business") or when the token itself is a term, since tf-idf keeps
+inflected forms such as "planned" as terms of their own. Terms are not lemmatized: a
+dictionary lemmatizer maps some terms to unrelated words (simplemma: "ai" -> "be"), which
+would tag every form of "be". scikit-learn's English stop words are left out of the terms by default:
 the authors' released tagged data never tags function words such as "the" or "of" (their
 list was narrower: it does tag a few words on scikit-learn's, such as "made" and "first").
 """
@@ -23,7 +25,7 @@ class Tag(Controller):
     reads = ("topic",)
     topic_vectorizer = "tfidf"
     options = (
-        Option("top_n", int, 100, "representative terms per topic (the paper's N)"),
+        Option("top_n", int, 100, "representative terms per topic (the paper's N)", minimum=1),
         Option("stop_words", bool, True, "leave English stop words out of the terms"),
     )
 
@@ -42,7 +44,7 @@ class Tag(Controller):
             topic: topic_space.representative_terms(topic, self.options["top_n"], exclude=excluded)
             for topic in topic_space.topics
         }
-        self._match = {topic: frozenset(terms) | {lemma(t) for t in terms} for topic, terms in self.terms.items()}
+        self._match = {topic: frozenset(terms) for topic, terms in self.terms.items()}
 
     def prepare(self, backbone):
         backbone.add_special_tokens([TAG])
@@ -57,7 +59,7 @@ class Tag(Controller):
 
 
 def tag_text(text: str, match: frozenset[str]) -> str:
-    """``text`` with every word whose lowercased form or lemma is in ``match`` tagged."""
+    """``text`` with every word tagged whose lowercased form or lemma is in ``match``."""
 
     def replace(found: re.Match) -> str:
         word = found.group(0)

@@ -26,15 +26,14 @@ class Newts(Dataset):
     controls = ("topic", "topic_id", "topic_words", "topic_phrases", "topic_sentences")
     options = (
         Option("path", str, "", "the NEWTS CSV file (--data)"),
-        Option("test_fraction", float, 0.5, "share of articles in the test split"),
+        Option("test_fraction", float, 0.5, "share of articles in the test split", minimum=0.0, maximum=1.0),
         Option("topic_label", str, "words", "what names a topic in the controls", choices=tuple(_LABELS)),
         Option("topic_documents", str, "both", "what defines a topic for the topic space",
                choices=("both", "summaries", "descriptions")),
     )
 
     def load(self, split):
-        if split not in self.splits:
-            raise DatasetError(f"dataset 'newts' has splits train and test, not '{split}'")
+        self.check_split(split)
         return [example for row in self.rows if self._split(row) == split for example in self._examples(row)]
 
     def topic_documents(self):
@@ -82,7 +81,7 @@ class Newts(Dataset):
     def _examples(self, row):
         for k in "12":
             yield Example(
-                id=f"{row['AssignmentId'] or row['line']}-{k}",
+                id=f"{row.get('AssignmentId') or row['line']}-{k}",
                 document=row["article"],
                 references=[row[f"summary{k}"]],
                 controls={

@@ -25,6 +25,7 @@ class Sample(Dataset):
     controls = ("topic",)
 
     def load(self, split):
+        self.check_split(split)
         examples = []
         for _, article in read_jsonl(_data_file("sample.jsonl")):
             for topic in article["topics"]:

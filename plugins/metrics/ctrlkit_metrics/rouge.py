@@ -22,7 +22,7 @@ class Rouge(Metric):
 
     def __init__(self, **options):
         super().__init__(**options)
-        self.types = [name.strip() for name in self.options["types"].split(",") if name.strip()]
+        self.types = list(dict.fromkeys(name.strip() for name in self.options["types"].split(",") if name.strip()))
         unknown = [name for name in self.types if not _ROUGE_TYPE.fullmatch(name)]
         if unknown or not self.types:
             raise OptionError(f"option 'rouge.types': unknown ROUGE type {unknown[0] if unknown else '(none)'!r}; "
