@@ -8,9 +8,9 @@ Matching is on lowercased words: a token is tagged when its lemma is a term (the
 "businesses" for the term "business") or when the token itself is a term, since tf-idf keeps
 inflected forms such as "planned" as terms of their own. Terms are not lemmatized: a
 dictionary lemmatizer maps some terms to unrelated words (simplemma: "ai" -> "be"), which
-would tag every form of "be". scikit-learn's English stop words are left out of the terms by default:
-the authors' released tagged data never tags function words such as "the" or "of" (their
-list was narrower: it does tag a few words on scikit-learn's, such as "made" and "first").
+would tag every form of "be". scikit-learn's English stop words are left out of the terms by
+default: the authors' released tagged data never tags function words such as "the" or "of"
+(their list was narrower: it does tag a few words on scikit-learn's, such as "made").
 """
 
 import re
