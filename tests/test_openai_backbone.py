@@ -1,0 +1,238 @@
+"""The openai backbone against a real chat-completions server on 127.0.0.1 that records requests."""
+
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+import ctrlkit
+from ctrlkit import ConfigurationError, CtrlkitError, ModelInput
+
+INSTRUCTION = "Summarize the following document."
+KEY = "sk-test-0123456789secret"
+
+
+@dataclass
+class Reply:
+    """What the server answers one request: a dict is sent as JSON, bytes as they are."""
+
+    status: int = 200
+    body: dict | bytes = b""
+    headers: dict = field(default_factory=dict)
+    delay: float = 0.0
+
+
+def completion(content: str) -> dict:
+    return {"id": "c", "object": "chat.completion",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}
+
+
+def echo(request: dict) -> Reply:
+    """Succeeds with the last message's content as the summary, so order can be checked."""
+    return Reply(body=completion("summary: " + request["body"]["messages"][-1]["content"]))
+
+
+class ChatServer:
+    """Answers the queued ``replies`` first, then ``default(request)``; keeps every request."""
+
+    def __init__(self):
+        self.requests: list[dict] = []
+        self.replies: list[Reply] = []
+        self.default = echo
+        self.in_flight = self.max_in_flight = 0
+        self.lock = threading.Lock()
+        self.http = _QuietServer(("127.0.0.1", 0), _Handler)
+        self.http.chat = self
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
+
+    def answer(self, request: dict) -> Reply:
+        with self.lock:
+            self.requests.append(request)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            return self.replies.pop(0) if self.replies else self.default(request)
+
+    def done(self):
+        with self.lock:
+            self.in_flight -= 1
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        """A client that timed out closed its socket; that is the point of the timeout test."""
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_POST(self):
+        chat = self.server.chat
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        reply = chat.answer({"path": self.path, "headers": dict(self.headers), "body": body})
+        try:
+            time.sleep(reply.delay)
+            data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+            self.send_response(reply.status)
+            for name, value in {"Content-Type": "application/json", **reply.headers}.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        finally:
+            chat.done()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("no_proxy", "*")  # a proxy configured on the machine must not take 127.0.0.1
+
+
+@pytest.fixture
+def server():
+    chat = ChatServer()
+    thread = threading.Thread(target=chat.http.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    yield chat
+    chat.http.shutdown()
+    chat.http.server_close()
+
+
+def backbone(server, **options):
+    return ctrlkit.get_backbone("openai", **{"model": "m", "base_url": server.url, "backoff": 0.01, **options})
+
+
+def test_a_batch_runs_concurrently_and_keeps_input_order(server):
+    # later inputs answer sooner, so completion order is the reverse of input order
+    server.default = lambda request: Reply(body=echo(request).body, delay=0.3 - 0.03 * len(server.requests))
+    summaries = backbone(server, concurrency=4).generate([ModelInput(f"doc {i}") for i in range(8)])
+    assert summaries == [f"summary: {INSTRUCTION}\n\ndoc {i}" for i in range(8)]
+    assert len(server.requests) == 8 and 1 < server.max_in_flight <= 4
+    request = server.requests[0]
+    assert request["path"] == "/v1/chat/completions"
+    assert set(request["body"]) == {"model", "messages", "temperature", "max_tokens"}
+    assert (request["body"]["model"], request["body"]["temperature"], request["body"]["max_tokens"]) == ("m", 0.0, 256)
+    assert "Authorization" not in request["headers"]  # no key: a local server needs none
+
+
+def test_messages_pass_through_and_text_is_wrapped_with_instruction_and_guidance(server):
+    chat = ({"role": "system", "content": "Be brief."}, {"role": "user", "content": "Summarize: x"})
+    inputs = [ModelInput("ignored", messages=chat), ModelInput("The document.", guidance="focus on sports")]
+    backbone(server, base_url=server.url + "/", instruction="TL;DR please.", concurrency=1).generate(inputs)
+    assert server.requests[0]["body"]["messages"] == list(chat)
+    assert server.requests[1]["body"]["messages"] == [
+        {"role": "user", "content": "TL;DR please.\n\nGuidance: focus on sports\n\nThe document."}]
+
+
+@pytest.mark.parametrize("retry_after", ["0", "Wed, 21 Oct 2015 07:28:00 GMT"])
+def test_429_waits_as_retry_after_says_then_succeeds(server, retry_after):
+    server.replies = [Reply(429, {"error": {"message": "slow down"}}, {"Retry-After": retry_after})]
+    started = time.perf_counter()
+    summaries = backbone(server, backoff=30.0).generate([ModelInput("doc")])  # backoff alone would wait ~30 s
+    assert time.perf_counter() - started < 5
+    assert summaries == [f"summary: {INSTRUCTION}\n\ndoc"] and len(server.requests) == 2
+
+
+def test_server_errors_are_retried_until_retries_run_out_and_the_error_names_the_input(server):
+    def fail_doc_1(request):
+        return Reply(500, {"error": "boom"}) if request["body"]["messages"][-1]["content"].endswith("doc 1") \
+            else echo(request)
+
+    server.default = fail_doc_1
+    with pytest.raises(CtrlkitError) as failure:
+        backbone(server, max_retries=2, concurrency=1).generate([ModelInput(f"doc {i}") for i in range(3)])
+    assert str(failure.value) == ("backbone 'openai': request for input 1 failed after 3 attempts: "
+                                  "HTTP 500 Internal Server Error")
+    contents = [r["body"]["messages"][-1]["content"] for r in server.requests]
+    assert sum(content.endswith("doc 1") for content in contents) == 3
+
+
+@pytest.mark.parametrize("body", [b"<html>Not Found</html>", {"choices": []},
+                                  {"choices": [{"message": {"role": "assistant", "content": None}}]}])
+def test_a_malformed_body_is_a_clear_error_without_retry(server, body):
+    server.replies = [Reply(200, body)]
+    with pytest.raises(CtrlkitError, match=r"^backbone 'openai': request for input 0 got a malformed response "
+                                           r"\(no choices\[0\]\.message\.content string\)"):
+        backbone(server).generate([ModelInput("doc")])
+    assert len(server.requests) == 1
+
+
+def test_a_timeout_is_retried_then_reported(server):
+    server.default = lambda request: Reply(body=echo(request).body, delay=1.0)
+    with pytest.raises(CtrlkitError, match=r"^backbone 'openai': request for input 0 failed after 2 attempts: "
+                                           r"no response within 0\.2 s$"):
+        backbone(server, timeout=0.2, max_retries=1).generate([ModelInput("doc")])
+    assert len(server.requests) == 2
+
+
+def test_a_refused_connection_is_retried_then_reported():
+    with socket.socket() as probe:  # a port that nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    model = ctrlkit.get_backbone("openai:m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, backoff=0.01)
+    with pytest.raises(CtrlkitError, match=r"input 0 failed after 2 attempts: connection error: .*refused"):
+        model.generate([ModelInput("doc")])
+
+
+def test_401_is_not_retried_and_the_key_never_leaks(server):
+    def refuse(request):  # like hosted APIs, the server quotes the key it was given
+        return Reply(401, {"error": {"message": f"Incorrect API key provided: {request['headers']['Authorization']}"}})
+
+    server.default = refuse
+    model = backbone(server, api_key=KEY)
+    with pytest.raises(CtrlkitError) as failure:
+        model.generate([ModelInput("doc")])
+    assert str(failure.value) == ("backbone 'openai': request for input 0 failed: HTTP 401 Unauthorized: "
+                                  "Incorrect API key provided: Bearer ***")
+    assert len(server.requests) == 1 and server.requests[0]["headers"]["Authorization"] == f"Bearer {KEY}"
+    assert model.options["api_key"] == "***"
+    for text in (json.dumps(model.options), repr(model), str(failure.value), repr(failure.value)):
+        assert KEY not in text
+
+
+def test_a_long_server_message_is_cut_to_one_short_line(server):
+    server.replies = [Reply(400, {"error": {"message": "bad request\n" + "x" * 5000}})]
+    with pytest.raises(CtrlkitError) as failure:
+        backbone(server).generate([ModelInput("doc")])
+    message = str(failure.value)
+    assert "HTTP 400 Bad Request: bad request xxx" in message and "\n" not in message and len(message) < 300
+    assert len(server.requests) == 1
+
+
+def test_the_spec_argument_sets_the_model(server):
+    model = ctrlkit.get_backbone("openai:my-model", base_url=server.url)
+    assert model.options["model"] == "my-model"
+    model.generate([ModelInput("doc")])
+    assert server.requests[0]["body"]["model"] == "my-model"
+
+
+def test_the_environment_gives_base_url_and_key_which_stays_out_of_options(server, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    model = ctrlkit.get_backbone("openai:m")
+    assert model.generate([ModelInput("doc")]) == [f"summary: {INSTRUCTION}\n\ndoc"]
+    assert server.requests[0]["headers"]["Authorization"] == f"Bearer {KEY}"
+    assert model.options["api_key"] == "" and model.options["base_url"] == ""
+
+
+def test_no_model_is_a_configuration_error(server):
+    with pytest.raises(ConfigurationError, match="backbone 'openai' needs a model: --backbone openai:MODEL"):
+        ctrlkit.get_backbone("openai", base_url=server.url).generate([ModelInput("doc")])
+    assert not server.requests
+
+
+def test_a_run_end_to_end_records_options_without_the_key(server, tmp_path):
+    result = ctrlkit.run(controller="none", backbone="openai:m", metrics=["rouge"], baseline=None, limit=3,
+                         options={"openai": {"base_url": server.url, "api_key": KEY}}, out=str(tmp_path))
+    assert len(result.samples) == 3 and len(server.requests) == 3
+    assert all(sample["prediction"].startswith(f"summary: {INSTRUCTION}\n\n") for sample in result.samples)
+    recorded = (tmp_path / "results.json").read_text()
+    options = json.loads(recorded)["config"]["options"]["openai"]
+    assert options["model"] == "m" and options["base_url"] == server.url and options["api_key"] == "***"
+    assert KEY not in recorded and KEY not in (tmp_path / "samples.jsonl").read_text()
