@@ -1,0 +1,219 @@
+"""The prompt controller: each example's controls as chat messages for an instruction-following
+backbone, in the prompting forms CCSBench compares (Ding et al.).
+
+- ``zero-shot``: a system instruction, then one user message that lists each control in words
+  and then gives the document.
+- ``few-shot``: the same, preceded by k demonstrations: a train example's zero-shot message and
+  its first reference as the assistant's reply. They are drawn once with ``random.Random(seed)``,
+  so every example of a run (and every rerun) sees the same ones, except that an example is
+  never shown itself (same id or same document) as a demonstration.
+- ``hard``: the "hard prompt" form, one ``Attribute: Value`` line per control with the raw
+  value, then ``Document: ...``.
+- ``file``: the user message comes from a template file with plain ``{document}``,
+  ``{controls}`` (the zero-shot requirement lines) and ``{CONTROL}`` fields.
+
+The document is ``model_input.source``, so a controller applied before this one in a chain
+reaches the prompt; the source itself is kept for backbones that read it.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from itertools import islice
+from pathlib import Path
+
+from ctrlkit import ConfigurationError, Controller, CtrlkitError, Option, OptionError
+
+SYSTEM = "You summarize documents. Follow every requirement given for the summary and reply with the summary only."
+INSTRUCTION = "Summarize the following document."
+
+KNOWN = ("length", "keywords", "readability", "focus", "topic", "entity")
+"""Controls rendered when ``prompt.controls`` is empty, in this order (CCSBench's four first)."""
+
+READABILITY = {
+    "high": "easy to read for a general audience, simple words and short sentences",
+    "normal": "written for experts",
+}
+FOCUS = {
+    "low": "conceptual (motivation, theory, method, implications)",
+    "high": "empirical (data, experiments, metrics, results)",
+}
+
+
+class Prompt(Controller):
+    """Renders the controls present on each example as system and user chat messages."""
+
+    requires = frozenset({"messages"})
+    options = (
+        Option("template", str, "zero-shot", "zero-shot, few-shot, hard (one 'Attribute: Value' line per "
+               "control) or file (prompt.template_file)", choices=("zero-shot", "few-shot", "hard", "file")),
+        Option("shots", int, 2, "demonstrations in a few-shot prompt, drawn from the train split", minimum=1),
+        Option("template_file", str, "", "user message template for template=file, with fields "
+               "{document}, {controls} and {CONTROL}"),
+        Option("seed", int, 0, "seed that draws the few-shot demonstrations"),
+        Option("controls", str, "", "comma-separated controls to render; empty: every known control present"),
+    )
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.template = self.options["template"]
+        self.selected = tuple(dict.fromkeys(n.strip() for n in self.options["controls"].split(",") if n.strip()))
+        self.needs_train_examples = self.template == "few-shot"
+        self.pieces: list[tuple[str, str | None]] = []
+        if self.template == "file":
+            self.pieces = load_template(self.options["template_file"])
+        elif self.options["template_file"]:
+            raise OptionError("option 'prompt.template_file' is used only with prompt.template=file")
+        # the controls a file template names are read too, so a run checks them before it starts
+        named = [field for _, field in self.pieces if field not in (None, "document", "controls")]
+        self.reads = tuple(dict.fromkeys([*self.selected, *named]))
+        self.demonstrations: list = []
+
+    def fit(self, train_examples, topic_space):
+        if self.template != "few-shot":
+            return
+        candidates = [example for example in train_examples if example.references]
+        shots = self.options["shots"]
+        if len(candidates) < shots:
+            raise ConfigurationError(f"controller 'prompt' (few-shot) needs {shots} train examples with references "
+                                     f"for its demonstrations; the train split has {len(candidates)}")
+        # the whole train set in a seeded order: the first ones that are not the evaluated example
+        self.demonstrations = random.Random(self.options["seed"]).sample(candidates, len(candidates))
+
+    def apply(self, example, model_input):
+        document = model_input.source
+        controls = self._controls(example)
+        if self.template == "hard":
+            user = "\n".join([*(f"{label(name)}: {as_text(name, value)}" for name, value in controls),
+                              f"Document: {document}"])
+        elif self.template == "file":
+            user = self._fill(example, document, controls)
+        else:
+            user = zero_shot(controls, document)
+        demonstrations = self._demonstrate(example) if self.template == "few-shot" else []
+        messages = ({"role": "system", "content": SYSTEM}, *demonstrations, {"role": "user", "content": user})
+        return model_input.replace(messages=messages)
+
+    def _controls(self, example) -> list[tuple[str, object]]:
+        """``(name, value)`` of the rendered controls that ``example`` has, in render order."""
+        names = self.selected or KNOWN
+        return [(name, example.controls[name]) for name in names if present(example.controls.get(name))]
+
+    def _demonstrate(self, example) -> list[dict[str, str]]:
+        shots = self.options["shots"]
+        others = (d for d in self.demonstrations if d.id != example.id and d.document != example.document)
+        chosen = list(islice(others, shots))
+        if len(chosen) < shots:
+            raise CtrlkitError(f"controller 'prompt': example '{example.id}' has {len(chosen)} train examples other "
+                               f"than itself to show, fewer than prompt.shots={shots} (was it fit on the train split?)")
+        messages = []
+        for shown in chosen:
+            messages.append({"role": "user", "content": zero_shot(self._controls(shown), shown.document)})
+            messages.append({"role": "assistant", "content": shown.references[0]})
+        return messages
+
+    def _fill(self, example, document, controls) -> str:
+        values = {name: as_text(name, value) for name, value in example.controls.items() if present(value)}
+        values.update(document=document, controls="\n".join(requirements(controls)))
+        parts = []
+        for literal, field in self.pieces:
+            parts.append(literal)
+            if field is not None:
+                if field not in values:
+                    raise CtrlkitError(f"controller 'prompt': template file '{self.options['template_file']}' "
+                                       f"uses field '{field}', which example '{example.id}' does not have")
+                parts.append(values[field])
+        return "".join(parts)
+
+
+def zero_shot(controls, document: str) -> str:
+    """The zero-shot user message: the instruction, a requirement line per control, the document."""
+    lines = [INSTRUCTION]
+    if controls:
+        lines += ["Requirements:", *requirements(controls)]
+    return "\n".join(lines) + f"\n\nDocument:\n{document}"
+
+
+def requirements(controls) -> list[str]:
+    return [f"- {describe(name, value)}" for name, value in controls]
+
+
+def describe(name: str, value) -> str:
+    """One control in words: ``Length: about 100 words``, ``Focus on the topic: sports``."""
+    text = as_text(name, value)
+    if name == "length":
+        words = word_count(value)
+        return f"Length: about {words} words" if words is not None else f"Length: {text}"
+    if name == "keywords":
+        return f"Include the keywords: {text}"
+    if name == "readability":
+        return f"Readability: {READABILITY.get(text.lower(), text)}"
+    if name == "focus":
+        return f"Focus: {FOCUS.get(text.lower(), text)}"
+    if name in ("topic", "entity"):
+        return f"Focus on the {name}: {text}"
+    return f"{name}: {text}"
+
+
+def label(name: str) -> str:
+    """The hard-prompt attribute: ``keywords`` -> ``Keywords``, ``target_style`` -> ``Target style``."""
+    return name.replace("_", " ").capitalize()
+
+
+def as_text(name: str, value) -> str:
+    """A control value as prompt text; keywords (a list or a comma string) as ``a, b``."""
+    if name == "keywords" and isinstance(value, str):
+        value = value.split(",")
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(item).strip() for item in value if str(item).strip())
+    return str(value).strip()
+
+
+def word_count(value) -> str | None:
+    """``100``, ``"100"`` or ``100.0`` -> ``"100"``; None when ``value`` is not a number ("short")."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return str(int(number)) if number.is_integer() else str(number)
+
+
+def present(value) -> bool:
+    """Whether a control value is given: not None, not empty or blank."""
+    if isinstance(value, str):
+        return bool(value.strip())
+    if isinstance(value, (list, tuple)):
+        return bool(value)
+    return value is not None
+
+
+def load_template(path: str) -> list[tuple[str, str | None]]:
+    """The file's ``(literal text, field name or None)`` pieces.
+
+    Only plain ``{name}`` fields are allowed: no ``{document.__class__}``, ``{keywords[0]}``,
+    conversion or format spec, so a template can only place values, never reach into them.
+    The pieces are filled by concatenation, not ``str.format``.
+    """
+    if not path:
+        raise OptionError("option 'prompt.template_file' is required with prompt.template=file")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise OptionError(f"prompt template file '{path}' cannot be read: {exc}") from None
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        raise OptionError(f"prompt template file '{path}': {exc} (write {{{{ and }}}} for literal braces)") from None
+    pieces = []
+    for literal, field, spec, conversion in parsed:
+        if field is not None and (not field.isidentifier() or spec or conversion):
+            written = "{" + field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            raise OptionError(f"prompt template file '{path}': field {written} is not a plain name; "
+                              "use {document}, {controls} or a control name such as {topic}")
+        pieces.append((literal, field))
+    if not any(field == "document" for _, field in pieces):
+        raise OptionError(f"prompt template file '{path}' has no {{document}} field")
+    return pieces

@@ -1,0 +1,261 @@
+import copy
+import re
+
+import pytest
+
+import ctrlkit
+from ctrlkit import Example, ModelInput
+from ctrlkit.chat import flatten_messages
+from ctrlkit_controllers.prompt import SYSTEM, Prompt
+
+DOCUMENT = "The trial enrolled 200 patients. The drug lowered blood pressure."
+ALL_FOUR = {"length": 100, "keywords": ["trial", "blood pressure"], "readability": "high", "focus": "high"}
+
+
+def render(values, **options):
+    example = Example("x", DOCUMENT, controls=values)
+    return ctrlkit.get_controller("prompt", **options).apply(example, ModelInput(source=DOCUMENT)).messages
+
+
+def user(messages) -> str:
+    assert messages[0] == {"role": "system", "content": SYSTEM}
+    assert messages[-1]["role"] == "user"
+    return messages[-1]["content"]
+
+
+def train_set(n=8):
+    return [Example(f"t{i}", f"Train document {i}.", [f"Summary {i}."], {"topic": f"topic{i}"}) for i in range(n)]
+
+
+def test_registry_finds_it_and_it_needs_a_chat_backbone():
+    hard = ctrlkit.get_controller("prompt", template="hard")
+    assert isinstance(hard, Prompt) and hard.name == "prompt"
+    assert hard.requires == frozenset({"messages"}) and hard.reads == () and not hard.needs_train_examples
+    with pytest.raises(ctrlkit.ConfigurationError, match="needs backbone capability messages"):
+        ctrlkit.run(controller="prompt", metrics=["stas"], baseline=None, limit=2)
+
+
+def test_zero_shot_exact_text_with_all_four_ccsbench_controls():
+    assert user(render(ALL_FOUR)) == (
+        "Summarize the following document.\n"
+        "Requirements:\n"
+        "- Length: about 100 words\n"
+        "- Include the keywords: trial, blood pressure\n"
+        "- Readability: easy to read for a general audience, simple words and short sentences\n"
+        "- Focus: empirical (data, experiments, metrics, results)\n"
+        "\n"
+        f"Document:\n{DOCUMENT}")
+
+
+@pytest.mark.parametrize("controls, lines", [
+    ({"topic": "health"}, ["- Focus on the topic: health"]),
+    ({"entity": "Pfizer"}, ["- Focus on the entity: Pfizer"]),
+    ({"length": "short", "keywords": "trial,drug"}, ["- Length: short", "- Include the keywords: trial, drug"]),
+    ({"length": "150", "keywords": ("drug",)}, ["- Length: about 150 words", "- Include the keywords: drug"]),
+    ({"readability": "normal", "focus": "low"}, [
+        "- Readability: written for experts",
+        "- Focus: conceptual (motivation, theory, method, implications)"]),
+    ({"focus": "high", "topic": "health", "length": 50, "readability": "high", "keywords": ["drug"],
+      "entity": "Pfizer"},  # rendered in a fixed order, whatever the order of the controls
+     ["- Length: about 50 words", "- Include the keywords: drug",
+      "- Readability: easy to read for a general audience, simple words and short sentences",
+      "- Focus: empirical (data, experiments, metrics, results)",
+      "- Focus on the topic: health", "- Focus on the entity: Pfizer"]),
+])
+def test_zero_shot_lists_each_control_present(controls, lines):
+    assert user(render(controls)) == "\n".join(
+        ["Summarize the following document.", "Requirements:", *lines, "", "Document:", DOCUMENT])
+
+
+def test_zero_shot_without_controls_and_absent_or_unknown_controls_are_skipped():
+    plain = f"Summarize the following document.\n\nDocument:\n{DOCUMENT}"
+    assert user(render({})) == plain
+    assert user(render({"topic": "", "keywords": [], "length": None, "style": "formal"})) == plain
+
+
+def test_controls_option_restricts_and_names_unknown_controls():
+    controls = {**ALL_FOUR, "topic": "health", "style": "formal"}
+    prompt = ctrlkit.get_controller("prompt", controls="style, topic")
+    assert prompt.reads == ("style", "topic")
+    messages = prompt.apply(Example("x", DOCUMENT, controls=controls), ModelInput(source=DOCUMENT)).messages
+    assert user(messages) == "\n".join(["Summarize the following document.", "Requirements:", "- style: formal",
+                                        "- Focus on the topic: health", "", "Document:", DOCUMENT])
+
+
+def test_hard_prompt_exact_text():
+    assert user(render({**ALL_FOUR, "topic": "health"}, template="hard")) == (
+        "Length: 100\n"
+        "Keywords: trial, blood pressure\n"
+        "Readability: high\n"
+        "Focus: high\n"
+        "Topic: health\n"
+        f"Document: {DOCUMENT}")
+
+
+@pytest.mark.parametrize("controls, lines", [
+    ({"topic": "health"}, ["Topic: health"]),
+    ({"entity": "Pfizer"}, ["Entity: Pfizer"]),
+    ({"length": 150, "keywords": "trial, drug"}, ["Length: 150", "Keywords: trial, drug"]),
+    ({}, []),
+])
+def test_hard_prompt_one_line_per_control(controls, lines):
+    assert user(render(controls, template="hard")) == "\n".join([*lines, f"Document: {DOCUMENT}"])
+
+
+def test_hard_prompt_labels_a_named_unknown_control():
+    assert user(render({"target_style": "formal", "topic": "health"}, template="hard", controls="target_style")) == (
+        f"Target style: formal\nDocument: {DOCUMENT}")
+
+
+def test_few_shot_exact_messages():
+    prompt = ctrlkit.get_controller("prompt", template="few-shot", shots=1)
+    assert prompt.needs_train_examples
+    prompt.fit([Example("t", "Old news.", ["Old."], {"length": 10, "topic": "misc"})], None)
+    example = Example("x", DOCUMENT, controls={"topic": "health"})
+    assert prompt.apply(example, ModelInput(source=DOCUMENT)).messages == (
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Summarize the following document.\nRequirements:\n- Length: about 10 words\n"
+                                    "- Focus on the topic: misc\n\nDocument:\nOld news."},
+        {"role": "assistant", "content": "Old."},
+        {"role": "user", "content": "Summarize the following document.\nRequirements:\n"
+                                    f"- Focus on the topic: health\n\nDocument:\n{DOCUMENT}"},
+    )
+
+
+def shown(prompt, example):
+    """The documents of the demonstrations shown for ``example``."""
+    messages = prompt.apply(example, ModelInput(source=example.document)).messages
+    return [m["content"].rsplit("\n", 1)[-1] for m in messages[1:-1] if m["role"] == "user"]
+
+
+def test_few_shot_is_reproducible_and_the_seed_picks_the_demonstrations():
+    train = train_set()
+    example = Example("x", DOCUMENT, controls={"topic": "health"})
+
+    def fitted(seed):
+        prompt = ctrlkit.get_controller("prompt", template="few-shot", shots=3, seed=seed)
+        prompt.fit(train, None)
+        return prompt
+
+    first = shown(fitted(0), example)
+    assert len(first) == 3 and len(set(first)) == 3
+    assert shown(fitted(0), example) == first
+    assert shown(fitted(1), example) != first
+    other = Example("y", "Another document.", controls={"length": 60})
+    assert shown(fitted(0), other) == first  # independent of the evaluated example
+
+
+def test_few_shot_never_shows_an_example_as_its_own_demonstration():
+    train = train_set()
+    prompt = ctrlkit.get_controller("prompt", template="few-shot", shots=2)
+    prompt.fit(train, None)
+    first = shown(prompt, Example("x", DOCUMENT))
+    in_train = next(example for example in train if example.document == first[0])
+    demonstrations = shown(prompt, in_train)
+    assert in_train.document not in demonstrations and len(demonstrations) == 2
+    assert demonstrations[0] == first[1]
+    same_document = Example("other-id", first[1])
+    assert first[1] not in shown(prompt, same_document)
+
+
+def test_few_shot_needs_enough_train_examples_with_references():
+    prompt = ctrlkit.get_controller("prompt", template="few-shot", shots=3)
+    unreferenced = [Example(f"u{i}", "No summary.") for i in range(5)]
+    with pytest.raises(ctrlkit.ConfigurationError, match="needs 3 train examples with references.*has 2"):
+        prompt.fit(train_set(2) + unreferenced, None)
+    exactly = train_set(3)
+    prompt.fit(exactly, None)
+    with pytest.raises(ctrlkit.CtrlkitError, match="example 't0' has 2 train examples other than itself"):
+        prompt.apply(exactly[0], ModelInput(source=exactly[0].document))
+    with pytest.raises(ctrlkit.OptionError, match="at least 1"):
+        ctrlkit.get_controller("prompt", template="few-shot", shots=0)
+
+
+def test_only_few_shot_needs_train_examples():
+    assert [ctrlkit.get_controller("prompt", template=t).needs_train_examples
+            for t in ("zero-shot", "hard", "few-shot")] == [False, False, True]
+
+
+@pytest.mark.parametrize("options", [{}, {"template": "hard"}, {"template": "few-shot"}])
+def test_prompt_is_pure(options):
+    prompt = ctrlkit.get_controller("prompt", **options)
+    prompt.fit(train_set(), None)
+    example = Example("x", DOCUMENT, ["Ref."], copy.deepcopy({**ALL_FOUR, "topic": "health"}))
+    before = copy.deepcopy(example)
+    model_input = ModelInput(source=DOCUMENT, guidance="g")
+    first = prompt.apply(example, model_input)
+    assert prompt.apply(example, model_input) == first
+    assert example == before and model_input == ModelInput(source=DOCUMENT, guidance="g")
+    assert first.source == DOCUMENT and first.guidance == "g"
+
+
+def test_the_document_is_the_model_input_source():
+    """So a controller applied before this one in a chain reaches the prompt."""
+    example = Example("x", DOCUMENT, controls={"topic": "health"})
+    messages = ctrlkit.get_controller("prompt", template="hard").apply(example, ModelInput(source="tagged")).messages
+    assert user(messages) == "Topic: health\nDocument: tagged"
+
+
+def write(tmp_path, text):
+    path = tmp_path / "template.txt"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_file_template_fills_plain_fields(tmp_path):
+    path = write(tmp_path, "Write about {topic} ({keywords}); {{braces}} stay.\n{controls}\n---\n{document}")
+    prompt = ctrlkit.get_controller("prompt", template="file", template_file=path)
+    assert prompt.reads == ("topic", "keywords")
+    example = Example("x", DOCUMENT, controls={"topic": "health", "keywords": ["drug", "trial"], "length": 80})
+    assert user(prompt.apply(example, ModelInput(source=DOCUMENT)).messages) == (
+        "Write about health (drug, trial); {braces} stay.\n"
+        "- Length: about 80 words\n- Include the keywords: drug, trial\n- Focus on the topic: health\n"
+        f"---\n{DOCUMENT}")
+
+
+def test_file_template_names_the_example_and_field_it_lacks(tmp_path):
+    path = write(tmp_path, "{entity}: {document}")
+    prompt = ctrlkit.get_controller("prompt", template="file", template_file=path)
+    with pytest.raises(ctrlkit.CtrlkitError, match=r"uses field 'entity', which example 'doc-7' does not have"):
+        prompt.apply(Example("doc-7", DOCUMENT, controls={"topic": "health"}), ModelInput(source=DOCUMENT))
+
+
+@pytest.mark.parametrize("text, field", [
+    ("{document.__class__}", "{document.__class__}"),
+    ("{keywords[0]} {document}", "{keywords[0]}"),
+    ("{document!r}", "{document!r}"),
+    ("{document:{topic.x}}", "{document:{topic.x}}"),
+    ("{} {document}", "{}"),
+    ("{0} {document}", "{0}"),
+])
+def test_file_template_refuses_anything_but_plain_names(tmp_path, text, field):
+    with pytest.raises(ctrlkit.OptionError, match=re.escape(f"field {field} is not a plain name")):
+        ctrlkit.get_controller("prompt", template="file", template_file=write(tmp_path, text))
+
+
+def test_file_template_problems_name_the_file(tmp_path):
+    missing = str(tmp_path / "absent.txt")
+    with pytest.raises(ctrlkit.OptionError, match=f"prompt template file '{missing}' cannot be read"):
+        ctrlkit.get_controller("prompt", template="file", template_file=missing)
+    no_document = write(tmp_path, "Summarize {topic}.")
+    with pytest.raises(ctrlkit.OptionError, match="template.txt' has no {document} field"):
+        ctrlkit.get_controller("prompt", template="file", template_file=no_document)
+    with pytest.raises(ctrlkit.OptionError, match="template.txt': Single '}'"):
+        ctrlkit.get_controller("prompt", template="file", template_file=write(tmp_path, "{document} }"))
+    with pytest.raises(ctrlkit.OptionError, match="template_file' is required with prompt.template=file"):
+        ctrlkit.get_controller("prompt", template="file")
+    with pytest.raises(ctrlkit.OptionError, match="used only with prompt.template=file"):
+        ctrlkit.get_controller("prompt", template_file=no_document)
+    with pytest.raises(ctrlkit.OptionError, match="must be one of zero-shot, few-shot, hard, file"):
+        ctrlkit.get_controller("prompt", template="soft")
+
+
+def test_flatten_messages():
+    messages = ({"role": "system", "content": "Be brief."}, {"role": "user", "content": "Summarize:\nA B."},
+                {"role": "assistant", "content": "A."}, {"role": "user", "content": "Summarize:\nC D."})
+    assert flatten_messages(messages) == (
+        "System: Be brief.\n\nUser: Summarize:\nA B.\n\nAssistant: A.\n\nUser: Summarize:\nC D.\n\nAssistant:")
+    assert flatten_messages([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello,"}]) == (
+        "User: Hi\n\nAssistant: Hello,")
+    assert flatten_messages([]) == "Assistant:"
+    assert flatten_messages(render({"topic": "health"})).endswith(f"Document:\n{DOCUMENT}\n\nAssistant:")
