@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from .components import ControllerChain
+from .errors import OptionError
 from .plugins import get_registry
 
 
@@ -25,8 +26,22 @@ def get_metric(name: str, **options: Any):
     return get_registry("metrics").create(name, **options)
 
 
-def get_backbone(name: str, **options: Any):
-    return get_registry("backbones").create(name, **options)
+def get_backbone(spec: str, **options: Any):
+    """A backbone by name, or ``"name:ARGUMENT"`` (``hf:facebook/bart-large``), where the argument
+    sets the option the backbone names in ``spec_option`` (usually the model)."""
+    name, _, argument = spec.partition(":")
+    registry = get_registry("backbones")
+    if argument:
+        option = getattr(registry.entry(name).load(registry.kind), "spec_option", None)
+        if option is None:
+            raise OptionError(f"backbone '{name}' takes no argument after ':' (got {spec!r})")
+        options = {option: argument, **options}
+    return registry.create(name, **options)
+
+
+def backbone_name(spec: str) -> str:
+    """``"hf:facebook/bart-large"`` -> ``"hf"``: the name its ``--set`` options use."""
+    return spec.partition(":")[0]
 
 
 def get_dataset(name: str, **options: Any):

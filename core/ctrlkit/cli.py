@@ -73,8 +73,9 @@ def cli():
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True, help="Inputs per generation batch.")
 @click.option("-o", "--out", type=click.Path(file_okay=False),
               help="Output folder for results.json and samples.jsonl [default: runs/DATASET-CONTROLLER-TIME].")
+@click.option("--device", help="Torch device for a neural backbone (cpu, cuda, cuda:1); default: CUDA when present.")
 def run(dataset, data, split, controller, backbone, metrics, topics, assignments, baseline, no_baseline, limit,
-        seed, batch_size, out):
+        seed, batch_size, out, device):
     """Generate summaries with a controller and score them; writes results.json and samples.jsonl."""
     from .pipeline import DEFAULT_METRICS, run as run_pipeline
 
@@ -83,12 +84,61 @@ def run(dataset, data, split, controller, backbone, metrics, topics, assignments
         out = f"runs/{dataset}-{controller}-{stamp}"
     result = run_pipeline(
         dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
-        metrics=metrics or DEFAULT_METRICS, topics=topics, options=parse_assignments(assignments),
+        metrics=metrics or DEFAULT_METRICS, topics=topics, options=_options(assignments, backbone, device),
         baseline=None if no_baseline else baseline, limit=limit, seed=seed, batch_size=batch_size,
         out=out, progress=True,
     )
     click.echo(result.table())
     click.echo(f"\n{result.results['n_examples']} examples; results in {out}/results.json", err=True)
+
+
+@cli.command()
+@click.option("-b", "--backbone", required=True, help="Trainable backbone and its base model: hf:PATH_OR_HUB_ID.")
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False),
+              help="Folder for the trained model; run it with --backbone hf:OUT. Rerun to resume.")
+@click.option("-c", "--controller", default="none", show_default=True, help="Controller applied to every input.")
+@click.option("-d", "--dataset", default="sample", show_default=True, help="Dataset name.")
+@click.option("--data", help="File the dataset reads (its 'path' option).")
+@click.option("--split", default="train", show_default=True, help="Split to train on.")
+@click.option("--eval-split", help="Split scored after each epoch; the best model is kept.")
+@click.option("--topics", type=click.Path(dir_okay=False), help="JSONL of topic documents (default: the dataset's).")
+@click.option("--set", "assignments", multiple=True, metavar="COMPONENT.OPTION=VALUE", help="Set a component option.")
+@click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--max-steps", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Stop after this many optimizer steps (0: run all epochs).")
+@click.option("--lr", type=float, default=5e-5, show_default=True, help="AdamW learning rate.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--grad-accum", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Batches per optimizer step.")
+@click.option("--patience", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Stop after this many evaluations without improvement (0: never).")
+@click.option("--save-every", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Checkpoint every N steps (always at each epoch's end).")
+@click.option("--max-target-tokens", type=click.IntRange(min=1), default=128, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), help="Train on the first N examples only.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--device", help="Torch device (default: CUDA when present).")
+def train(backbone, out, controller, dataset, data, split, eval_split, topics, assignments, epochs, max_steps, lr,
+          batch_size, grad_accum, patience, save_every, max_target_tokens, limit, seed, device):
+    """Fine-tune a backbone with a controller applied to its training inputs (resumable)."""
+    from .training import train as train_backbone
+
+    record = train_backbone(
+        backbone=backbone, out=out, controller=controller, dataset=dataset, data=data, split=split,
+        eval_split=eval_split, topics=topics, options=_options(assignments, backbone, device), epochs=epochs,
+        max_steps=max_steps, lr=lr, batch_size=batch_size, grad_accum=grad_accum, patience=patience,
+        save_every=save_every, max_target_tokens=max_target_tokens, limit=limit, seed=seed, progress=True,
+    )
+    last = record["losses"][-1] if record["losses"] else None
+    click.echo(f"{record['steps']} steps on {record['n_pairs']} pairs; last loss {last}; "
+               f"model in {out} (use --backbone {backbone.partition(':')[0]}:{out})")
+
+
+def _options(assignments, backbone: str, device: str | None) -> dict:
+    options = parse_assignments(assignments)
+    if device:
+        options.setdefault(backbone.partition(":")[0], {})["device"] = device
+    return options
 
 
 @cli.command("list")

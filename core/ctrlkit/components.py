@@ -41,6 +41,13 @@ class Controller(Configurable):
     def apply(self, example: Example, model_input: ModelInput) -> ModelInput:
         raise NotImplementedError
 
+    def state(self) -> dict:
+        """What ``fit`` learned, JSON-serialisable; saved beside a trained model."""
+        return {}
+
+    def load_state(self, state: dict) -> None:
+        """Restore ``state()`` instead of fitting (a model trained with this controller)."""
+
 
 class ControllerChain(Controller):
     """``a+b``: controllers compose like functions, right to left: ``prepend+tag`` tags the
@@ -71,17 +78,32 @@ class ControllerChain(Controller):
             model_input = controller.apply(example, model_input)
         return model_input
 
+    def state(self):
+        return {controller.name: controller.state() for controller in self.controllers}
+
+    def load_state(self, state):
+        for controller in self.controllers:
+            controller.load_state(state.get(controller.name, {}))
+
 
 class Backbone(Configurable):
     """A summarizer: turns a batch of model inputs into one summary each."""
 
     capabilities: frozenset[str] = frozenset({"text"})
+    """What it can consume: ``text`` (ModelInput.source), ``guidance``, ``messages`` (chat),
+    ``input_embeddings`` (adds vectors to its encoder input), ``training`` (``ctrlkit train``)."""
+    spec_option: str | None = None
+    """Option set by the argument of a ``name:ARGUMENT`` spec (``hf:PATH``), if it takes one."""
 
     def add_special_tokens(self, tokens: Iterable[str]) -> None:
         """Make ``tokens`` atomic for the model; backbones without a vocabulary ignore it."""
 
     def generate(self, inputs: Sequence[ModelInput]) -> list[str]:
         raise NotImplementedError
+
+    def saved_controller(self) -> dict | None:
+        """``{"controller": name, "state": ...}`` saved with a trained model, or None."""
+        return None
 
 
 class Metric(Configurable):

@@ -6,6 +6,7 @@ without touching controllers or metrics.
 
 from __future__ import annotations
 
+import logging
 import random
 import sys
 import time
@@ -14,13 +15,14 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
-from .api import create_controller, get_backbone, get_dataset, get_metric, get_vectorizer
+from .api import backbone_name, create_controller, get_backbone, get_dataset, get_metric, get_vectorizer
 from .errors import ConfigurationError, CtrlkitError, OptionError
 from .results import format_table, number, prepare_output, versions, write_run
 from .topics import TopicSpace, load_topic_documents
 from .types import Example, ModelInput
 
 DEFAULT_METRICS = ("rouge", "stas")
+logger = logging.getLogger("ctrlkit")
 
 
 @dataclass
@@ -78,12 +80,12 @@ def run(
     source = get_dataset(dataset, **options.get(dataset, {}))
     main = create_controller(controller, options)
     other = create_controller(baseline, options) if baseline and baseline != controller else None
-    model = get_backbone(backbone, **options.get(backbone, {}))
+    model = get_backbone(backbone, **options.get(backbone_name(backbone), {}))
     scorers = [get_metric(name, **options.get(name, {})) for name in dict.fromkeys(metrics)]
     needs_space = [c for c in (main, other, *scorers) if c is not None and c.topic_vectorizer]
     vectorizers = {c.topic_vectorizer: get_vectorizer(c.topic_vectorizer, **options.get(c.topic_vectorizer, {}))
                    for c in needs_space}
-    _refuse_unused_options(options, [dataset, backbone, *_names(controller), *_names(baseline),
+    _refuse_unused_options(options, [dataset, backbone_name(backbone), *_names(controller), *_names(baseline),
                                      *metrics, *vectorizers])
     for c in (main, other):
         if c is not None and not c.requires <= model.capabilities:
@@ -116,8 +118,7 @@ def run(
     for arm, arm_controller in arms.items():
         prefix = "" if arm == "run" else "baseline_"
         with _timed(timings, prefix + "fit_s"):
-            train = source.load("train") if arm_controller.needs_train_examples else []
-            arm_controller.fit(train, spaces.get(arm_controller.topic_vectorizer))
+            fit_or_restore(arm_controller, model, source, spaces.get(arm_controller.topic_vectorizer))
             arm_controller.prepare(model)
         with _timed(timings, prefix + "generate_s"):
             predictions = generate(arm_controller, model, examples, batch_size, progress)
@@ -158,23 +159,44 @@ def _samples(examples, outcomes) -> list[dict]:
     return samples
 
 
+def fit_or_restore(controller, backbone, source, topic_space) -> None:
+    """Restore the controller state saved with a trained model, or fit the controller."""
+    saved = backbone.saved_controller()
+    if saved is not None and saved["controller"] == controller.name:
+        controller.load_state(saved["state"])
+        return
+    if saved is not None and controller.name != "none":
+        logger.warning("ctrlkit: the model was trained with controller '%s', not '%s'", saved["controller"],
+                       controller.name)
+    train = source.load("train") if controller.needs_train_examples else []
+    controller.fit(train, topic_space)
+
+
 def generate(controller, backbone, examples: Sequence[Example], batch_size: int, progress: bool) -> list[str]:
-    """Apply the controller to every example and generate in batches."""
+    """Apply the controller to every example (so a bad control fails before any generation), then
+    generate in batches of similar length, longest first, and return predictions in input order."""
     from tqdm.auto import tqdm
 
-    predictions: list[str] = []
+    inputs = [controller.apply(example, ModelInput(source=example.document)) for example in examples]
+    order = sorted(range(len(inputs)), key=lambda i: -_input_length(inputs[i]))
+    predictions: list[str] = [""] * len(inputs)
     with tqdm(total=len(examples), desc=f"generate [{controller.name}]", unit="ex", disable=None if progress else True,
               file=sys.stderr) as bar:
-        for start in range(0, len(examples), batch_size):
-            batch = examples[start : start + batch_size]
-            inputs = [controller.apply(example, ModelInput(source=example.document)) for example in batch]
-            outputs = list(backbone.generate(inputs))
-            if len(outputs) != len(inputs):
+        for start in range(0, len(order), batch_size):
+            batch = order[start : start + batch_size]
+            outputs = list(backbone.generate([inputs[i] for i in batch]))
+            if len(outputs) != len(batch):
                 raise CtrlkitError(f"backbone '{backbone.name}' returned {len(outputs)} summaries "
-                                   f"for {len(inputs)} inputs")
-            predictions.extend(outputs)
+                                   f"for {len(batch)} inputs")
+            for i, output in zip(batch, outputs):
+                predictions[i] = output
             bar.update(len(batch))
     return predictions
+
+
+def _input_length(model_input: ModelInput) -> int:
+    messages = sum(len(message["content"]) for message in model_input.messages or ())
+    return len(model_input.source) + len(model_input.guidance or "") + messages
 
 
 def score(metrics, predictions: Sequence[str], examples: Sequence[Example]) -> tuple[dict, list[dict]]:
@@ -245,6 +267,7 @@ def _refuse_unused_options(options, used) -> None:
 def _resolved_options(source, main, other, model, scorers, vectorizers) -> dict:
     controllers = [c for arm in (main, other) if arm is not None for c in getattr(arm, "controllers", [arm])]
     return {c.name: c.options for c in (source, *controllers, model, *scorers, *vectorizers)}
+
 
 
 def _names(spec: str | None) -> list[str]:

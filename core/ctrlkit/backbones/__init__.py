@@ -6,3 +6,6 @@ from ..hookspecs import hookimpl
 @hookimpl
 def register_backbones(register):
     register("extractive", "ctrlkit.backbones.extractive:ExtractiveBackbone")
+    register("hf", "ctrlkit.backbones.hf:HFSeq2Seq")
+    register("hf-causal", "ctrlkit.backbones.hf_causal:HFCausal")
+    register("openai", "ctrlkit.backbones.openai:OpenAIBackbone")

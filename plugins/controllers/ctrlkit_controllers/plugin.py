@@ -5,4 +5,6 @@ import ctrlkit
 def register_controllers(register):
     register("none", "ctrlkit_controllers.basic:NoControl")
     register("prepend", "ctrlkit_controllers.basic:Prepend")
+    register("prompt", "ctrlkit_controllers.prompt:Prompt")
     register("tag", "ctrlkit_controllers.tag:Tag")
+    register("embed", "ctrlkit_controllers.embed:Embed")

@@ -40,10 +40,16 @@ class Tag(Controller):
         excluded = ()
         if self.options["stop_words"]:
             from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS as excluded
-        self.terms = {
+        self.load_state({"terms": {
             topic: topic_space.representative_terms(topic, self.options["top_n"], exclude=excluded)
             for topic in topic_space.topics
-        }
+        }})
+
+    def state(self):
+        return {"terms": self.terms}
+
+    def load_state(self, state):
+        self.terms = state["terms"]
         self._match = {topic: frozenset(terms) for topic, terms in self.terms.items()}
 
     def prepare(self, backbone):

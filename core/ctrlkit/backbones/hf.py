@@ -1,0 +1,119 @@
+"""Backbone ``hf``: any transformers sequence-to-sequence model (BART, T5, PEGASUS, ...).
+
+Guidance goes before the document, ``guidance <sep> document`` (GSum-style guidance as text).
+Chat messages, from the prompt controller, are flattened to one prompt for instruction-tuned
+seq2seq models. Topic (or other) embeddings asked for in ``ModelInput.features
+["input_embeddings"]`` are added to every encoder input vector through the model's own
+``inputs_embeds`` path, so the encoder sees word + position + topic embedding.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..chat import flatten_messages
+from ..errors import ConfigurationError
+from ..types import SEP
+from .hf_base import HFBackbone
+
+INPUT_EMBEDDINGS_FILE = "ctrlkit_input_embeddings.safetensors"
+
+
+class HFSeq2Seq(HFBackbone):
+    """Any transformers sequence-to-sequence model, by path or hub id (hf:PATH); trainable."""
+
+    capabilities = frozenset({"text", "guidance", "messages", "input_embeddings", "training"})
+    auto_model_class = "AutoModelForSeq2SeqLM"
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.input_embeddings = None  # a torch ModuleDict of tables, made on first use
+
+    def _after_load(self):
+        import torch
+
+        self.input_embeddings = torch.nn.ModuleDict()
+        saved = Path(self.options["model"]) / INPUT_EMBEDDINGS_FILE
+        if saved.is_file():
+            from safetensors.torch import load_file
+
+            for key, weight in load_file(str(saved)).items():
+                table = torch.nn.Embedding.from_pretrained(weight, freeze=False)
+                self.input_embeddings[key] = table.to(self.device, dtype=self.model.dtype)
+
+    def add_input_embeddings(self, key: str, count: int):
+        """A trainable table of ``count`` vectors the size of the token embeddings, added to the
+        encoder input when an input names one of them; a saved table of that size is reused."""
+        import torch
+
+        self._load()
+        if key in self.input_embeddings:
+            if self.input_embeddings[key].num_embeddings != count:
+                raise ConfigurationError(f"the model's saved '{key}' embeddings have "
+                                         f"{self.input_embeddings[key].num_embeddings} rows, not {count}")
+            return self.input_embeddings[key]
+        width = self.model.get_input_embeddings().embedding_dim
+        table = torch.nn.Embedding(count, width)
+        torch.nn.init.normal_(table.weight, std=getattr(self.model.config, "init_std", 0.02))
+        self.input_embeddings[key] = table.to(self.device, dtype=self.model.dtype)
+        return self.input_embeddings[key]
+
+    def texts(self, inputs) -> list[str]:
+        """The text the encoder reads for each input."""
+        texts = []
+        for model_input in inputs:
+            text = flatten_messages(model_input.messages) if model_input.messages else model_input.source
+            if model_input.guidance:
+                text = f"{model_input.guidance} {SEP} {text}"
+            texts.append(text)
+        return texts
+
+    def encoder_inputs(self, inputs) -> dict:
+        """``input_ids`` and ``attention_mask``, or ``inputs_embeds`` when inputs add embeddings."""
+        batch = self.tokenize(self.texts(inputs))
+        requested = [model_input.features.get("input_embeddings", {}) for model_input in inputs]
+        if not any(requested):
+            return batch
+        import torch
+
+        embeds = self.model.get_input_embeddings()(batch.pop("input_ids"))
+        for key in sorted({key for wanted in requested for key in wanted}):
+            if key not in self.input_embeddings:
+                raise ConfigurationError(f"backbone '{self.name}' has no '{key}' embeddings; "
+                                         "the controller's prepare() must add them")
+            rows = [wanted[key] for wanted in requested]
+            if any(row is None for row in rows):
+                raise ConfigurationError(f"every input of a batch must name a '{key}' embedding")
+            indices = torch.tensor(rows, device=self.device)
+            embeds = embeds + self.input_embeddings[key](indices)[:, None, :]
+        batch["inputs_embeds"] = embeds
+        return batch
+
+    def generate(self, inputs):
+        import torch
+
+        with torch.inference_mode():
+            output = self.model.generate(**self.encoder_inputs(inputs), **self.generation_options())
+        return [text.strip() for text in self.tokenizer.batch_decode(output, skip_special_tokens=True)]
+
+    def loss(self, inputs, targets: list[str], max_target_tokens: int):
+        """Mean token cross-entropy of ``targets`` given ``inputs`` (for ``ctrlkit train``)."""
+        labels = self.tokenizer(text_target=targets, truncation=True, max_length=max_target_tokens,
+                                padding=True, return_tensors="pt")["input_ids"].to(self.device)
+        labels[labels == self.tokenizer.pad_token_id] = -100
+        return self.model(**self.encoder_inputs(inputs), labels=labels).loss
+
+    def trainable_parameters(self):
+        return [*self.model.parameters(), *self.input_embeddings.parameters()]
+
+    def train_mode(self, training: bool) -> None:
+        self.model.train(training)
+        self.input_embeddings.train(training)
+
+    def save(self, directory):
+        super().save(directory)
+        if len(self.input_embeddings):
+            from safetensors.torch import save_file
+
+            tables = {key: table.weight.detach().cpu().contiguous() for key, table in self.input_embeddings.items()}
+            save_file(tables, str(Path(directory) / INPUT_EMBEDDINGS_FILE))

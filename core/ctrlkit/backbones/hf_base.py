@@ -1,0 +1,126 @@
+"""What the transformers backbones share: lazy loading, device and dtype, special tokens,
+truncation to the model's limit (counted and reported), and saving."""
+
+from __future__ import annotations
+
+import logging
+
+from ..components import Backbone
+from ..errors import ConfigurationError
+from ..options import Option
+
+logger = logging.getLogger("ctrlkit")
+
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
+class HFBackbone(Backbone):
+    spec_option = "model"
+    options = (
+        Option("model", str, "", "model path or hub id (the part after 'hf:')"),
+        Option("device", str, "", "torch device, e.g. cpu, cuda, cuda:1 (default: CUDA when present)"),
+        Option("dtype", str, "auto", "weights dtype (auto: float32 on CPU, bfloat16 on CUDA when supported)",
+               choices=DTYPES),
+        Option("max_input_tokens", int, 0, "truncate inputs to this many tokens (0: the model's limit)", minimum=0),
+        Option("max_new_tokens", int, 128, "most tokens to generate", minimum=1),
+        Option("min_new_tokens", int, 0, "fewest tokens to generate", minimum=0),
+        Option("num_beams", int, 4, "beam search width (1: greedy)", minimum=1),
+        Option("no_repeat_ngram_size", int, 0, "forbid repeating n-grams of this size (0: allow)", minimum=0),
+        Option("length_penalty", float, 1.0, "beam search length penalty"),
+    )
+    auto_model_class = ""  # the transformers Auto class, by name
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self._model = None
+        self._tokenizer = None
+        self.truncated = 0
+        """How many inputs were cut to the model's limit so far."""
+
+    @property
+    def model(self):
+        self._load()
+        return self._model
+
+    @property
+    def tokenizer(self):
+        self._load()
+        return self._tokenizer
+
+    @property
+    def device(self):
+        return self.model.device
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        if not self.options["model"]:
+            raise ConfigurationError(f"backbone '{self.name}' needs a model: --backbone {self.name}:PATH_OR_HUB_ID")
+        import torch
+        import transformers
+
+        device = self.options["device"] or ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = self.options["dtype"]
+        if dtype == "auto":
+            cuda_bf16 = device.startswith("cuda") and torch.cuda.is_bf16_supported()
+            dtype = "bfloat16" if cuda_bf16 else "float32"
+        name = self.options["model"]
+        try:
+            self._tokenizer = transformers.AutoTokenizer.from_pretrained(name)
+            model_class = getattr(transformers, self.auto_model_class)
+            self._model = model_class.from_pretrained(name, dtype=getattr(torch, dtype)).to(device)
+        except (OSError, ValueError) as exc:
+            raise ConfigurationError(f"backbone '{self.name}' cannot load {name!r}: {exc}") from None
+        self._model.eval()
+        self._after_load()
+
+    def _after_load(self) -> None:
+        """Hook for subclasses: restore what ctrlkit saved beside the weights."""
+
+    def add_special_tokens(self, tokens):
+        new = [token for token in tokens if token not in self.tokenizer.get_vocab()]
+        if new:
+            self.tokenizer.add_tokens(new, special_tokens=True)
+            self.model.resize_token_embeddings(len(self.tokenizer), mean_resizing=False)
+
+    def input_limit(self) -> int:
+        """The most input tokens: the option, else the smaller of the tokenizer's and the model's limits."""
+        if self.options["max_input_tokens"]:
+            return self.options["max_input_tokens"]
+        limits = [self.tokenizer.model_max_length, getattr(self.model.config, "max_position_embeddings", None)]
+        sensible = [limit for limit in limits if isinstance(limit, int) and 0 < limit < 1_000_000]
+        return min(sensible) if sensible else 1024
+
+    def tokenize(self, texts: list[str]):
+        """Pad and truncate a batch to the input limit, counting (and reporting) truncations."""
+        limit = self.input_limit()
+        lengths = [len(ids) for ids in self.tokenizer(texts, truncation=False, verbose=False)["input_ids"]]
+        cut = sum(length > limit for length in lengths)
+        if cut:
+            self.truncated += cut
+            logger.warning("ctrlkit: %s: %d of %d inputs truncated to %d tokens", self.name, cut, len(texts), limit)
+        batch = self.tokenizer(texts, truncation=True, max_length=limit, padding=True, return_tensors="pt")
+        return {key: value.to(self.device) for key, value in batch.items()}
+
+    def generation_options(self) -> dict:
+        o = self.options
+        options = {"max_new_tokens": o["max_new_tokens"], "num_beams": o["num_beams"],
+                   "length_penalty": o["length_penalty"]}
+        if o["min_new_tokens"]:
+            options["min_new_tokens"] = o["min_new_tokens"]
+        if o["no_repeat_ngram_size"]:
+            options["no_repeat_ngram_size"] = o["no_repeat_ngram_size"]
+        return options
+
+    def saved_controller(self):
+        """The controller state ``ctrlkit train`` saved beside the weights, if any."""
+        import json
+        from pathlib import Path
+
+        path = Path(self.options["model"]) / "ctrlkit_controller.json"
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+    def save(self, directory) -> None:
+        """Save weights and tokenizer (and whatever ctrlkit added) so that ``hf:DIRECTORY`` restores them."""
+        self.model.save_pretrained(directory)
+        self.tokenizer.save_pretrained(directory)

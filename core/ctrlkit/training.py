@@ -1,0 +1,203 @@
+"""``ctrlkit train``: fine-tune a trainable backbone with a controller applied to every training
+input, the training-time half of the published methods (prepend, tag, embed, guidance).
+
+The output folder holds the model, its tokenizer, ``ctrlkit_controller.json`` (the controller's
+learned state: terms, topic index, ...) and ``training.json`` (config, versions, losses), so
+``ctrlkit run --backbone hf:DIR --controller C`` restores all of it. A checkpoint is written
+atomically every ``save_every`` steps and at each epoch's end; running the same command again
+resumes from it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from .api import backbone_name, create_controller, get_backbone, get_dataset, get_vectorizer
+from .errors import ConfigurationError, CtrlkitError
+from .files import atomic_write_json
+from .pipeline import _check_controls, _check_topics, _seed_everything, _topic_spaces, fit_or_restore
+from .results import versions
+from .types import ModelInput
+
+CONTROLLER_FILE = "ctrlkit_controller.json"
+CHECKPOINT = "checkpoint"
+
+
+def save_controller(directory: str | Path, controller) -> None:
+    atomic_write_json(Path(directory) / CONTROLLER_FILE,
+                      {"controller": controller.name, "state": controller.state()})
+
+
+def train(
+    *,
+    backbone: str,
+    out: str,
+    dataset: str = "sample",
+    data: str | None = None,
+    split: str = "train",
+    eval_split: str | None = None,
+    controller: str = "none",
+    topics: str | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    epochs: int = 1,
+    max_steps: int = 0,
+    lr: float = 5e-5,
+    batch_size: int = 8,
+    grad_accum: int = 1,
+    patience: int = 0,
+    save_every: int = 0,
+    max_target_tokens: int = 128,
+    limit: int | None = None,
+    seed: int = 0,
+    progress: bool = False,
+) -> dict:
+    """Fine-tune ``backbone`` (e.g. ``"hf:facebook/bart-base"``) on ``dataset``'s ``split`` with
+    ``controller`` applied to each input; returns what ``training.json`` records."""
+    import torch
+
+    out_dir = Path(out)
+    if (out_dir / "training.json").is_file():
+        raise CtrlkitError(f"{out_dir} already holds a trained model; choose another --out")
+    if min(epochs, batch_size, grad_accum) < 1 or lr <= 0:
+        raise ConfigurationError("epochs, batch size and gradient accumulation must be at least 1, lr above 0")
+    options = {name: dict(values) for name, values in (options or {}).items()}
+    if data is not None:
+        options.setdefault(dataset, {})["path"] = data
+    checkpoint = out_dir / CHECKPOINT
+    resuming = (checkpoint / "trainer_state.json").is_file()
+    name = backbone_name(backbone)
+    model = get_backbone(f"{name}:{checkpoint}" if resuming else backbone, **options.get(name, {}))
+    if "training" not in model.capabilities:
+        raise ConfigurationError(f"backbone '{name}' cannot be trained")
+    source = get_dataset(dataset, **options.get(dataset, {}))
+    steering = create_controller(controller, options)
+    if not steering.requires <= model.capabilities:
+        raise ConfigurationError(f"controller '{steering.name}' needs backbone capability "
+                                 f"{', '.join(sorted(steering.requires - model.capabilities))}")
+    _seed_everything(seed)
+    started = time.perf_counter()
+
+    examples = source.load(split)[:limit]
+    evaluation = source.load(eval_split) if eval_split else []
+    _check_controls(steering, examples + evaluation, dataset)
+    vectorizer = steering.topic_vectorizer
+    spaces = _topic_spaces({vectorizer: get_vectorizer(vectorizer, **options.get(vectorizer, {}))} if vectorizer
+                           else {}, topics, source, dataset)
+    if vectorizer:
+        _check_topics(steering, spaces[vectorizer], examples + evaluation)
+    fit_or_restore(steering, model, source, spaces.get(vectorizer))
+    steering.prepare(model)
+    pairs = _pairs(steering, examples)
+    eval_pairs = _pairs(steering, evaluation)
+    if not pairs:
+        raise ConfigurationError(f"split '{split}' of dataset '{dataset}' has no references to train on")
+
+    parameters = model.trainable_parameters()
+    optimizer = torch.optim.AdamW(parameters, lr=lr)
+    state = {"step": 0, "epoch": 0, "batch": 0, "losses": [], "eval_losses": [], "best_eval": None, "bad_evals": 0}
+    if resuming:
+        state = json.loads((checkpoint / "trainer_state.json").read_text())
+        optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", weights_only=True))
+
+    def save_checkpoint():
+        temporary = out_dir / f".{CHECKPOINT}.tmp"
+        shutil.rmtree(temporary, ignore_errors=True)
+        model.save(temporary)
+        save_controller(temporary, steering)
+        torch.save(optimizer.state_dict(), temporary / "optimizer.pt")
+        atomic_write_json(temporary / "trainer_state.json", state)
+        shutil.rmtree(checkpoint, ignore_errors=True)
+        temporary.rename(checkpoint)
+
+    from tqdm.auto import tqdm
+
+    batches_per_epoch = -(-len(pairs) // batch_size)
+    total = max_steps or epochs * -(-batches_per_epoch // grad_accum)
+    bar = tqdm(total=total, initial=state["step"], desc=f"train [{steering.name}]", unit="step",
+               disable=None if progress else True, file=sys.stderr)
+    stop = False
+    model.train_mode(True)
+    while (max_steps or state["epoch"] < epochs) and not stop:  # max_steps overrides epochs
+        order = list(range(len(pairs)))
+        random.Random(seed + state["epoch"]).shuffle(order)
+        while state["batch"] < batches_per_epoch:
+            chosen = [pairs[i] for i in order[state["batch"] * batch_size:(state["batch"] + 1) * batch_size]]
+            loss = model.loss([p[0] for p in chosen], [p[1] for p in chosen], max_target_tokens) / grad_accum
+            loss.backward()
+            state["batch"] += 1
+            if state["batch"] % grad_accum and state["batch"] < batches_per_epoch:
+                continue
+            optimizer.step()
+            optimizer.zero_grad()
+            state["step"] += 1
+            state["losses"].append(round(loss.item() * grad_accum, 6))
+            bar.update(1)
+            bar.set_postfix(loss=f"{state['losses'][-1]:.4f}")
+            if max_steps and state["step"] >= max_steps:
+                stop = True
+                break
+            if save_every and state["step"] % save_every == 0:
+                save_checkpoint()
+        if not stop:
+            state["epoch"] += 1
+            state["batch"] = 0
+        if eval_pairs:
+            stop = _evaluate(model, eval_pairs, batch_size, max_target_tokens, state, patience, out_dir) or stop
+        save_checkpoint()
+    bar.close()
+    model.train_mode(False)
+
+    if not eval_pairs:
+        model.save(out_dir)
+    # with an eval split, out_dir already holds the best model (saved by _evaluate)
+    save_controller(out_dir, steering)
+    record = {
+        "config": {"backbone": backbone, "dataset": dataset, "data": data, "split": split, "eval_split": eval_split,
+                   "controller": steering.name, "topics": topics, "epochs": epochs, "max_steps": max_steps, "lr": lr,
+                   "batch_size": batch_size, "grad_accum": grad_accum, "patience": patience,
+                   "max_target_tokens": max_target_tokens, "limit": limit, "seed": seed,
+                   "options": {c.name: c.options for c in (source, model, *getattr(steering, "controllers", [steering]))}},
+        "versions": versions(),
+        "n_pairs": len(pairs),
+        "steps": state["step"],
+        "losses": state["losses"],
+        "eval_losses": state["eval_losses"],
+        "best_eval_loss": state["best_eval"],
+        "resumed": resuming,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    atomic_write_json(out_dir / "training.json", record)
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    return record
+
+
+def _pairs(controller, examples) -> list[tuple[ModelInput, str]]:
+    """(controlled input, reference) for every reference of every example."""
+    return [(controller.apply(example, ModelInput(source=example.document)), reference)
+            for example in examples for reference in example.references]
+
+
+def _evaluate(model, pairs, batch_size, max_target_tokens, state, patience, out_dir) -> bool:
+    """Record the eval loss; save the model to ``out_dir`` when it is the best so far; return
+    True when ``patience`` evaluations in a row did not improve (early stopping)."""
+    import torch
+
+    model.train_mode(False)
+    with torch.no_grad():
+        losses = [model.loss([p[0] for p in pairs[i:i + batch_size]], [p[1] for p in pairs[i:i + batch_size]],
+                             max_target_tokens).item() for i in range(0, len(pairs), batch_size)]
+    model.train_mode(True)
+    loss = sum(losses) / len(losses)
+    state["eval_losses"].append(round(loss, 6))
+    if state["best_eval"] is None or loss < state["best_eval"]:
+        state["best_eval"], state["bad_evals"] = loss, 0
+        model.save(out_dir)
+    else:
+        state["bad_evals"] += 1
+    return bool(patience) and state["bad_evals"] >= patience

@@ -1,0 +1,185 @@
+"""The transformers backbones and `ctrlkit train`, on tiny models built in the fixtures."""
+
+import json
+
+import pytest
+
+pytest.importorskip("torch", reason="the neural backbone tests need torch")
+pytest.importorskip("transformers", reason="the neural backbone tests need transformers")
+
+import torch  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+import ctrlkit  # noqa: E402
+from ctrlkit import ModelInput  # noqa: E402
+from ctrlkit.cli import cli  # noqa: E402
+from ctrlkit.pipeline import fit_or_restore  # noqa: E402
+from ctrlkit.topics import TopicSpace  # noqa: E402
+
+import tiny_models  # noqa: E402
+
+FAST = ["--set", "hf.max_new_tokens=8", "--set", "hf.num_beams=1"]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny")
+    return {"bart": tiny_models.build_bart(root / "bart"), "t5": tiny_models.build_t5(root / "t5"),
+            "gpt2": tiny_models.build_gpt2(root / "gpt2")}
+
+
+def invoke(*args):
+    result = CliRunner().invoke(cli, [str(arg) for arg in args])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    return result
+
+
+@pytest.mark.parametrize("kind, controller", [
+    ("bart", "prepend"), ("bart", "tag"), ("bart", "prepend+tag"), ("bart", "embed"),
+    ("t5", "prepend+tag"), ("t5", "embed"),
+])
+def test_train_reload_and_run(models, tmp_path, kind, controller):
+    out = tmp_path / "model"
+    invoke("train", "-b", f"hf:{models[kind]}", "-c", controller, "--split", "test", "--limit", "8",
+           "--max-steps", "3", "--batch-size", "4", "--lr", "1e-3", "-o", out)
+    record = json.loads((out / "training.json").read_text())
+    assert record["steps"] == 3 and len(record["losses"]) == 3 and record["config"]["controller"] == controller
+    saved = json.loads((out / "ctrlkit_controller.json").read_text())
+    assert saved["controller"] == controller
+    assert not (out / "checkpoint").exists()
+
+    invoke("run", "-b", f"hf:{out}", "-c", controller, "--limit", "4", "-m", "rouge", "--no-baseline",
+           "-o", tmp_path / "run", *FAST)
+    samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 4 and all(isinstance(s["prediction"], str) for s in samples)
+
+    backbone = ctrlkit.get_backbone(f"hf:{out}")
+    restored = ctrlkit.get_controller(controller)
+    fit_or_restore(restored, backbone, ctrlkit.get_dataset("sample"), topic_space=None)  # no space: restored
+    assert restored.state() == saved["state"]
+    if "tag" in controller or "prepend" in controller:
+        marker = "[TAG]" if "tag" in controller else "<sep>"
+        assert backbone.tokenizer.tokenize(f"a {marker} b").count(marker) == 1  # one special token
+    if controller == "embed":
+        from safetensors.torch import load_file
+
+        restored.prepare(backbone)
+        table = load_file(str(out / "ctrlkit_input_embeddings.safetensors"))["topic"]
+        assert table.shape == (6, 64)
+        assert torch.equal(backbone.input_embeddings["topic"].weight.detach().cpu(), table)
+
+
+def _space():
+    return TopicSpace.fit(ctrlkit.get_dataset("sample").topic_documents(), "tfidf")
+
+
+def _captured_encoder_input(backbone, module, model_input):
+    captured = {}
+    handle = module.register_forward_pre_hook(lambda _, args: captured.setdefault("x", args[0].detach()))
+    with torch.no_grad():
+        backbone.model.get_encoder()(**backbone.encoder_inputs([model_input]))
+    handle.remove()
+    return captured["x"][0]
+
+
+def test_embed_adds_word_position_and_topic_embeddings_bart(models):
+    backbone = ctrlkit.get_backbone(f"hf:{models['bart']}")
+    embed = ctrlkit.get_controller("embed")
+    embed.fit([], _space())
+    embed.prepare(backbone)
+    example = ctrlkit.Example("x", "The coach praised the players.", controls={"topic": "sports"})
+    model_input = embed.apply(example, ModelInput(source=example.document))
+    got = _captured_encoder_input(backbone, backbone.model.model.encoder.layernorm_embedding, model_input)
+
+    ids = backbone.tokenizer(example.document)["input_ids"]
+    weights = backbone.model.state_dict()
+    scale = backbone.model.config.d_model ** 0.5 if backbone.model.config.scale_embedding else 1.0
+    word = weights["model.shared.weight"][ids] * scale
+    position = weights["model.encoder.embed_positions.weight"][2 : 2 + len(ids)]  # BART offsets positions by 2
+    topic = backbone.input_embeddings["topic"].weight[embed.topics.index("sports")].detach()
+    torch.testing.assert_close(got, word + position + topic)
+    assert not torch.allclose(got, word + position)  # the topic embedding is really there
+
+
+def test_embed_adds_word_and_topic_embeddings_t5(models):
+    """T5 has no absolute positions (relative attention bias), so its input is word + topic."""
+    backbone = ctrlkit.get_backbone(f"hf:{models['t5']}")
+    embed = ctrlkit.get_controller("embed")
+    embed.fit([], _space())
+    embed.prepare(backbone)
+    example = ctrlkit.Example("x", "Investors bought shares.", controls={"topic": "business"})
+    model_input = embed.apply(example, ModelInput(source=example.document))
+    got = _captured_encoder_input(backbone, backbone.model.encoder.block[0], model_input)
+    ids = backbone.tokenizer(example.document)["input_ids"]
+    topic = backbone.input_embeddings["topic"].weight[embed.topics.index("business")].detach()
+    torch.testing.assert_close(got, backbone.model.state_dict()["shared.weight"][ids] + topic)
+
+
+def test_embed_refuses_an_unseen_topic_before_generating(models):
+    embed = ctrlkit.get_controller("embed")
+    embed.load_state({"topics": ["sports", "health"]})
+    with pytest.raises(ctrlkit.CtrlkitError, match="no embedding for topic 'business' of example 'e'.*unseen topics"):
+        embed.apply(ctrlkit.Example("e", "text", controls={"topic": "business"}), ModelInput(source="text"))
+
+
+def test_mismatched_controller_and_backbone_are_refused_in_one_line():
+    with pytest.raises(ctrlkit.ConfigurationError,
+                       match="controller 'embed' needs backbone capability input_embeddings, which backbone "
+                             "'extractive' lacks"):
+        ctrlkit.run(controller="embed", metrics=["rouge"])
+
+
+def test_training_resumes_from_its_checkpoint(models, tmp_path, monkeypatch):
+    from ctrlkit.backbones.hf import HFSeq2Seq
+    from ctrlkit.training import train
+
+    args = dict(backbone=f"hf:{models['bart']}", controller="tag", split="test", limit=16, max_steps=4,
+                batch_size=4, lr=1e-3, save_every=2)
+    whole = train(out=str(tmp_path / "whole"), **args)
+
+    calls = {"n": 0}
+    original = HFSeq2Seq.loss
+
+    def interrupted(self, *a, **k):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyboardInterrupt
+        return original(self, *a, **k)
+
+    monkeypatch.setattr(HFSeq2Seq, "loss", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train(out=str(tmp_path / "resumed"), **args)
+    assert json.loads((tmp_path / "resumed" / "checkpoint" / "trainer_state.json").read_text())["step"] == 2
+    monkeypatch.setattr(HFSeq2Seq, "loss", original)
+    resumed = train(out=str(tmp_path / "resumed"), **args)
+    assert resumed["resumed"] and resumed["steps"] == 4
+    assert resumed["losses"] == pytest.approx(whole["losses"], abs=1e-5)
+    with pytest.raises(ctrlkit.CtrlkitError, match="already holds a trained model"):
+        train(out=str(tmp_path / "resumed"), **args)
+
+
+def test_eval_split_and_early_stopping_keep_the_best_model(models, tmp_path):
+    from ctrlkit.training import train
+
+    record = train(backbone=f"hf:{models['bart']}", out=str(tmp_path / "m"), split="test", eval_split="test",
+                   limit=8, epochs=3, batch_size=8, lr=1e-3, patience=1)
+    assert len(record["eval_losses"]) == record["steps"] <= 3
+    assert record["best_eval_loss"] == pytest.approx(min(record["eval_losses"]), abs=1e-5)
+
+
+def test_causal_backbone_returns_only_new_text_and_pads_left(models):
+    backbone = ctrlkit.get_backbone(f"hf-causal:{models['gpt2']}", max_new_tokens=6, num_beams=1)
+    short, long = ModelInput(source="The coach won."), ModelInput(source="Investors bought shares of the bank today.")
+    together = backbone.generate([short, long])
+    assert together == [backbone.generate([short])[0], backbone.generate([long])[0]]
+    ids = backbone.tokenizer(backbone.prompt(short))["input_ids"]
+    with torch.no_grad():
+        full = backbone.model.generate(torch.tensor([ids]), max_new_tokens=6, num_beams=1, do_sample=False,
+                                       pad_token_id=backbone.tokenizer.pad_token_id)
+    assert together[0] == backbone.tokenizer.decode(full[0, len(ids):], skip_special_tokens=True).strip()
+
+
+def test_truncation_is_counted(models):
+    backbone = ctrlkit.get_backbone(f"hf:{models['bart']}", max_input_tokens=16, max_new_tokens=4, num_beams=1)
+    backbone.generate([ModelInput(source="word " * 100), ModelInput(source="short")])
+    assert backbone.truncated == 1
