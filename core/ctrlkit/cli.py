@@ -99,7 +99,8 @@ def run(dataset, data, split, controller, backbone, metrics, topics, assignments
 @click.option("-c", "--controller", default="none", show_default=True, help="Controller applied to every input.")
 @click.option("-d", "--dataset", default="sample", show_default=True, help="Dataset name.")
 @click.option("--data", help="File the dataset reads (its 'path' option).")
-@click.option("--split", default="train", show_default=True, help="Split to train on.")
+@click.option("--split", default="train", show_default=True,
+              help="Split to train on (a dataset read from one file trains on all of it).")
 @click.option("--eval-split", help="Split scored after each epoch; the best model is kept.")
 @click.option("--topics", type=click.Path(dir_okay=False), help="JSONL of topic documents (default: the dataset's).")
 @click.option("--set", "assignments", multiple=True, metavar="COMPONENT.OPTION=VALUE", help="Set a component option.")

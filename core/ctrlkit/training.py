@@ -83,7 +83,7 @@ def train(
     _seed_everything(seed)
     started = time.perf_counter()
 
-    examples = source.load(split)[:limit]
+    examples = source.load(split if source.splits else None)[:limit]  # a plain file is one split
     evaluation = source.load(eval_split) if eval_split else []
     _check_controls(steering, examples + evaluation, dataset)
     vectorizer = steering.topic_vectorizer

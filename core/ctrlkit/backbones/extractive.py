@@ -31,6 +31,9 @@ class ExtractiveBackbone(Backbone):
         Option("max_words", int, 60, "word budget of each summary", minimum=1),
         Option("lead_weight", float, 1.0, "weight of the position bonus 1/(1+i) against centrality", minimum=0.0),
         Option("control_weight", float, 2.0, "weight of control relevance against generic salience", minimum=0.0),
+        Option("guidance", str, "boost", "boost sentences like the guidance, or restrict selection to "
+               "the guidance's own sentences when it has any", choices=("boost", "restrict")),
+        Option("max_sentences", int, 0, "most sentences per summary (0: only the word budget limits)", minimum=0),
     )
 
     def __init__(self, **options):
@@ -49,6 +52,9 @@ class ExtractiveBackbone(Backbone):
         tagged_terms = {term.lower() for term in _TAGGED.findall(document)}
         document = _TAGGED.sub(r"\1", document).replace(TAG, " ")
         candidates = sentences(document)
+        if guidance and self.options["guidance"] == "restrict":
+            given = set(sentences(guidance))
+            candidates = tuple(s for s in candidates if s in given) or candidates
         if not candidates:
             return ""
         query = " ".join(part for part in (prefix, guidance or "") if part.strip())
@@ -63,11 +69,11 @@ class ExtractiveBackbone(Backbone):
         return _scale(centrality) + self.options["lead_weight"] * position_bonus
 
     def _select(self, candidates, scores):
-        budget = self.options["max_words"]
+        budget, most = self.options["max_words"], self.options["max_sentences"] or len(candidates)
         chosen, used = [], 0
         for i in np.argsort(-scores, kind="stable"):
             length = word_count(candidates[i])
-            if used + length <= budget:
+            if used + length <= budget and len(chosen) < most:
                 chosen.append(i)
                 used += length
         if not chosen:

@@ -8,3 +8,4 @@ def register_controllers(register):
     register("prompt", "ctrlkit_controllers.prompt:Prompt")
     register("tag", "ctrlkit_controllers.tag:Tag")
     register("embed", "ctrlkit_controllers.embed:Embed")
+    register("guidance", "ctrlkit_controllers.guidance:Guidance")
