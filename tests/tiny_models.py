@@ -25,17 +25,17 @@ def _bpe(special: list[str], vocab_size: int = 800):
     return tokenizer
 
 
-def build_bart(directory: Path) -> Path:
+def build_bart(directory: Path, positions: int = 256) -> Path:
     from tokenizers import processors
     from transformers import BartConfig, BartForConditionalGeneration, PreTrainedTokenizerFast
 
     tokenizer = _bpe(["<s>", "<pad>", "</s>", "<mask>", "<unk>"])
     tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
     fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-                                   unk_token="<unk>", mask_token="<mask>", model_max_length=256)
+                                   unk_token="<unk>", mask_token="<mask>", model_max_length=positions)
     config = BartConfig(vocab_size=len(fast), d_model=64, encoder_layers=2, decoder_layers=2,
                         encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=128,
-                        decoder_ffn_dim=128, max_position_embeddings=256, dropout=0.0, attention_dropout=0.0, pad_token_id=1, bos_token_id=0,
+                        decoder_ffn_dim=128, max_position_embeddings=positions, dropout=0.0, attention_dropout=0.0, pad_token_id=1, bos_token_id=0,
                         eos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=2)
     return _save(BartForConditionalGeneration(config), fast, directory)
 
