@@ -36,7 +36,7 @@ def invoke(*args):
 
 @pytest.mark.parametrize("kind, controller", [
     ("bart", "prepend"), ("bart", "tag"), ("bart", "prepend+tag"), ("bart", "embed"),
-    ("t5", "prepend+tag"), ("t5", "embed"),
+    ("t5", "prepend"), ("t5", "tag"), ("t5", "prepend+tag"), ("t5", "embed"),
 ])
 def test_train_reload_and_run(models, tmp_path, kind, controller):
     out = tmp_path / "model"
@@ -183,3 +183,28 @@ def test_truncation_is_counted(models):
     backbone = ctrlkit.get_backbone(f"hf:{models['bart']}", max_input_tokens=16, max_new_tokens=4, num_beams=1)
     backbone.generate([ModelInput(source="word " * 100), ModelInput(source="short")])
     assert backbone.truncated == 1
+
+
+def test_causal_backbone_uses_the_chat_template_when_the_tokenizer_has_one(models):
+    backbone = ctrlkit.get_backbone(f"hf-causal:{models['gpt2']}", max_new_tokens=4, num_beams=1)
+    messages = ({"role": "system", "content": "Be brief."}, {"role": "user", "content": "Summarize: the coach won."})
+    assert backbone.prompt(ModelInput(source="x", messages=messages)) == (
+        "System: Be brief.\n\nUser: Summarize: the coach won.\n\nAssistant:")  # no template: flattened
+    backbone.tokenizer.chat_template = (
+        "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
+        "{% if add_generation_prompt %}<assistant>{% endif %}")
+    assert backbone.prompt(ModelInput(source="x", messages=messages)) == (
+        "<system>Be brief.<user>Summarize: the coach won.<assistant>")
+
+
+@pytest.mark.parametrize("kind, spec", [("gpt2", "hf-causal"), ("bart", "hf")])
+def test_prompt_controller_runs_on_causal_and_seq2seq_models(models, kind, spec):
+    result = ctrlkit.run(controller="prompt", backbone=f"{spec}:{models[kind]}", metrics=["rouge"], baseline=None,
+                         limit=3, options={"prompt": {"template": "hard"}, spec: {"max_new_tokens": 4, "num_beams": 1}})
+    assert len(result.samples) == 3
+    if spec == "hf":
+        backbone = ctrlkit.get_backbone(f"hf:{models[kind]}")
+        example = ctrlkit.get_dataset("sample").load("test")[0]
+        rendered = ctrlkit.get_controller("prompt", template="hard").apply(example, ModelInput(source=example.document))
+        text = backbone.texts([rendered])[0]
+        assert text.startswith("System: ") and "Topic: " in text and text.endswith("Assistant:")
