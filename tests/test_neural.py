@@ -73,46 +73,39 @@ def _space():
     return TopicSpace.fit(ctrlkit.get_dataset("sample").topic_documents(), "tfidf")
 
 
-def _captured_encoder_input(backbone, module, model_input):
-    captured = {}
-    handle = module.register_forward_pre_hook(lambda _, args: captured.setdefault("x", args[0].detach()))
-    with torch.no_grad():
-        backbone.model.get_encoder()(**backbone.encoder_inputs([model_input]))
-    handle.remove()
-    return captured["x"][0]
-
-
-def test_embed_adds_word_position_and_topic_embeddings_bart(models):
-    backbone = ctrlkit.get_backbone(f"hf:{models['bart']}")
+def _embedded(model_path, text, topic, layer):
+    """Encoder input (as ``layer`` receives it) for ``text`` with the embed controller, plus the
+    pieces to check it against: token ids, the model's weights, and the topic's row."""
+    backbone = ctrlkit.get_backbone(f"hf:{model_path}")
     embed = ctrlkit.get_controller("embed")
     embed.fit([], _space())
     embed.prepare(backbone)
-    example = ctrlkit.Example("x", "The coach praised the players.", controls={"topic": "sports"})
-    model_input = embed.apply(example, ModelInput(source=example.document))
-    got = _captured_encoder_input(backbone, backbone.model.model.encoder.layernorm_embedding, model_input)
+    model_input = embed.apply(ctrlkit.Example("x", text, controls={"topic": topic}), ModelInput(source=text))
+    captured = {}
+    handle = layer(backbone.model).register_forward_pre_hook(lambda _, args: captured.setdefault("x", args[0]))
+    with torch.no_grad():
+        backbone.model.get_encoder()(**backbone.encoder_inputs([model_input]))
+    handle.remove()
+    topic_row = backbone.input_embeddings["topic"].weight[embed.topics.index(topic)].detach()
+    return captured["x"][0], backbone.tokenizer(text)["input_ids"], backbone.model, topic_row
 
-    ids = backbone.tokenizer(example.document)["input_ids"]
-    weights = backbone.model.state_dict()
-    scale = backbone.model.config.d_model ** 0.5 if backbone.model.config.scale_embedding else 1.0
+
+def test_embed_adds_word_position_and_topic_embeddings_bart(models):
+    got, ids, model, topic = _embedded(models["bart"], "The coach praised the players.", "sports",
+                                       lambda m: m.model.encoder.layernorm_embedding)
+    weights = model.state_dict()
+    scale = model.config.d_model ** 0.5 if model.config.scale_embedding else 1.0
     word = weights["model.shared.weight"][ids] * scale
     position = weights["model.encoder.embed_positions.weight"][2 : 2 + len(ids)]  # BART offsets positions by 2
-    topic = backbone.input_embeddings["topic"].weight[embed.topics.index("sports")].detach()
     torch.testing.assert_close(got, word + position + topic)
     assert not torch.allclose(got, word + position)  # the topic embedding is really there
 
 
 def test_embed_adds_word_and_topic_embeddings_t5(models):
     """T5 has no absolute positions (relative attention bias), so its input is word + topic."""
-    backbone = ctrlkit.get_backbone(f"hf:{models['t5']}")
-    embed = ctrlkit.get_controller("embed")
-    embed.fit([], _space())
-    embed.prepare(backbone)
-    example = ctrlkit.Example("x", "Investors bought shares.", controls={"topic": "business"})
-    model_input = embed.apply(example, ModelInput(source=example.document))
-    got = _captured_encoder_input(backbone, backbone.model.encoder.block[0], model_input)
-    ids = backbone.tokenizer(example.document)["input_ids"]
-    topic = backbone.input_embeddings["topic"].weight[embed.topics.index("business")].detach()
-    torch.testing.assert_close(got, backbone.model.state_dict()["shared.weight"][ids] + topic)
+    got, ids, model, topic = _embedded(models["t5"], "Investors bought shares.", "business",
+                                       lambda m: m.encoder.block[0])
+    torch.testing.assert_close(got, model.state_dict()["shared.weight"][ids] + topic)
 
 
 def test_embed_refuses_an_unseen_topic_before_generating(models):
