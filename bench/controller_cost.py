@@ -46,7 +46,7 @@ def main() -> None:
     examples = dataset.load("test")[: args.examples]
     space = TopicSpace.fit(dataset.topic_documents(), "tfidf")
     with tempfile.TemporaryDirectory() as directory:
-        backbone = ctrlkit.get_backbone(f"hf:{tiny_models.build_bart(Path(directory) / 'bart', positions=1024)}", num_beams=1,
+        backbone = ctrlkit.get_backbone(f"hf:{tiny_models.build_bart(Path(directory) / 'bart', positions=1024)}", num_beams=1, device="cpu",
                                         max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens)
         controllers = {name: ctrlkit.get_controller(name) for name in CONTROLLERS}
         for controller in controllers.values():

@@ -54,9 +54,8 @@ def _entity_dataset(path):
 def test_lead3_ent_is_the_first_three_sentences_that_mention_the_entity(tmp_path):
     rows = _entity_dataset(tmp_path / "entities.jsonl")
     result = ctrlkit.run(dataset="jsonl", data=str(tmp_path / "entities.jsonl"), controller="guidance",
-                         metrics=["rouge"], baseline=None, options={"extractive": {
-                             "guidance": "restrict", "max_sentences": 3, "max_words": 1000,
-                             "control_weight": 0.0, "lead_weight": 1000.0}})
+                         metrics=["rouge"], baseline=None, options={"extractive": {  # the README's recipe
+                             "guidance": "restrict", "selection": "lead", "max_sentences": 3, "max_words": 10000}})
     for row, sample in zip(rows, result.samples):
         name = row["controls"]["entity"]
         mentions = [s for s in sentences(row["document"]) if any(a.lower() in s.lower() for a in aliases(name))]

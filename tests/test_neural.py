@@ -201,3 +201,80 @@ def test_prompt_controller_runs_on_causal_and_seq2seq_models(models, kind, spec)
         rendered = ctrlkit.get_controller("prompt", template="hard").apply(example, ModelInput(source=example.document))
         text = backbone.texts([rendered])[0]
         assert text.startswith("System: ") and "Topic: " in text and text.endswith("Assistant:")
+
+
+@pytest.mark.parametrize("build", ["bart", "t5", "pegasus"])
+def test_a_zero_topic_embedding_leaves_the_encoder_unchanged(models, tmp_path, build):
+    """The embeddings path must equal the token-id path (PEGASUS scales in the encoder)."""
+    path = models.get(build) or tiny_models.build_pegasus(tmp_path / build)
+    backbone = ctrlkit.get_backbone(f"hf:{path}")
+    backbone.add_input_embeddings("topic", 2)
+    with torch.no_grad():
+        backbone.input_embeddings["topic"].weight.zero_()
+        plain = ModelInput(source="The coach praised the players.")
+        embedded = plain.replace(features={"input_embeddings": {"topic": 1}})
+        encoder = backbone.model.get_encoder()
+        expected = encoder(**backbone.encoder_inputs([plain])).last_hidden_state
+        got = encoder(**backbone.encoder_inputs([embedded])).last_hidden_state
+    torch.testing.assert_close(got, expected)
+
+
+def test_a_chat_template_is_not_given_a_second_bos(models, monkeypatch):
+    from tokenizers import processors
+
+    backbone = ctrlkit.get_backbone(f"hf-causal:{models['gpt2']}", max_new_tokens=2, num_beams=1)
+    bos = backbone.tokenizer.bos_token_id
+    backbone.tokenizer._tokenizer.post_processor = processors.TemplateProcessing(
+        single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", bos)])  # this tokenizer adds a BOS itself
+    backbone.tokenizer.chat_template = "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    seen = {}
+    original = backbone.model.generate
+
+    def spy(**kwargs):
+        seen["ids"] = kwargs["input_ids"]
+        return original(**kwargs)
+
+    monkeypatch.setattr(backbone.model, "generate", spy)
+    backbone.generate([ModelInput(source="x", messages=({"role": "user", "content": "Hello there"},))])
+    assert seen["ids"][0, 0].item() == bos and seen["ids"][0, 1].item() != bos
+    backbone.generate([ModelInput(source="Hello there")])  # no template: the tokenizer's own BOS stays
+    assert seen["ids"][0, 0].item() == bos
+
+
+def test_loading_errors_are_one_line(models, tmp_path):
+    with pytest.raises(ctrlkit.ConfigurationError, match="no model folder at ./no/such/model"):
+        ctrlkit.get_backbone("hf:./no/such/model").generate([ModelInput(source="x")])
+    with pytest.raises(ctrlkit.ConfigurationError, match="cannot use device 'gpu'"):
+        ctrlkit.get_backbone(f"hf:{models['bart']}", device="gpu").generate([ModelInput(source="x")])
+    with pytest.raises(ctrlkit.OptionError, match="disagree; give one"):
+        ctrlkit.get_backbone(f"hf:{models['bart']}", model="other")
+
+
+def test_training_refuses_changed_settings_and_never_passes_max_steps(models, tmp_path, monkeypatch):
+    import ctrlkit.training as training
+
+    args = dict(backbone=f"hf:{models['bart']}", controller="tag", split="test", limit=8, max_steps=2,
+                batch_size=4, lr=1e-3)
+    original = training.atomic_write_json
+
+    def no_record(path, data):
+        if path.name == "training.json":
+            raise KeyboardInterrupt  # stopped after the last checkpoint, before the record
+        original(path, data)
+
+    monkeypatch.setattr(training, "atomic_write_json", no_record)
+    with pytest.raises(KeyboardInterrupt):
+        training.train(out=str(tmp_path / "m"), **args)
+    monkeypatch.setattr(training, "atomic_write_json", original)
+    with pytest.raises(ctrlkit.CtrlkitError, match=r"different settings \(controller, lr\)"):
+        training.train(out=str(tmp_path / "m"), **{**args, "controller": "embed", "lr": 1e-4})
+    record = training.train(out=str(tmp_path / "m"), **args)
+    assert record["resumed"] and record["steps"] == 2 and len(record["losses"]) == 2
+
+
+def test_training_output_folder_is_checked_before_training(models, tmp_path):
+    from ctrlkit.training import train
+
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(ctrlkit.CtrlkitError, match="cannot create output folder"):
+        train(backbone=f"hf:{models['bart']}", out=str(tmp_path / "a-file" / "sub"), split="test", limit=4)

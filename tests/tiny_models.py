@@ -53,6 +53,22 @@ def build_t5(directory: Path) -> Path:
     return _save(T5ForConditionalGeneration(config), fast, directory)
 
 
+def build_pegasus(directory: Path) -> Path:
+    """PEGASUS scales token embeddings in its encoder, not in the embedding module."""
+    from tokenizers import processors
+    from transformers import PegasusConfig, PegasusForConditionalGeneration, PreTrainedTokenizerFast
+
+    tokenizer = _bpe(["<pad>", "</s>", "<unk>"])
+    tokenizer.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="</s>", pad_token="<pad>", unk_token="<unk>",
+                                   model_max_length=256)
+    config = PegasusConfig(vocab_size=len(fast), d_model=64, encoder_layers=2, decoder_layers=2,
+                           encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=128,
+                           decoder_ffn_dim=128, max_position_embeddings=256, scale_embedding=True, dropout=0.0,
+                           pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)
+    return _save(PegasusForConditionalGeneration(config), fast, directory)
+
+
 def build_gpt2(directory: Path) -> Path:
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 

@@ -35,7 +35,9 @@ def get_backbone(spec: str, **options: Any):
         option = getattr(registry.entry(name).load(registry.kind), "spec_option", None)
         if option is None:
             raise OptionError(f"backbone '{name}' takes no argument after ':' (got {spec!r})")
-        options = {option: argument, **options}
+        if options.get(option, argument) != argument:
+            raise OptionError(f"backbone '{spec}' and option '{name}.{option}={options[option]}' disagree; give one")
+        options = {**options, option: argument}
     return registry.create(name, **options)
 
 

@@ -31,6 +31,8 @@ class Controller(Configurable):
     """Name of the vectorizer whose TopicSpace ``fit`` receives, or None when none is needed."""
     needs_train_examples: bool = False
     """True when ``fit`` learns from the dataset's train split."""
+    trained_with_model: bool = False
+    """True when its parameters live in the model and only ``ctrlkit train`` makes them useful."""
 
     def fit(self, train_examples: Sequence[Example], topic_space: "TopicSpace | None") -> None:
         """Learn what the controller needs before a run (terms, topic indices, ...)."""

@@ -168,6 +168,10 @@ def fit_or_restore(controller, backbone, source, topic_space) -> None:
     if saved is not None and controller.name != "none":
         logger.warning("ctrlkit: the model was trained with controller '%s', not '%s'", saved["controller"],
                        controller.name)
+    untrained = [c.name for c in getattr(controller, "controllers", [controller]) if c.trained_with_model]
+    if untrained:
+        logger.warning("ctrlkit: %s was not trained with this model: its parameters are random "
+                       "(ctrlkit train first)", ", ".join(untrained))
     train = source.load("train") if controller.needs_train_examples else []
     controller.fit(train, topic_space)
 

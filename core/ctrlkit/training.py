@@ -22,7 +22,7 @@ from .api import backbone_name, create_controller, get_backbone, get_dataset, ge
 from .errors import ConfigurationError, CtrlkitError
 from .files import atomic_write_json
 from .pipeline import _check_controls, _check_topics, _seed_everything, _topic_spaces, fit_or_restore
-from .results import versions
+from .results import prepare_output, versions
 from .types import ModelInput
 
 CONTROLLER_FILE = "ctrlkit_controller.json"
@@ -69,10 +69,24 @@ def train(
     options = {name: dict(values) for name, values in (options or {}).items()}
     if data is not None:
         options.setdefault(dataset, {})["path"] = data
+    prepare_output(out_dir)
     checkpoint = out_dir / CHECKPOINT
     resuming = (checkpoint / "trainer_state.json").is_file()
     name = backbone_name(backbone)
-    model = get_backbone(f"{name}:{checkpoint}" if resuming else backbone, **options.get(name, {}))
+    # train in float32 unless asked otherwise: AdamW steps on bf16 weights round small updates away
+    backbone_options = {"dtype": "float32", **options.get(name, {})}
+    settings = {"backbone": backbone, "controller": controller, "dataset": dataset, "data": data, "split": split,
+                "eval_split": eval_split, "topics": topics, "options": options, "epochs": epochs,
+                "max_steps": max_steps, "lr": lr, "batch_size": batch_size, "grad_accum": grad_accum,
+                "patience": patience, "max_target_tokens": max_target_tokens, "limit": limit, "seed": seed}
+    if resuming:
+        saved_settings = json.loads((checkpoint / "trainer_state.json").read_text())["settings"]
+        changed = sorted(key for key in settings if json.dumps(settings[key]) != json.dumps(saved_settings.get(key)))
+        if changed:
+            raise CtrlkitError(f"{checkpoint} was made with different settings ({', '.join(changed)}); "
+                               "rerun the same command to resume, or choose another --out")
+        backbone_options["model"] = str(checkpoint)
+    model = get_backbone(name if resuming else backbone, **backbone_options)
     if "training" not in model.capabilities:
         raise ConfigurationError(f"backbone '{name}' cannot be trained")
     source = get_dataset(dataset, **options.get(dataset, {}))
@@ -100,7 +114,8 @@ def train(
 
     parameters = model.trainable_parameters()
     optimizer = torch.optim.AdamW(parameters, lr=lr)
-    state = {"step": 0, "epoch": 0, "batch": 0, "losses": [], "eval_losses": [], "best_eval": None, "bad_evals": 0}
+    state = {"step": 0, "epoch": 0, "batch": 0, "losses": [], "eval_losses": [], "best_eval": None, "bad_evals": 0,
+             "done": False, "settings": settings}
     if resuming:
         state = json.loads((checkpoint / "trainer_state.json").read_text())
         optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", weights_only=True))
@@ -121,7 +136,7 @@ def train(
     total = max_steps or epochs * -(-batches_per_epoch // grad_accum)
     bar = tqdm(total=total, initial=state["step"], desc=f"train [{steering.name}]", unit="step",
                disable=None if progress else True, file=sys.stderr)
-    stop = False
+    stop = state["done"]
     model.train_mode(True)
     while (max_steps or state["epoch"] < epochs) and not stop:  # max_steps overrides epochs
         order = list(range(len(pairs)))
@@ -149,6 +164,7 @@ def train(
             state["batch"] = 0
         if eval_pairs:
             stop = _evaluate(model, eval_pairs, batch_size, max_target_tokens, state, patience, out_dir) or stop
+        state["done"] = stop or (not max_steps and state["epoch"] >= epochs)
         save_checkpoint()
     bar.close()
     model.train_mode(False)

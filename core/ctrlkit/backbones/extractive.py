@@ -34,6 +34,8 @@ class ExtractiveBackbone(Backbone):
         Option("guidance", str, "boost", "boost sentences like the guidance, or restrict selection to "
                "the guidance's own sentences when it has any", choices=("boost", "restrict")),
         Option("max_sentences", int, 0, "most sentences per summary (0: only the word budget limits)", minimum=0),
+        Option("selection", str, "salience", "choose sentences by score, or in document order (lead)",
+               choices=("salience", "lead")),
     )
 
     def __init__(self, **options):
@@ -59,6 +61,8 @@ class ExtractiveBackbone(Backbone):
             return ""
         query = " ".join(part for part in (prefix, guidance or "") if part.strip())
         vectors, query_vector = _sentence_vectors(candidates, query)
+        if self.options["selection"] == "lead":
+            return self._select(candidates, -np.arange(len(candidates), dtype=float))
         relevance = _tag_relevance(candidates, tagged_terms) + _scale(vectors @ query_vector)
         return self._select(candidates, self._generic_salience(vectors) + self.options["control_weight"] * relevance)
 

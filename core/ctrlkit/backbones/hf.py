@@ -76,7 +76,7 @@ class HFSeq2Seq(HFBackbone):
             return batch
         import torch
 
-        embeds = self.model.get_input_embeddings()(batch.pop("input_ids"))
+        embeds = self.token_embeddings(batch.pop("input_ids"))
         for key in sorted({key for wanted in requested for key in wanted}):
             if key not in self.input_embeddings:
                 raise ConfigurationError(f"backbone '{self.name}' has no '{key}' embeddings; "
@@ -88,6 +88,16 @@ class HFSeq2Seq(HFBackbone):
             embeds = embeds + self.input_embeddings[key](indices)[:, None, :]
         batch["inputs_embeds"] = embeds
         return batch
+
+    def token_embeddings(self, input_ids):
+        """What the encoder itself makes of ``input_ids``: some models scale the embedding inside
+        the embedding module (BART), others in the encoder (PEGASUS), others not at all (T5)."""
+        encoder = self.model.get_encoder()
+        embedding = getattr(encoder, "embed_tokens", None) or self.model.get_input_embeddings()
+        embeds = embedding(input_ids)
+        if not hasattr(embedding, "embed_scale"):
+            embeds = embeds * getattr(encoder, "embed_scale", 1.0)
+        return embeds
 
     def generate(self, inputs):
         import torch

@@ -4,6 +4,7 @@ truncation to the model's limit (counted and reported), and saving."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from ..components import Backbone
 from ..errors import ConfigurationError
@@ -65,12 +66,18 @@ class HFBackbone(Backbone):
             cuda_bf16 = device.startswith("cuda") and torch.cuda.is_bf16_supported()
             dtype = "bfloat16" if cuda_bf16 else "float32"
         name = self.options["model"]
+        if name.startswith((".", "/", "~")) and not Path(name).expanduser().is_dir():
+            raise ConfigurationError(f"backbone '{self.name}': no model folder at {name}")
         try:
             self._tokenizer = transformers.AutoTokenizer.from_pretrained(name)
             model_class = getattr(transformers, self.auto_model_class)
-            self._model = model_class.from_pretrained(name, dtype=getattr(torch, dtype)).to(device)
+            self._model = model_class.from_pretrained(name, dtype=getattr(torch, dtype))
         except (OSError, ValueError) as exc:
             raise ConfigurationError(f"backbone '{self.name}' cannot load {name!r}: {exc}") from None
+        try:
+            self._model.to(device)
+        except (RuntimeError, AssertionError) as exc:  # no such device, or torch built without it
+            raise ConfigurationError(f"backbone '{self.name}' cannot use device {device!r}: {exc}") from None
         self._model.eval()
         self._after_load()
 
@@ -91,15 +98,17 @@ class HFBackbone(Backbone):
         sensible = [limit for limit in limits if isinstance(limit, int) and 0 < limit < 1_000_000]
         return min(sensible) if sensible else 1024
 
-    def tokenize(self, texts: list[str]):
+    def tokenize(self, texts: list[str], add_special_tokens: bool = True):
         """Pad and truncate a batch to the input limit, counting (and reporting) truncations."""
         limit = self.input_limit()
-        lengths = [len(ids) for ids in self.tokenizer(texts, truncation=False, verbose=False)["input_ids"]]
+        lengths = [len(ids) for ids in self.tokenizer(texts, truncation=False, verbose=False,
+                                                      add_special_tokens=add_special_tokens)["input_ids"]]
         cut = sum(length > limit for length in lengths)
         if cut:
             self.truncated += cut
             logger.warning("ctrlkit: %s: %d of %d inputs truncated to %d tokens", self.name, cut, len(texts), limit)
-        batch = self.tokenizer(texts, truncation=True, max_length=limit, padding=True, return_tensors="pt")
+        batch = self.tokenizer(texts, truncation=True, max_length=limit, padding=True, return_tensors="pt",
+                               add_special_tokens=add_special_tokens)
         return {key: value.to(self.device) for key, value in batch.items()}
 
     def generation_options(self) -> dict:

@@ -42,7 +42,9 @@ class HFCausal(HFBackbone):
     def generate(self, inputs):
         import torch
 
-        batch = self.tokenize([self.prompt(model_input) for model_input in inputs])
+        # a chat template writes its own special tokens (BOS); the tokenizer must not add more
+        templated = bool(getattr(self.tokenizer, "chat_template", None)) and any(i.messages for i in inputs)
+        batch = self.tokenize([self.prompt(model_input) for model_input in inputs], add_special_tokens=not templated)
         with torch.inference_mode():
             output = self.model.generate(**batch, **self.generation_options(),
                                          pad_token_id=self.tokenizer.pad_token_id)

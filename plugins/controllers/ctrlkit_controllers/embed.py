@@ -15,6 +15,7 @@ class Embed(Controller):
     reads = ("topic",)
     requires = frozenset({"input_embeddings"})
     topic_vectorizer = "tfidf"
+    trained_with_model = True
 
     def __init__(self, **options):
         super().__init__(**options)

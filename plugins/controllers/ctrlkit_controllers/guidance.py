@@ -8,8 +8,8 @@ document rather than inside it.
 - ``given``: sentences the dataset supplies in the ``guidance`` control.
 
 ``hf`` reads ``guidance <sep> document``; ``extractive`` boosts sentences like the guidance, or
-with ``extractive.guidance=restrict`` chooses only among them (lead selection then gives the
-Lead3-ent baseline).
+with ``extractive.guidance=restrict`` chooses only among them; with ``selection=lead`` and
+``max_sentences=3`` (and a word budget that does not bind) that is the Lead3-ent baseline.
 """
 
 import re
