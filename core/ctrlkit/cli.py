@@ -74,8 +74,9 @@ def cli():
 @click.option("-o", "--out", type=click.Path(file_okay=False),
               help="Output folder for results.json and samples.jsonl [default: runs/DATASET-CONTROLLER-TIME].")
 @click.option("--device", help="Torch device for a neural backbone (cpu, cuda, cuda:1); default: CUDA when present.")
+@click.option("--judge", help="Backbone that judge metrics (fm, focus) ask, e.g. openai:gpt-4o.")
 def run(dataset, data, split, controller, backbone, metrics, topics, assignments, baseline, no_baseline, limit,
-        seed, batch_size, out, device):
+        seed, batch_size, out, device, judge):
     """Generate summaries with a controller and score them; writes results.json and samples.jsonl."""
     from .pipeline import DEFAULT_METRICS, run as run_pipeline
 
@@ -84,7 +85,7 @@ def run(dataset, data, split, controller, backbone, metrics, topics, assignments
         out = f"runs/{dataset}-{controller}-{stamp}"
     result = run_pipeline(
         dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
-        metrics=metrics or DEFAULT_METRICS, topics=topics, options=_options(assignments, backbone, device),
+        metrics=metrics or DEFAULT_METRICS, topics=topics, options=_options(assignments, backbone, device), judge=judge,
         baseline=None if no_baseline else baseline, limit=limit, seed=seed, batch_size=batch_size,
         out=out, progress=True,
     )

@@ -114,7 +114,15 @@ class Metric(Configurable):
     needs_references: bool = False
     reads: tuple[str, ...] = ()
     topic_vectorizer: str | None = None
+    needs_judge: bool = False
+    """True when it asks a backbone (an LLM) to label or rate summaries: ``--judge SPEC``."""
     higher_is_better: bool = True
+
+    def use_judge(self, judge: "Backbone") -> None:
+        """Receive the judge backbone (called before ``compute`` when ``needs_judge``)."""
+
+    def use_dataset(self, dataset: "Dataset") -> None:
+        """See the dataset (e.g. how it maps named length levels to words) before ``compute``."""
 
     def use_topic_space(self, topic_space: "TopicSpace") -> None:
         """Receive the topic space built with ``topic_vectorizer`` (called before ``compute``)."""

@@ -50,6 +50,7 @@ def run(
     metrics: Sequence[str] = DEFAULT_METRICS,
     topics: str | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
+    judge: str | None = None,
     baseline: str | None = "none",
     limit: int | None = None,
     seed: int = 0,
@@ -61,7 +62,8 @@ def run(
 
     ``options`` sets component options by component name: ``{"tag": {"top_n": 50}}``.
     ``baseline`` (default ``"none"``) is run and scored beside the controller on the same
-    examples, so the table shows what the control changed; None skips it. ``out`` is a
+    examples, so the table shows what the control changed; None skips it. ``judge`` is the
+    backbone that metrics such as ``fm`` and ``focus`` ask (``"openai:gpt-4o"``). ``out`` is a
     folder for results.json and samples.jsonl (nothing is written when it is None).
     """
     started = time.perf_counter()
@@ -81,12 +83,12 @@ def run(
     main = create_controller(controller, options)
     other = create_controller(baseline, options) if baseline and baseline != controller else None
     model = get_backbone(backbone, **options.get(backbone_name(backbone), {}))
-    scorers = [get_metric(name, **options.get(name, {})) for name in dict.fromkeys(metrics)]
+    scorers = create_metrics(metrics, options, judge)
     needs_space = [c for c in (main, other, *scorers) if c is not None and c.topic_vectorizer]
     vectorizers = {c.topic_vectorizer: get_vectorizer(c.topic_vectorizer, **options.get(c.topic_vectorizer, {}))
                    for c in needs_space}
     _refuse_unused_options(options, [dataset, backbone_name(backbone), *_names(controller), *_names(baseline),
-                                     *metrics, *vectorizers])
+                                     *metrics, *vectorizers, *([backbone_name(judge)] if judge else [])])
     for c in (main, other):
         if c is not None and not c.requires <= model.capabilities:
             missing = ", ".join(sorted(c.requires - model.capabilities))
@@ -98,20 +100,16 @@ def run(
         examples = source.load(chosen_split)[:limit]
     if not examples:
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
-    for c in (main, other, *scorers):
+    for c in (main, other):
         if c is not None:
             _check_controls(c, examples, dataset)
-    for scorer in scorers:
-        if scorer.needs_references:
-            _check_references(scorer, examples, dataset)
+    check_metrics(scorers, examples, dataset)
 
     with _timed(timings, "topic_space_s"):
         spaces = _topic_spaces(vectorizers, topics, source, dataset)
     for c in needs_space:
         _check_topics(c, spaces[c.topic_vectorizer], examples)
-    for scorer in scorers:
-        if scorer.topic_vectorizer:
-            scorer.use_topic_space(spaces[scorer.topic_vectorizer])
+    bind_metrics(scorers, source, spaces)
 
     arms = {"run": main, "baseline": other} if other else {"run": main}
     outcomes = {}
@@ -129,7 +127,7 @@ def run(
     results = {
         "config": {
             "dataset": dataset, "data": data, "split": chosen_split, "controller": main.name,
-            "backbone": backbone, "metrics": [m.name for m in scorers], "topics": topics,
+            "backbone": backbone, "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,
             "baseline": other.name if other else None, "limit": limit, "seed": seed, "batch_size": batch_size,
             "options": _resolved_options(source, main, other, model, scorers, vectorizers.values()),
         },
@@ -148,15 +146,51 @@ def run(
 
 def _samples(examples, outcomes) -> list[dict]:
     """One dict per example: prediction and scores of the run, and of the baseline when there is one."""
-    predictions, _, scores = outcomes["run"]
     samples = []
     for i, example in enumerate(examples):
-        sample = {"id": example.id, "controls": example.controls, "prediction": predictions[i], "scores": scores[i]}
+        sample = {"id": example.id, "controls": example.controls}
+        sample.update(_scored(outcomes["run"], i))
         if "baseline" in outcomes:
-            baseline_predictions, _, baseline_scores = outcomes["baseline"]
-            sample["baseline"] = {"prediction": baseline_predictions[i], "scores": baseline_scores[i]}
+            sample["baseline"] = _scored(outcomes["baseline"], i)
         samples.append(sample)
     return samples
+
+
+def _scored(outcome, i) -> dict:
+    predictions, _, scores, details = outcome
+    scored = {"prediction": predictions[i], "scores": scores[i]}
+    if details[i]:
+        scored["details"] = details[i]
+    return scored
+
+
+def create_metrics(names: Sequence[str], options, judge: str | None) -> list:
+    """The named metrics with their options, each given the judge backbone when it needs one."""
+    scorers = [get_metric(name, **options.get(name, {})) for name in dict.fromkeys(names)]
+    needing = [m.name for m in scorers if m.needs_judge]
+    if needing and not judge:
+        raise ConfigurationError(f"metric '{needing[0]}' needs a judge: --judge BACKBONE (e.g. openai:MODEL)")
+    if needing:
+        judging = get_backbone(judge, **options.get(backbone_name(judge), {}))
+        for metric in scorers:
+            if metric.needs_judge:
+                metric.use_judge(judging)
+    return scorers
+
+
+def check_metrics(scorers, examples, dataset) -> None:
+    """Refuse, before any work, metrics that need what the examples lack."""
+    for scorer in scorers:
+        _check_controls(scorer, examples, dataset)
+        if scorer.needs_references:
+            _check_references(scorer, examples, dataset)
+
+
+def bind_metrics(scorers, source, spaces) -> None:
+    for scorer in scorers:
+        scorer.use_dataset(source)
+        if scorer.topic_vectorizer:
+            scorer.use_topic_space(spaces[scorer.topic_vectorizer])
 
 
 def fit_or_restore(controller, backbone, source, topic_space) -> None:
@@ -203,12 +237,16 @@ def _input_length(model_input: ModelInput) -> int:
     return len(model_input.source) + len(model_input.guidance or "") + messages
 
 
-def score(metrics, predictions: Sequence[str], examples: Sequence[Example]) -> tuple[dict, list[dict]]:
-    """Corpus values ``{metric: {value: x}}`` and per-example values in the same nesting."""
+def score(metrics, predictions: Sequence[str], examples: Sequence[Example]) -> tuple[dict, list[dict], list[dict]]:
+    """Corpus values ``{metric: {value: x}}``, per-example values in the same nesting, and
+    per-example details ``{metric: detail}``."""
     corpus: dict[str, dict] = {}
     per_example: list[dict] = [{} for _ in examples]
+    details: list[dict] = [{} for _ in examples]
     for metric in metrics:
         result = metric.compute(predictions, examples)
+        for record, detail in zip(details, result.details or []):
+            record[metric.name] = detail
         for value_name, values in result.per_example.items():
             if len(values) != len(examples):
                 raise CtrlkitError(f"metric '{metric.name}' returned {len(values)} '{value_name}' values "
@@ -216,7 +254,7 @@ def score(metrics, predictions: Sequence[str], examples: Sequence[Example]) -> t
             for scores, value in zip(per_example, values):
                 scores.setdefault(metric.name, {})[value_name] = number(value)
         corpus[metric.name] = {name: number(value) for name, value in result.corpus.items()}
-    return corpus, per_example
+    return corpus, per_example, details
 
 
 def _topic_spaces(vectorizers, topics, source, dataset) -> dict[str, TopicSpace]:

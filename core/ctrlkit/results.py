@@ -37,6 +37,8 @@ def _git_commit() -> str | None:
 
 def number(value) -> float | None:
     """A finite float, or None for an undefined value (JSON has no NaN)."""
+    if value is None:
+        return None
     value = float(value)
     return value if math.isfinite(value) else None
 

@@ -47,5 +47,9 @@ class MetricResult:
     """A metric's scores: one value per example for each per-example value name, and the
     corpus-level values (means of those, plus values that exist only at corpus level)."""
 
-    per_example: dict[str, list[float]]
-    corpus: dict[str, float]
+    per_example: dict[str, list[float | None]]
+    corpus: dict[str, float | None]
+    details: list[dict] | None = None
+    """Optional per-example record beyond numbers (a judge's extractions and ratings), kept in
+    samples.jsonl. A value that could not be computed is None, and the metric counts it in
+    ``corpus`` (e.g. ``failed``) rather than scoring it."""

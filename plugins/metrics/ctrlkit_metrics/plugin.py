@@ -5,3 +5,10 @@ import ctrlkit
 def register_metrics(register):
     register("stas", "ctrlkit_metrics.stas:Stas")
     register("rouge", "ctrlkit_metrics.rouge:Rouge")
+    register("sr", "ctrlkit_metrics.keywords:SuccessRate")
+    register("length", "ctrlkit_metrics.length:Length")
+    register("readability", "ctrlkit_metrics.readability:Readability")
+    register("entity", "ctrlkit_metrics.entity:EntitySuccess")
+    register("bertscore", "ctrlkit_metrics.bertscore:BertScore")
+    register("focus", "ctrlkit_metrics.focus:Focus")
+    register("fm", "ctrlkit_metrics.fm:FacetMetric")
