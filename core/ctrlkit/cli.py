@@ -80,9 +80,7 @@ def run(dataset, data, split, controller, backbone, metrics, topics, assignments
     """Generate summaries with a controller and score them; writes results.json and samples.jsonl."""
     from .pipeline import DEFAULT_METRICS, run as run_pipeline
 
-    if out is None:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-        out = f"runs/{dataset}-{controller}-{stamp}"
+    out = out or _default_out(dataset, controller)
     result = run_pipeline(
         dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
         metrics=metrics or DEFAULT_METRICS, topics=topics, options=_options(assignments, backbone, device), judge=judge,
@@ -91,6 +89,57 @@ def run(dataset, data, split, controller, backbone, metrics, topics, assignments
     )
     click.echo(result.table())
     click.echo(f"\n{result.results['n_examples']} examples; results in {out}/results.json", err=True)
+
+
+@cli.command()
+@click.option("-p", "--predictions", required=True, type=click.Path(dir_okay=False),
+              help='JSONL of {"id": ..., "prediction": ...}; other fields are kept under "given".')
+@click.option("-d", "--dataset", default="sample", show_default=True, help="Dataset the ids refer to.")
+@click.option("--data", help="File the dataset reads (its 'path' option).")
+@click.option("--split", help="Dataset split (default: the dataset's own default).")
+@click.option("-m", "--metric", "metrics", multiple=True, help="Metric (repeatable). Default: rouge and stas.")
+@click.option("--topics", type=click.Path(dir_okay=False), help="JSONL of topic documents (default: the dataset's).")
+@click.option("--set", "assignments", multiple=True, metavar="COMPONENT.OPTION=VALUE", help="Set a component option.")
+@click.option("--judge", help="Backbone that judge metrics (fm, focus) ask, e.g. openai:gpt-4o.")
+@click.option("--limit", type=click.IntRange(min=1), help="Use only the first N examples.")
+@click.option("-o", "--out", type=click.Path(file_okay=False),
+              help="Output folder [default: runs/DATASET-evaluate-TIME].")
+def evaluate(predictions, dataset, data, split, metrics, topics, assignments, judge, limit, out):
+    """Score existing predictions; writes results.json and samples.jsonl like ctrlkit run."""
+    from .evaluation import evaluate as evaluate_predictions
+    from .pipeline import DEFAULT_METRICS
+
+    out = out or _default_out(dataset, "evaluate")
+    result = evaluate_predictions(
+        predictions=predictions, dataset=dataset, data=data, split=split, metrics=metrics or DEFAULT_METRICS,
+        topics=topics, options=parse_assignments(assignments), judge=judge, limit=limit, out=out,
+    )
+    click.echo(result.table())
+    click.echo(f"\n{result.results['n_examples']} examples; results in {out}/results.json", err=True)
+
+
+@cli.command("meta-eval")
+@click.argument("samples", type=click.Path(exists=True, dir_okay=False))
+@click.option("--human", required=True, help="Dotted path of the human score in each line, e.g. given.human.")
+@click.option("--score", "scores", multiple=True,
+              help="Dotted path of a metric score (repeatable). Default: every score under 'scores'.")
+@click.option("-o", "--out", type=click.Path(dir_okay=False), help="Also write the report as JSON here.")
+def meta_eval(samples, human, scores, out):
+    """Correlate metric scores with human scores, summary by summary (Pearson, Spearman, Kendall)."""
+    from .files import atomic_write_json, read_jsonl
+    from .meta_evaluation import meta_evaluate
+
+    report = meta_evaluate((row for _, row in read_jsonl(samples)), human, scores)
+    width = max(len(path) for path in report)
+    click.echo(f"{'score':<{width}}  {'n':>5}  {'pearson':>8}  {'spearman':>8}  {'kendall':>8}")
+    for path, result in report.items():
+        if "undefined" in result:
+            click.echo(f"{path:<{width}}  {result['n']:>5}  undefined: {result['undefined']}")
+            continue
+        cells = "  ".join(f"{result[name]['r']:>8.4f}" for name in ("pearson", "spearman", "kendall"))
+        click.echo(f"{path:<{width}}  {result['n']:>5}  {cells}")
+    if out:
+        atomic_write_json(out, {"human": human, "correlations": report})
 
 
 @cli.command()
@@ -134,6 +183,10 @@ def train(backbone, out, controller, dataset, data, split, eval_split, topics, a
     last = record["losses"][-1] if record["losses"] else None
     click.echo(f"{record['steps']} steps on {record['n_pairs']} pairs; last loss {last}; "
                f"model in {out} (use --backbone {backbone.partition(':')[0]}:{out})")
+
+
+def _default_out(dataset: str, what: str) -> str:
+    return f"runs/{dataset}-{what}-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}"
 
 
 def _options(assignments, backbone: str, device: str | None) -> dict:

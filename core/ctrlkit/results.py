@@ -63,7 +63,7 @@ def write_run(out: str | Path, results: dict, samples: list[dict]) -> None:
 def format_table(results: dict) -> str:
     """The corpus scores as a text table, with the baseline and the difference when there is one."""
     baseline = results.get("baseline")
-    header = ["metric", results["config"]["controller"]]
+    header = ["metric", results["config"].get("controller") or "value"]
     if baseline:
         header += [f"{baseline['controller']} (baseline)", "difference"]
     rows = [header]

@@ -1,0 +1,115 @@
+"""``ctrlkit evaluate``: score predictions made elsewhere, with the same results files as a run.
+
+The predictions file has one JSON object per line, ``{"id": ..., "prediction": ...}``; any
+other field (human scores, a system name, stored metric values) is kept with the sample under
+``given``, so meta-evaluation can correlate it with the metrics.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from typing import Any, Mapping, Sequence
+
+from .api import get_dataset, get_vectorizer
+from .errors import CtrlkitError, DatasetError
+from .files import read_jsonl
+from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _timed, _topic_spaces, backbone_name,
+                       bind_metrics, check_metrics, create_metrics, score, _refuse_unused_options)
+from .results import prepare_output, versions, write_run
+
+
+def read_predictions(path: str) -> dict[str, dict]:
+    """id -> the line's object; every line needs an ``id`` and a string ``prediction``."""
+    predictions: dict[str, dict] = {}
+    for line, record in read_jsonl(path):
+        if record.get("id") in (None, ""):
+            raise DatasetError(f"{path}:{line}: field 'id' is missing")
+        if not isinstance(record.get("prediction"), str):
+            raise DatasetError(f"{path}:{line}: field 'prediction' must be a string")
+        identifier = str(record["id"])
+        if identifier in predictions:
+            raise DatasetError(f"{path}:{line}: duplicate id '{identifier}'")
+        predictions[identifier] = record
+    return predictions
+
+
+def evaluate(
+    *,
+    predictions: str,
+    dataset: str = "sample",
+    data: str | None = None,
+    split: str | None = None,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    topics: str | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    judge: str | None = None,
+    limit: int | None = None,
+    out: str | None = None,
+) -> RunResult:
+    """Score ``predictions`` (a JSONL file) against ``dataset``'s examples with ``metrics``.
+
+    Every example (after ``limit``) needs a prediction, and every prediction an example: a
+    mismatch is an error rather than a silently smaller corpus."""
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    options = {name: dict(values) for name, values in (options or {}).items()}
+    if data is not None:
+        options.setdefault(dataset, {})["path"] = data
+    if out is not None:
+        prepare_output(out)
+    source = get_dataset(dataset, **options.get(dataset, {}))
+    scorers = create_metrics(metrics, options, judge)
+    vectorizers = {m.topic_vectorizer: get_vectorizer(m.topic_vectorizer, **options.get(m.topic_vectorizer, {}))
+                   for m in scorers if m.topic_vectorizer}
+    _refuse_unused_options(options, [dataset, *metrics, *vectorizers, *([backbone_name(judge)] if judge else [])])
+
+    with _timed(timings, "load_s"):
+        chosen_split = split if split is not None else source.default_split
+        examples = source.load(chosen_split)[:limit]
+        given = read_predictions(predictions)
+    known = {example.id for example in examples}
+    missing = [example.id for example in examples if example.id not in given]
+    unknown = [identifier for identifier in given if identifier not in known]
+    if missing or unknown:
+        problem = (f"{len(missing)} examples have no prediction (first: '{missing[0]}')" if missing
+                   else f"{len(unknown)} predictions match no example (first: '{unknown[0]}')")
+        raise CtrlkitError(f"{predictions}: {problem}")
+    if not examples:
+        raise CtrlkitError(f"dataset '{dataset}' gave no examples")
+    check_metrics(scorers, examples, dataset)
+    with _timed(timings, "topic_space_s"):
+        spaces = _topic_spaces(vectorizers, topics, source, dataset)
+    for metric in scorers:
+        if metric.topic_vectorizer:
+            _check_topics(metric, spaces[metric.topic_vectorizer], examples)
+    bind_metrics(scorers, source, spaces)
+
+    texts = [given[example.id]["prediction"] for example in examples]
+    with _timed(timings, "score_s"):
+        corpus, per_example, details = score(scorers, texts, examples)
+    timings["total_s"] = time.perf_counter() - started
+    results = {
+        "config": {"mode": "evaluate", "predictions": predictions, "dataset": dataset, "data": data,
+                   "split": chosen_split, "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,
+                   "limit": limit,
+                   "options": {c.name: c.options for c in (source, *scorers, *vectorizers.values())}},
+        "versions": versions(),
+        "n_examples": len(examples),
+        "metrics": corpus,
+        "baseline": None,
+        "timings": {name: round(seconds, 4) for name, seconds in timings.items()},
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    samples = []
+    for i, example in enumerate(examples):
+        extra = {key: value for key, value in given[example.id].items() if key not in ("id", "prediction")}
+        sample = {"id": example.id, "controls": example.controls, "prediction": texts[i], "scores": per_example[i]}
+        if details[i]:
+            sample["details"] = details[i]
+        if extra:
+            sample["given"] = extra
+        samples.append(sample)
+    if out is not None:
+        write_run(out, results, samples)
+    return RunResult(results, samples)

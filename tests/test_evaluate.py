@@ -1,0 +1,95 @@
+import json
+
+import pytest
+
+import ctrlkit
+from ctrlkit.evaluation import evaluate
+from ctrlkit.meta_evaluation import correlate, meta_evaluate
+
+from conftest import run_ctrlkit, shared_file
+
+SYSTEMS = ("gpt35", "llama2_70b", "bartlarge", "factsum")
+
+
+@pytest.fixture(scope="module")
+def fd_files(tmp_path_factory):
+    """FD's 50 papers x 4 systems as a JSONL dataset and a predictions file with the stored scores."""
+    papers = [json.loads(line) for line in shared_file("fd/arxiv.json").read_text(encoding="utf-8").splitlines()
+              if line.strip()]
+    folder = tmp_path_factory.mktemp("fd")
+    with open(folder / "data.jsonl", "w") as data, open(folder / "predictions.jsonl", "w") as predictions:
+        for i, paper in enumerate(papers):
+            document = paper["article"] if isinstance(paper["article"], str) else " ".join(paper["article"])
+            for system in SYSTEMS:
+                identifier = f"{i}:{system}"
+                data.write(json.dumps({"id": identifier, "document": document, "references": [paper["human"]]}) + "\n")
+                predictions.write(json.dumps({
+                    "id": identifier, "prediction": paper[system], "human": paper[f"{system}_human"],
+                    "bert": paper[f"{system}_bert"], "rougeL": paper[f"{system}_newrougel"],
+                    "rouge1": paper[f"{system}_newrouge1"], "rouge2": paper[f"{system}_newrouge2"]}) + "\n")
+    return folder
+
+
+def test_evaluate_reproduces_fds_stored_rouge_for_all_200_pairs(fd_files, tmp_path):
+    result = run_ctrlkit("evaluate", "-d", "jsonl", "--data", fd_files / "data.jsonl",
+                         "-p", fd_files / "predictions.jsonl", "-m", "rouge",
+                         "--set", "rouge.types=rouge1,rouge2,rougeL", "--set", "rouge.use_stemmer=false",
+                         "-o", tmp_path / "eval")
+    assert result.returncode == 0, result.stderr
+    samples = [json.loads(line) for line in (tmp_path / "eval" / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 200
+    for sample in samples:
+        for name in ("rouge1", "rouge2", "rougeL"):
+            assert sample["scores"]["rouge"][name] == pytest.approx(sample["given"][name], abs=1e-6)
+    results = json.loads((tmp_path / "eval" / "results.json").read_text())
+    assert results["config"]["mode"] == "evaluate" and results["n_examples"] == 200
+
+
+def test_meta_evaluation_on_fd(fd_files, tmp_path):
+    from scipy import stats
+
+    result = evaluate(predictions=str(fd_files / "predictions.jsonl"), dataset="jsonl",
+                      data=str(fd_files / "data.jsonl"), metrics=["rouge"],
+                      options={"rouge": {"types": "rougeL", "use_stemmer": False}})
+    report = meta_evaluate(result.samples, "given.human", ["scores.rouge.rougeL", "given.bert"])
+    human = [s["given"]["human"] for s in result.samples]
+    for path, values in (("scores.rouge.rougeL", [s["scores"]["rouge"]["rougeL"] for s in result.samples]),
+                         ("given.bert", [s["given"]["bert"] for s in result.samples])):
+        assert report[path]["n"] == 200 and report[path]["left_out"] == 0
+        assert report[path]["spearman"]["r"] == pytest.approx(stats.spearmanr(human, values).statistic)
+        assert report[path]["kendall"]["r"] == pytest.approx(stats.kendalltau(human, values).statistic)
+        assert report[path]["pearson"]["p"] == pytest.approx(stats.pearsonr(human, values).pvalue)
+
+
+def test_meta_eval_command_prints_and_writes(fd_files, tmp_path):
+    evaluate(predictions=str(fd_files / "predictions.jsonl"), dataset="jsonl", data=str(fd_files / "data.jsonl"),
+             metrics=["rouge"], options={"rouge": {"types": "rougeL"}}, out=str(tmp_path / "e"))
+    result = run_ctrlkit("meta-eval", tmp_path / "e" / "samples.jsonl", "--human", "given.human",
+                         "-o", tmp_path / "meta.json")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1].split()[:2] == ["scores.rouge.rougeL", "200"]
+    report = json.loads((tmp_path / "meta.json").read_text())
+    assert report["human"] == "given.human" and "scores.rouge.rougeL" in report["correlations"]
+
+
+def test_undefined_correlations_say_why():
+    assert correlate([1, 2], [3, 4]) == {"n": 2, "undefined": "fewer than 3 pairs"}
+    assert correlate([1, 1, 1], [1, 2, 3])["undefined"] == "a constant series has no correlation"
+    rows = [{"h": 1, "s": {"m": 1}}, {"h": None, "s": {"m": 2}}, {"h": 2, "s": {"m": 2}}, {"h": 3, "s": {"m": 5}}]
+    assert meta_evaluate(rows, "h", ["s.m"])["s.m"]["left_out"] == 1
+
+
+def test_predictions_must_match_the_examples(tmp_path):
+    examples = ctrlkit.get_dataset("sample").load("test")
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps({"id": e.id, "prediction": e.references[0]}) + "\n" for e in examples[:5]))
+    with pytest.raises(ctrlkit.CtrlkitError, match=r"115 examples have no prediction \(first: 'sample-003:"):
+        evaluate(predictions=str(path), metrics=["rouge"])
+    assert evaluate(predictions=str(path), metrics=["rouge"], limit=5).metrics["rouge"]["rouge1"] == pytest.approx(1.0)
+    with open(path, "a") as file:
+        file.write('{"id": "nope", "prediction": "x"}\n')
+    with pytest.raises(ctrlkit.CtrlkitError, match=r"1 predictions match no example \(first: 'nope'\)"):
+        evaluate(predictions=str(path), metrics=["rouge"], limit=5)
+    path.write_text('{"id": "a"}\n')
+    with pytest.raises(ctrlkit.DatasetError, match=r"p.jsonl:1: field 'prediction' must be a string"):
+        evaluate(predictions=str(path), metrics=["rouge"])
