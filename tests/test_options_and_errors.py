@@ -18,7 +18,8 @@ def test_unknown_metric_from_python_is_a_key_error():
     with pytest.raises(KeyError) as raised:
         ctrlkit.get_metric("stsa")
     assert isinstance(raised.value, UnknownComponentError)
-    assert str(raised.value) == "Unknown metric 'stsa'. Did you mean: stas? Available: rouge, stas"
+    assert str(raised.value) == ("Unknown metric 'stsa'. Did you mean: stas? "
+                                 "Available: bertscore, entity, fm, focus, length, readability, rouge, sr, stas")
 
 
 def test_options_from_python_keywords_and_from_set():

@@ -152,3 +152,24 @@ def test_an_unusable_output_folder_is_refused_before_any_work(tmp_path):
 def test_repeated_rouge_types_are_scored_once():
     result = ctrlkit.run(metrics=["rouge"], baseline=None, limit=3, options={"rouge": {"types": "rouge1,rouge1"}})
     assert list(result.metrics["rouge"]) == ["rouge1"]
+
+
+@pytest.mark.parametrize("metric, controls, message", [
+    ("length", {"length": "huge"}, "requests length level 'huge', which is not mapped"),
+    ("sr", {"keywords": ["-"]}, "has no word to match"),
+    ("readability", {"readability": "low"}, "requests readability 'low'"),
+    ("focus", {"focus": "sideways"}, "requests focus 'sideways'"),
+])
+def test_metrics_refuse_bad_controls_before_any_generation(tmp_path, monkeypatch, metric, controls, message):
+    import ctrlkit.pipeline
+
+    def no_generation(*args, **kwargs):
+        raise AssertionError("generation started before the metric checked its controls")
+
+    monkeypatch.setattr(ctrlkit.pipeline, "generate", no_generation)
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"id": "e1", "document": "A text.", "references": ["A."], "controls": controls}) + "\n")
+    options = {"focus": {"labeller": "classifier", "classifier": str(tmp_path / "unused.json")}} if metric == "focus" \
+        else {}
+    with pytest.raises(ctrlkit.CtrlkitError, match=message):
+        ctrlkit.run(dataset="jsonl", data=str(data), metrics=[metric], baseline=None, options=options)

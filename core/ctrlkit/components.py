@@ -124,6 +124,9 @@ class Metric(Configurable):
     def use_dataset(self, dataset: "Dataset") -> None:
         """See the dataset (e.g. how it maps named length levels to words) before ``compute``."""
 
+    def check(self, examples: Sequence[Example]) -> None:
+        """Refuse controls this metric cannot score, before any generation (one clear error)."""
+
     def use_topic_space(self, topic_space: "TopicSpace") -> None:
         """Receive the topic space built with ``topic_vectorizer`` (called before ``compute``)."""
 

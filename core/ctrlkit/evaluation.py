@@ -77,13 +77,13 @@ def evaluate(
         raise CtrlkitError(f"{predictions}: {problem}")
     if not examples:
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
-    check_metrics(scorers, examples, dataset)
+    check_metrics(scorers, examples, source, dataset)
     with _timed(timings, "topic_space_s"):
         spaces = _topic_spaces(vectorizers, topics, source, dataset)
     for metric in scorers:
         if metric.topic_vectorizer:
             _check_topics(metric, spaces[metric.topic_vectorizer], examples)
-    bind_metrics(scorers, source, spaces)
+    bind_metrics(scorers, spaces)
 
     texts = [given[example.id]["prediction"] for example in examples]
     with _timed(timings, "score_s"):

@@ -103,13 +103,13 @@ def run(
     for c in (main, other):
         if c is not None:
             _check_controls(c, examples, dataset)
-    check_metrics(scorers, examples, dataset)
+    check_metrics(scorers, examples, source, dataset)
 
     with _timed(timings, "topic_space_s"):
         spaces = _topic_spaces(vectorizers, topics, source, dataset)
     for c in needs_space:
         _check_topics(c, spaces[c.topic_vectorizer], examples)
-    bind_metrics(scorers, source, spaces)
+    bind_metrics(scorers, spaces)
 
     arms = {"run": main, "baseline": other} if other else {"run": main}
     outcomes = {}
@@ -178,17 +178,18 @@ def create_metrics(names: Sequence[str], options, judge: str | None) -> list:
     return scorers
 
 
-def check_metrics(scorers, examples, dataset) -> None:
+def check_metrics(scorers, examples, source, dataset) -> None:
     """Refuse, before any work, metrics that need what the examples lack."""
     for scorer in scorers:
         _check_controls(scorer, examples, dataset)
         if scorer.needs_references:
             _check_references(scorer, examples, dataset)
-
-
-def bind_metrics(scorers, source, spaces) -> None:
-    for scorer in scorers:
         scorer.use_dataset(source)
+        scorer.check(examples)
+
+
+def bind_metrics(scorers, spaces) -> None:
+    for scorer in scorers:
         if scorer.topic_vectorizer:
             scorer.use_topic_space(spaces[scorer.topic_vectorizer])
 

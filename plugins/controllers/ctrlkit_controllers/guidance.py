@@ -12,9 +12,8 @@ with ``extractive.guidance=restrict`` chooses only among them; with ``selection=
 ``max_sentences=3`` (and a word budget that does not bind) that is the Lead3-ent baseline.
 """
 
-import re
-
 from ctrlkit import Controller, Option
+from ctrlkit.entities import aliases, mentions  # aliases: importable from here too
 from ctrlkit.text import sentences
 
 _READS = {"entity": "entity", "keywords": "keywords", "given": "guidance"}
@@ -39,14 +38,6 @@ class Guidance(Controller):
         return model_input.replace(guidance=guidance)
 
 
-def aliases(entity: str) -> list[str]:
-    """The full name, and its last word when it has several ("Barack Obama" -> also "Obama")."""
-    words = entity.split()
-    return [entity.strip()] + ([words[-1]] if len(words) > 1 else [])
-
-
 def entity_sentences(document: str, entity: str) -> list[str]:
     """The sentences of ``document`` that mention ``entity`` or one of its aliases, in order."""
-    pattern = re.compile(r"\b(?:" + "|".join(re.escape(alias) for alias in aliases(entity)) + r")\b",
-                         re.IGNORECASE)
-    return [sentence for sentence in sentences(document) if pattern.search(sentence)]
+    return [sentence for sentence in sentences(document) if mentions(sentence, entity)]

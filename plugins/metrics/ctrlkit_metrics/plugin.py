@@ -1,5 +1,7 @@
 import ctrlkit
 
+from .commands import register_commands  # noqa: F401  (the train-focus-classifier command)
+
 
 @ctrlkit.hookimpl
 def register_metrics(register):

@@ -1,0 +1,157 @@
+"""Asking an LLM judge: cached, batched, parsed, retried, and failures recorded, never scored.
+
+A judge is any backbone with the ``messages`` capability (usually ``openai``). Answers are
+cached on disk (``ctrlkit.cache``) under the judge's identity and the exact messages, so a rerun
+asks nothing twice; only answers that parse are cached, so a bad answer is never replayed.
+An answer that does not parse is asked again, bypassing the cache, up to ``retries`` times;
+then the item is a failure that carries the raw answer and the reason, for the metric to
+report as None and count, rather than to guess a score from.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from ctrlkit import Backbone, ConfigurationError, CtrlkitError, ModelInput, Option
+from ctrlkit.cache import Cache, cache_key
+
+Messages = tuple[dict[str, str], ...]
+NAMESPACE = "judge"
+RETRIES = Option("retries", int, 2, "times an unparseable judge answer is asked again before it counts as failed",
+                 minimum=0)
+NEUTRAL_OPTIONS = frozenset({"concurrency", "timeout", "max_retries", "backoff"})
+"""Backbone options that change how an answer is fetched, not what it says: left out of the
+cache key so that, say, more concurrency on a rerun still finds the cached answers."""
+_SECRET = re.compile(r"(^|_)(key|secret|token|password)$")
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+
+
+class UnparseableAnswer(ValueError):
+    """A judge answer that does not say what was asked; the message is the reason."""
+
+
+@dataclass
+class Verdict:
+    """One parsed judge answer, or a failure (``value`` None, ``reason`` set)."""
+
+    value: Any
+    answer: str
+    reason: str | None = None
+    attempts: int = 1
+
+    @property
+    def failed(self) -> bool:
+        return self.reason is not None
+
+    def failure(self) -> dict:
+        """What samples.jsonl keeps of a failure: enough to see why without rerunning."""
+        return {"reason": self.reason, "answer": self.answer, "attempts": self.attempts}
+
+
+def require_messages(metric: str, judge: Backbone) -> Backbone:
+    """Refuse, before any work, a judge that cannot take chat messages (prompts are messages)."""
+    if "messages" not in judge.capabilities:
+        raise ConfigurationError(f"metric '{metric}' needs a judge that takes chat messages; backbone "
+                                 f"'{judge.name}' lacks capability messages (use e.g. --judge openai:MODEL)")
+    return judge
+
+
+def judge_identity(judge: Backbone) -> dict:
+    """What makes one judge's answers differ from another's: its name and its options, minus
+    secrets (never written to disk) and options that do not change answers."""
+    options = {name: value for name, value in judge.options.items()
+               if name not in NEUTRAL_OPTIONS and not _SECRET.search(name)}
+    return {"backbone": judge.name, "options": options}
+
+
+def ask(judge: Backbone, prompts: Sequence[Messages], *, refresh: bool = False,
+        keep: Callable[[int, str], bool] = lambda index, answer: True) -> list[str]:
+    """The judge's answer to each prompt. Cached answers are reused unless ``refresh``; the other
+    distinct prompts go to the judge in one batched ``generate`` call, and the answers that
+    ``keep(index of the prompt, answer)`` accepts are cached."""
+    cache = Cache(NAMESPACE)
+    identity = judge_identity(judge)
+    keys = [{"judge": identity, "messages": list(prompt)} for prompt in prompts]
+    answers = {} if refresh else {i: cache.get(key) for i, key in enumerate(keys)}
+    answers = {i: answer for i, answer in answers.items() if answer is not None}
+    first: dict[str, int] = {}  # each distinct unanswered prompt (by hash) -> the first index asking it
+    for i, key in enumerate(keys):
+        if i not in answers:
+            first.setdefault(cache_key(key), i)
+    if first:
+        replies = judge.generate([ModelInput(source="", messages=tuple(prompts[i])) for i in first.values()])
+        if len(replies) != len(first):
+            raise CtrlkitError(f"judge '{judge.name}' returned {len(replies)} answers for {len(first)} prompts")
+        fresh = dict(zip(first, replies))
+        for i, key in enumerate(keys):
+            if i not in answers:
+                answers[i] = fresh[cache_key(key)]
+        for i, reply in zip(first.values(), replies):
+            if keep(i, reply):
+                cache.put(keys[i], reply)
+    return [answers[i] for i in range(len(prompts))]
+
+
+def ask_parsed(judge: Backbone, prompts: Sequence[Messages], parsers: Sequence[Callable[[str], Any]],
+               retries: int) -> list[Verdict]:
+    """``parsers[i]`` applied to the answer to ``prompts[i]`` (one parser per prompt, since what a
+    valid answer holds can depend on the prompt); a parser raises UnparseableAnswer. A prompt
+    whose answer does not parse is asked again, fresh, up to ``retries`` times, all such
+    prompts of a round in one batch."""
+
+    def attempt(i: int, answer: str) -> Verdict:
+        try:
+            return Verdict(parsers[i](answer), answer)
+        except UnparseableAnswer as exc:
+            return Verdict(None, answer, str(exc))
+
+    answers = ask(judge, prompts, keep=lambda i, answer: not attempt(i, answer).failed)
+    verdicts = [attempt(i, answer) for i, answer in enumerate(answers)]
+    for round_ in range(1, retries + 1):
+        pending = [i for i, verdict in enumerate(verdicts) if verdict.failed]
+        if not pending:
+            break
+        answers = ask(judge, [prompts[i] for i in pending], refresh=True,
+                      keep=lambda j, answer: not attempt(pending[j], answer).failed)
+        for i, answer in zip(pending, answers):
+            verdicts[i] = attempt(i, answer)
+            verdicts[i].attempts = round_ + 1
+    return verdicts
+
+
+def json_object(answer: str) -> dict:
+    """The JSON object an answer holds: the whole answer, a fenced ```json block, or the first
+    ``{...}`` inside surrounding prose (models often explain before or after)."""
+    candidates = [answer.strip(), *(block.strip() for block in _FENCE.findall(answer))]
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", answer):
+        try:
+            value, _ = decoder.raw_decode(answer, match.start())
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise UnparseableAnswer("no JSON object in the answer")
+
+
+def integer(value: Any, what: str, low: int, high: int) -> int:
+    """``value`` as an int in ``[low, high]`` (a digit string such as "3" is accepted too)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise UnparseableAnswer(f"{what} must be an integer from {low} to {high}, got {json.dumps(value)}")
+    return value
+
+
+def messages(system: str, user: str) -> Messages:
+    return ({"role": "system", "content": system}, {"role": "user", "content": user})

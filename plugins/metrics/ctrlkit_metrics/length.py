@@ -1,0 +1,106 @@
+import math
+from statistics import fmean
+
+from ctrlkit import ConfigurationError, Metric, MetricResult, Option, OptionError
+from ctrlkit.text import word_count
+
+BIN_WORDS = 50
+
+
+def length_bin(words: float) -> int:
+    """The 50-word bin of a length: bin 0 = 0-50 words, bin 1 = 51-100, ..."""
+    return max(0, math.ceil(words / BIN_WORDS) - 1)
+
+
+class Length(Metric):
+    """Length control: MAD and PCC of the generated against the requested 50-word length bins.
+
+    MAD and PCC follow the CocoSciSum and CCSBench definitions, as stated here. Words are
+    whitespace-separated tokens; bin(n) = max(0, ceil(n / 50) - 1), so bin 0 = 0-50 words,
+    bin 1 = 51-100, ... Per example: ``words``, ``abs_bin_error`` = |bin(generated words) -
+    requested bin|, and ``abs_word_error`` = |generated - requested words| (None when the
+    request is a bin). Corpus: ``mad``, the mean absolute bin error; ``pcc``, the Pearson
+    correlation of the generated and the requested bins (scipy), None with ``pcc_defined`` 0.0
+    when undefined (fewer than two examples, or either side constant); ``word_mad``, the mean
+    absolute word error where defined.
+
+    A numeric ``length`` control (or numeric string) is words or a bin, as ``unit`` says; a
+    named level ("short") is mapped to words by the ``levels`` option, else by the dataset's
+    ``length_levels``. Every request is checked before any example is scored.
+    """
+
+    reads = ("length",)
+    options = (
+        Option("unit", str, "words", "how a numeric length control is read", choices=("words", "bin")),
+        Option("levels", str, "", "named levels in words, e.g. short=50,normal=100,long=200 "
+                                  "(over the dataset's own)"),
+    )
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.given_levels = _parse_levels(self.options["levels"])
+        self.levels = dict(self.given_levels)
+
+    def use_dataset(self, dataset):
+        self.levels = {**(getattr(dataset, "length_levels", None) or {}), **self.given_levels}
+
+    def compute(self, predictions, examples):
+        from scipy.stats import pearsonr
+
+        requests = [self._request(example) for example in examples]
+        words = [word_count(prediction) for prediction in predictions]
+        generated = [length_bin(n) for n in words]
+        wanted = [length_bin(target) if unit == "words" else target for target, unit in requests]
+        bin_errors = [abs(g - w) for g, w in zip(generated, wanted)]
+        word_errors = [abs(n - target) if unit == "words" else None for n, (target, unit) in zip(words, requests)]
+        defined = len(set(generated)) > 1 and len(set(wanted)) > 1
+        measured = [error for error in word_errors if error is not None]
+        return MetricResult(
+            per_example={"abs_bin_error": bin_errors, "abs_word_error": word_errors, "words": words},
+            corpus={
+                "mad": fmean(bin_errors),
+                "pcc": float(pearsonr(generated, wanted).statistic) if defined else None,
+                "pcc_defined": float(defined),
+                "word_mad": fmean(measured) if measured else None,
+            },
+        )
+
+    def check(self, examples):
+        for example in examples:
+            self._request(example)
+
+    def _request(self, example) -> tuple[float, str]:
+        """``(target, unit)``: the requested words, or the requested bin, of one example."""
+        value = example.controls.get("length")
+        where = f"metric '{self.name}': example '{example.id}'"
+        if isinstance(value, str):
+            if value in self.levels:
+                return float(self.levels[value]), "words"
+            try:
+                value = float(value)
+            except ValueError:
+                known = ", ".join(self.levels) or "none"
+                raise ConfigurationError(f"{where} requests length level {value!r}, which is not mapped to words "
+                                         f"(known: {known}); set {self.name}.levels, e.g. "
+                                         "short=50,normal=100,long=200") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+            raise ConfigurationError(f"{where} has length control {value!r}; expected words, a bin or a level")
+        if self.options["unit"] == "words":
+            return float(value), "words"
+        if value != int(value):
+            raise ConfigurationError(f"{where} requests bin {value!r}, which is not a whole number")
+        return int(value), "bin"
+
+
+def _parse_levels(text: str) -> dict[str, float]:
+    """``"short=50,normal=100"`` -> ``{"short": 50.0, "normal": 100.0}``."""
+    levels = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, words = (piece.strip() for piece in item.partition("="))
+        try:
+            levels[name] = float(words)
+        except ValueError:
+            levels[name] = math.nan
+        if not name or not 0 <= levels[name] < math.inf:
+            raise OptionError(f"option 'length.levels' expects LEVEL=WORDS pairs (words >= 0), got {item!r}")
+    return levels

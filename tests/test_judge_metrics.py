@@ -1,0 +1,401 @@
+"""Judge metrics (fm, focus) end to end against a scripted chat-completions server on 127.0.0.1,
+the focus classifier, the judge helpers and the on-disk cache."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import click
+import pytest
+from click.testing import CliRunner
+from sklearn.metrics import f1_score
+
+import ctrlkit
+from ctrlkit import ConfigurationError, DatasetError
+from ctrlkit.cache import Cache, cache_key
+from ctrlkit_metrics import commands
+from ctrlkit_metrics.focus import FocusClassifier
+from ctrlkit_metrics.judging import UnparseableAnswer, integer, json_object
+
+KEY = "sk-test-0123456789secret"
+
+
+class ScriptedJudge:
+    """Answers each request by the rule whose marker occurs in its last message: a rule's answers
+    are given in turn, the last one repeating. A request matching no rule, or several, is
+    answered 400, so that the test fails with the prompt in the message. Keeps every request."""
+
+    def __init__(self, rules: dict[str, list[str]]):
+        self.rules = rules
+        self.used = dict.fromkeys(rules, 0)
+        self.requests: list[list[dict]] = []
+        self.lock = threading.Lock()
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.http.judge = self
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
+
+    def answer(self, messages) -> tuple[int, str]:
+        with self.lock:
+            self.requests.append(messages)
+            prompt = messages[-1]["content"]
+            found = [marker for marker in self.rules if marker in prompt]
+            if len(found) != 1:
+                return 400, f"markers {found} in prompt: {prompt[:300]}"
+            answers = self.rules[found[0]]
+            self.used[found[0]] += 1
+            return 200, answers[min(self.used[found[0]], len(answers)) - 1]
+
+    def asked(self, marker: str) -> int:
+        return sum(marker in messages[-1]["content"] for messages in self.requests)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        status, content = self.server.judge.answer(body["messages"])
+        reply = {"choices": [{"message": {"role": "assistant", "content": content}}]} if status == 200 \
+            else {"error": {"message": content}}
+        data = json.dumps(reply).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(autouse=True)
+def isolated(monkeypatch, tmp_path):
+    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("no_proxy", "*")  # a proxy configured on the machine must not take 127.0.0.1
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def start(rules):
+        judge = ScriptedJudge(rules)
+        threading.Thread(target=judge.http.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        servers.append(judge)
+        return judge
+
+    yield start
+    for judge in servers:
+        judge.http.shutdown()
+        judge.http.server_close()
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return str(path)
+
+
+def run_judged(path, judge, metrics, tmp_path, run_name="run", **openai):
+    """ctrlkit.run on a JSONL dataset with the extractive summarizer (a one-sentence document is
+    its own summary) and the scripted server as the judge."""
+    return ctrlkit.run(dataset="jsonl", data=path, backbone="extractive", metrics=metrics, baseline=None,
+                       judge="openai:judge-model", out=str(tmp_path / run_name),
+                       options={"openai": {"base_url": judge.url, "backoff": 0.01, **openai}})
+
+
+def facets(background="", method="", result="", conclusion=""):
+    return json.dumps({"background": background, "method": method, "result": result, "conclusion": conclusion})
+
+
+# Four papers. The extraction of a reference (marker refX) or of a summary (sumX) is scripted;
+# the reference's facets carry rateX, which marks the rating prompt of that paper.
+FM_ROWS = [{"id": x, "document": f"The summary sum{x} of paper {x}.", "references": f"The reference ref{x}."}
+           for x in "ABCD"]
+FM_RULES = {
+    # A: clean; the reference has no conclusion, so the judge's conclusion rating is ignored
+    "refA": [facets("bg rateA", "ref method", "ref result")],
+    "sumA": [facets("sum bg", "sum method", "", "sum conclusion")],
+    "rateA": ['{"background": 2, "method": 3, "result": 1, "conclusion": 3}'],
+    # B: prose instead of JSON, then a fenced block amid text; a rating out of range, then a good one
+    "refB": ["Sure, here are the facets: background is about X.",
+             f"Here you go:\n```json\n{facets('bg rateB', 'm', 'r', 'c')}\n```\nHope this helps."],
+    "sumB": [facets("b", "m", "r", "c")],
+    "rateB": ['{"background": 3, "method": 5, "result": 4, "conclusion": 2}',
+              '{"background": 3, "method": 4, "result": 4, "conclusion": 2}'],
+    # C: the rating always lacks a facet the reference has
+    "refC": [facets("bg rateC", "m", "r", "c")],
+    "sumC": [facets("b", "m", "r", "c")],
+    "rateC": ['{"background": 3, "method": 4, "conclusion": 2}'],
+    # D: the summary's extraction never parses
+    "refD": [facets("bg rateD", "m", "r", "c")],
+    "sumD": ["I cannot split this text."],
+    "rateD": ['{"background": 3, "method": 4, "result": 4, "conclusion": 3}'],
+}
+FM_A = (0.1 * 2 / 3 + 0.3 * 3 / 4 + 0.3 * 1 / 4) / 0.7
+FM_B = 0.1 * 3 / 3 + 0.3 * 4 / 4 + 0.3 * 4 / 4 + 0.3 * 2 / 3
+
+
+def test_fm_end_to_end_retries_records_failures_and_caches(serve, tmp_path):
+    judge = serve(FM_RULES)
+    path = write_jsonl(tmp_path / "papers.jsonl", FM_ROWS)
+    result = run_judged(path, judge, ["fm"], tmp_path)
+
+    values = [sample["scores"]["fm"]["fm"] for sample in result.samples]
+    assert values[:2] == [pytest.approx(FM_A), pytest.approx(FM_B)] and values[2:] == [None, None]
+    assert result.metrics["fm"] == {"fm": pytest.approx((FM_A + FM_B) / 2), "failed": 2}
+    # each unparseable answer was asked again, twice at most: 1 + 2 attempts
+    assert {marker: judge.asked(marker) for marker in FM_RULES} == {
+        "refA": 1, "sumA": 1, "rateA": 1, "refB": 2, "sumB": 1, "rateB": 2,
+        "refC": 1, "sumC": 1, "rateC": 3, "refD": 1, "sumD": 3, "rateD": 0}
+    assert len(judge.requests) == 17
+    assert judge.requests[0][0]["role"] == "system"
+
+    details = [json.loads(line)["details"]["fm"] for line in (tmp_path / "run" / "samples.jsonl").open()]
+    assert details[0]["ratings"] == {"background": 2, "method": 3, "result": 1}
+    assert details[0]["reference_facets"] == json.loads(facets("bg rateA", "ref method", "ref result"))
+    assert details[0]["summary_facets"]["conclusion"] == "sum conclusion" and "failed" not in details[0]
+    assert details[1]["ratings"] == {"background": 3, "method": 4, "result": 4, "conclusion": 2}
+    assert details[2]["failed"] == {"step": "rating", "reason": "rating of facet 'result' is missing",
+                                    "answer": FM_RULES["rateC"][0], "attempts": 3}
+    assert details[3]["failed"] == {"step": "summary extraction", "reason": "no JSON object in the answer",
+                                    "answer": "I cannot split this text.", "attempts": 3}
+    assert "ratings" not in details[3]
+
+    # the same run again (a key and more concurrency do not change the answers, so they do not
+    # change the cache key): only the failed items are asked again
+    again = run_judged(path, judge, ["fm"], tmp_path, "again", api_key=KEY, concurrency=8)
+    assert [sample["scores"]["fm"]["fm"] for sample in again.samples] == values
+    assert len(judge.requests) == 17 + 6 and judge.asked("rateC") == 6 and judge.asked("sumD") == 6
+    cached = b"".join(path.read_bytes() for path in (tmp_path / "cache").iterdir())
+    assert KEY.encode() not in cached
+
+    # another judge model is another judge: nothing is reused
+    ctrlkit.run(dataset="jsonl", data=path, metrics=["fm"], baseline=None, judge="openai:other-model",
+                options={"openai": {"base_url": judge.url}, "fm": {"retries": 0}})
+    assert len(judge.requests) == 23 + 8 + 3  # 8 texts, then ratings of A, B and C (no retries)
+
+
+def test_an_extraction_is_asked_once_however_many_examples_share_the_text(serve, tmp_path):
+    judge = serve({"refA": [facets("bg rateA", "m", "r", "c")], "sumA": [facets("b", "m", "r", "c")],
+                   "rateA": ['{"background": 3, "method": 4, "result": 4, "conclusion": 3}']})
+    rows = [{**FM_ROWS[0], "id": str(i)} for i in range(3)]
+    result = run_judged(write_jsonl(tmp_path / "same.jsonl", rows), judge, ["fm"], tmp_path)
+    assert result.metrics["fm"] == {"fm": 1.0, "failed": 0}
+    assert len(judge.requests) == 3  # reference, summary, rating: once each
+
+
+def test_a_reference_without_facets_is_a_failure_not_a_score(serve, tmp_path):
+    judge = serve({"refA": [facets()], "sumA": [facets("b", "m", "r", "c")]})
+    result = run_judged(write_jsonl(tmp_path / "empty.jsonl", FM_ROWS[:1]), judge, ["fm"], tmp_path)
+    assert result.metrics["fm"] == {"fm": None, "failed": 1}
+    assert result.samples[0]["details"]["fm"]["failed"] == {
+        "step": "reference extraction", "reason": "the reference has none of the facets", "answer": facets(),
+        "attempts": 1}
+    assert len(judge.requests) == 2  # nothing to rate
+
+
+FOCUS_ROWS = [
+    {"id": "f1", "document": "Summary fone.", "controls": {"focus": "high"}},
+    {"id": "f2", "document": "Summary ftwo.", "controls": {"focus": "high"}},
+    {"id": "f3", "document": "Summary fthree.", "controls": {"focus": "low"}},
+    {"id": "f4", "document": "Summary ffour.", "controls": {"focus": "low"}},
+    {"id": "f5", "document": "Summary ffive.", "controls": {"focus": "high"}},
+    {"id": "f6", "document": "Summary fsix.", "controls": {"focus": "low"}},
+]
+FOCUS_RULES = {
+    "fone": ['{"label": "empirical"}'],
+    "ftwo": ['{"label": "conceptual"}'],
+    "fthree": ['{"label": "conceptual"}'],
+    "ffour": ['The focus:\n```json\n{"label": "Empirical"}\n```'],
+    "ffive": ['{"label": "mixed"}'],
+    "fsix": ["conceptual, I think", '{"label": "conceptual"}'],
+}
+
+
+def test_focus_with_the_judge(serve, tmp_path):
+    judge = serve(FOCUS_RULES)
+    result = run_judged(write_jsonl(tmp_path / "focus.jsonl", FOCUS_ROWS), judge, ["focus"], tmp_path)
+    assert [sample["scores"]["focus"]["correct"] for sample in result.samples] == [1, 0, 1, 0, None, 1]
+    assert [sample["details"]["focus"]["label"] for sample in result.samples] == [
+        "empirical", "conceptual", "conceptual", "empirical", None, "conceptual"]
+    assert result.samples[4]["details"]["focus"]["failed"] == {
+        "reason": '"label" must be "empirical" or "conceptual", got "mixed"', "answer": '{"label": "mixed"}',
+        "attempts": 3}
+    # by hand: empirical tp 1, fp 1, fn 1 -> 0.5; conceptual tp 2, fp 1, fn 1 -> 2/3
+    corpus = result.metrics["focus"]
+    assert corpus == {"f1_macro": pytest.approx((0.5 + 2 / 3) / 2), "f1_empirical": pytest.approx(0.5),
+                      "f1_conceptual": pytest.approx(2 / 3), "accuracy": pytest.approx(0.6), "failed": 1}
+    wanted, got = ["E", "E", "C", "C", "C"], ["E", "C", "C", "E", "C"]
+    assert corpus["f1_macro"] == pytest.approx(f1_score(wanted, got, average="macro"))
+    assert judge.asked("ffive") == 3 and judge.asked("fsix") == 2 and len(judge.requests) == 9
+
+
+def test_focus_f1_counts_a_class_never_produced_as_zero(serve, tmp_path):
+    judge = serve({marker: ['{"label": "empirical"}'] for marker in FOCUS_RULES})
+    corpus = run_judged(write_jsonl(tmp_path / "focus.jsonl", FOCUS_ROWS), judge, ["focus"], tmp_path).metrics["focus"]
+    assert corpus["f1_conceptual"] == 0.0 and corpus["f1_empirical"] == pytest.approx(2 * 3 / (2 * 3 + 3))
+    assert corpus["accuracy"] == 0.5 and corpus["failed"] == 0
+
+
+EMPIRICAL = [
+    "We evaluate on three benchmark datasets and report accuracy and F1; results improve by 4 points.",
+    "Experiments on 10,000 images show the model reaches 92% accuracy, beating the baseline.",
+    "We measure latency and throughput across datasets; the results show a 2x speedup.",
+    "On the test set the metric correlates with human scores (0.61), and experiments confirm it.",
+    "The data show error rates fall by 30% in our experiments with larger training sets.",
+    "We report precision, recall and accuracy on five datasets; results are consistent.",
+]
+CONCEPTUAL = [
+    "We argue that the theory of attention explains why the method generalises, with implications for design.",
+    "Motivated by limits of prior theory, we propose a framework that unifies two views of learning.",
+    "The paper develops a conceptual model of causality and discusses its implications for policy.",
+    "We motivate a new method from first principles and discuss the theory behind it.",
+    "This essay revisits the theory of meaning and its implications for the motivation of models.",
+    "We propose a method grounded in theory and discuss the broader implications of the framework.",
+]
+
+
+def train_classifier(tmp_path):
+    rows = [{"summary": s, "label": "empirical"} for s in EMPIRICAL] + \
+           [{"summary": s, "label": "conceptual"} for s in CONCEPTUAL]
+    data = write_jsonl(tmp_path / "labelled.jsonl", rows)
+    group = click.Group()
+    commands.register_commands(cli=group)
+    out = tmp_path / "focus-classifier.json"
+    ran = CliRunner().invoke(group, ["train-focus-classifier", data, str(out)])
+    assert ran.exit_code == 0, ran.output
+    assert ran.output.startswith("trained on 6 empirical and 6 conceptual summaries")
+    return out
+
+
+def test_focus_with_a_classifier_trained_here_needs_no_judge(tmp_path):
+    out = train_classifier(tmp_path)
+    saved = json.loads(out.read_text())  # JSON, not a pickle
+    assert set(saved) == {"format", "classes", "vocabulary", "idf", "coefficients", "intercept", "params"}
+    assert saved["classes"] == ["conceptual", "empirical"] and len(saved["idf"]) == len(saved["vocabulary"])
+
+    rows = [{"id": "e", "document": "Experiments on two datasets show accuracy results improve.",
+             "controls": {"focus": "high"}},
+            {"id": "c", "document": "We discuss the theory and the implications of the framework.",
+             "controls": {"focus": "low"}},
+            {"id": "x", "document": "We discuss the theory and the implications of the framework.",
+             "controls": {"focus": "high"}}]
+    result = ctrlkit.run(dataset="jsonl", data=write_jsonl(tmp_path / "run.jsonl", rows), metrics=["focus"],
+                         baseline=None, options={"focus": {"labeller": "classifier", "classifier": str(out)}})
+    assert [sample["details"]["focus"]["label"] for sample in result.samples] == ["empirical", "conceptual",
+                                                                                "conceptual"]
+    assert [sample["scores"]["focus"]["correct"] for sample in result.samples] == [1, 1, 0]
+    assert result.metrics["focus"]["f1_empirical"] == pytest.approx(2 / 3)
+    assert result.metrics["focus"]["failed"] == 0
+
+
+def test_the_saved_classifier_decides_as_the_scikit_learn_model_it_was_trained_as(tmp_path):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    restored = FocusClassifier.load(train_classifier(tmp_path))
+    vectorizer = TfidfVectorizer(lowercase=True, ngram_range=(1, 2), sublinear_tf=True, min_df=1)
+    model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=1000).fit(
+        vectorizer.fit_transform(EMPIRICAL + CONCEPTUAL), ["empirical"] * 6 + ["conceptual"] * 6)
+    texts = ["accuracy of the theory", "results on datasets", "implications", "nothing known here", ""]
+    assert restored.predict(texts) == list(model.predict(vectorizer.transform(texts)))
+    assert (restored.vectorizer.transform(texts) @ restored.coefficients + restored.intercept) == pytest.approx(
+        model.decision_function(vectorizer.transform(texts)))
+
+
+def test_training_refuses_bad_labels_and_a_single_class(tmp_path):
+    group = click.Group()
+    commands.register_commands(cli=group)
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"summary": "x", "label": "empirical"},
+                                               {"summary": "y", "label": "both"}])
+    ran = CliRunner().invoke(group, ["train-focus-classifier", bad, str(tmp_path / "out.json")])
+    assert isinstance(ran.exception, DatasetError) and "bad.jsonl:2: field 'label'" in str(ran.exception)
+    one = write_jsonl(tmp_path / "one.jsonl", [{"summary": "x", "label": "empirical"}])
+    ran = CliRunner().invoke(group, ["train-focus-classifier", one, str(tmp_path / "out.json")])
+    assert "needs summaries of both labels" in str(ran.exception)
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_misconfigurations_are_refused_before_any_work(tmp_path):
+    path = write_jsonl(tmp_path / "d.jsonl", [{**FM_ROWS[0], "controls": {"focus": "high"}}])
+    for metric in ("fm", "focus"):
+        with pytest.raises(ConfigurationError, match=f"metric '{metric}' needs a judge that takes chat messages; "
+                                                     "backbone 'extractive' lacks capability messages"):
+            ctrlkit.run(dataset="jsonl", data=path, metrics=[metric], baseline=None, judge="extractive")
+        with pytest.raises(ConfigurationError, match=f"metric '{metric}' needs a judge"):
+            ctrlkit.run(dataset="jsonl", data=path, metrics=[metric], baseline=None)
+    with pytest.raises(ConfigurationError, match="focus.labeller=classifier and focus.classifier=PATH"):
+        ctrlkit.get_metric("focus", labeller="classifier")
+    assert ctrlkit.get_metric("focus").needs_judge
+    assert not ctrlkit.get_metric("focus", labeller="classifier", classifier="c.json").needs_judge
+
+
+def test_an_unknown_focus_value_is_named(serve, tmp_path):
+    judge = serve(FOCUS_RULES)
+    path = write_jsonl(tmp_path / "d.jsonl", [{"id": "q", "document": "Summary fone.",
+                                               "controls": {"focus": "medium"}}])
+    with pytest.raises(ctrlkit.CtrlkitError, match="example 'q' requests focus 'medium'"):
+        run_judged(path, judge, ["focus"], tmp_path)
+    assert not judge.requests
+
+
+@pytest.mark.parametrize("answer, expected", [
+    ('{"a": 1}', {"a": 1}),
+    ('```json\n{"a": {"b": [1, 2]}}\n```', {"a": {"b": [1, 2]}}),
+    ('Here: ```\n{"a": 2}\n``` done', {"a": 2}),
+    ('I rate it {"a": 3, "note": "x}"} overall.', {"a": 3, "note": "x}"}),
+    ('a set {1, 2} then {"a": 4}', {"a": 4}),
+])
+def test_json_object_finds_the_object_amid_fences_and_prose(answer, expected):
+    assert json_object(answer) == expected
+
+
+@pytest.mark.parametrize("answer", ["", "no json", "[1, 2]", '{"a": 1', "```json\n[1]\n```"])
+def test_json_object_refuses_answers_without_an_object(answer):
+    with pytest.raises(UnparseableAnswer, match="no JSON object"):
+        json_object(answer)
+
+
+def test_integer_accepts_digits_and_refuses_the_rest():
+    assert integer(3, "x", 1, 3) == 3 and integer(" 2 ", "x", 1, 3) == 2
+    for value in (0, 4, 2.0, True, "two", None):
+        with pytest.raises(UnparseableAnswer, match="x must be an integer from 1 to 3"):
+            integer(value, "x", 1, 3)
+
+
+def test_cache_roundtrip_namespaces_and_canonical_keys(tmp_path):
+    cache = Cache("judge")
+    assert cache.get({"a": 1, "b": [1, 2]}) is None
+    cache.put({"a": 1, "b": [1, 2]}, {"answer": "ünïcode", "n": 3})
+    assert Cache("judge").get({"b": [1, 2], "a": 1}) == {"answer": "ünïcode", "n": 3}
+    assert Cache("generations").get({"a": 1, "b": [1, 2]}) is None
+    cache.put({"a": 1, "b": [1, 2]}, "replaced")
+    assert cache.get({"a": 1, "b": [1, 2]}) == "replaced"
+    assert cache_key({"x": 1, "y": 2}) == cache_key({"y": 2, "x": 1}) != cache_key({"x": 1})
+    assert cache.path == tmp_path / "cache" / "cache.sqlite3" and cache.path.exists()
+    with pytest.raises(ValueError, match="identifier"):
+        Cache("judge; DROP TABLE judge")
+
+
+def test_cache_is_safe_for_several_processes_at_once(tmp_path):
+    script = textwrap.dedent("""
+        import sys
+        from ctrlkit.cache import Cache
+        worker = int(sys.argv[1])
+        for i in range(100):
+            Cache("shared").put(["item", worker, i], {"worker": worker, "i": i})
+            assert Cache("shared").get(["item", worker, i]) == {"worker": worker, "i": i}
+    """)
+    workers = [subprocess.Popen([sys.executable, "-c", script, str(worker)], env=dict(os.environ))
+               for worker in range(4)]
+    assert [worker.wait(timeout=120) for worker in workers] == [0] * 4
+    cache = Cache("shared")
+    assert all(cache.get(["item", w, i]) == {"worker": w, "i": i} for w in range(4) for i in range(100))
+    mode = subprocess.run([sys.executable, "-c", "import sqlite3, sys; print(sqlite3.connect(sys.argv[1])"
+                           ".execute('PRAGMA journal_mode').fetchone()[0])", str(cache.path)],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert mode == "wal"
