@@ -75,15 +75,17 @@ def cli():
               help="Output folder for results.json and samples.jsonl [default: runs/DATASET-CONTROLLER-TIME].")
 @click.option("--device", help="Torch device for a neural backbone (cpu, cuda, cuda:1); default: CUDA when present.")
 @click.option("--judge", help="Backbone that judge metrics (fm, focus) ask, e.g. openai:gpt-4o.")
+@click.option("--skip-invalid", is_flag=True, help="Leave out invalid dataset rows (counted) instead of stopping.")
 def run(dataset, data, split, controller, backbone, metrics, topics, assignments, baseline, no_baseline, limit,
-        seed, batch_size, out, device, judge):
+        seed, batch_size, out, device, judge, skip_invalid):
     """Generate summaries with a controller and score them; writes results.json and samples.jsonl."""
     from .pipeline import DEFAULT_METRICS, run as run_pipeline
 
     out = out or _default_out(dataset, controller)
     result = run_pipeline(
         dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
-        metrics=metrics or DEFAULT_METRICS, topics=topics, options=_options(assignments, backbone, device), judge=judge,
+        metrics=metrics or DEFAULT_METRICS, topics=topics, judge=judge,
+        options=_options(assignments, backbone, device, dataset if skip_invalid else None),
         baseline=None if no_baseline else baseline, limit=limit, seed=seed, batch_size=batch_size,
         out=out, progress=True,
     )
@@ -102,9 +104,10 @@ def run(dataset, data, split, controller, backbone, metrics, topics, assignments
 @click.option("--set", "assignments", multiple=True, metavar="COMPONENT.OPTION=VALUE", help="Set a component option.")
 @click.option("--judge", help="Backbone that judge metrics (fm, focus) ask, e.g. openai:gpt-4o.")
 @click.option("--limit", type=click.IntRange(min=1), help="Use only the first N examples.")
+@click.option("--skip-invalid", is_flag=True, help="Leave out invalid dataset rows (counted) instead of stopping.")
 @click.option("-o", "--out", type=click.Path(file_okay=False),
               help="Output folder [default: runs/DATASET-evaluate-TIME].")
-def evaluate(predictions, dataset, data, split, metrics, topics, assignments, judge, limit, out):
+def evaluate(predictions, dataset, data, split, metrics, topics, assignments, judge, limit, skip_invalid, out):
     """Score existing predictions; writes results.json and samples.jsonl like ctrlkit run."""
     from .evaluation import evaluate as evaluate_predictions
     from .pipeline import DEFAULT_METRICS
@@ -112,7 +115,8 @@ def evaluate(predictions, dataset, data, split, metrics, topics, assignments, ju
     out = out or _default_out(dataset, "evaluate")
     result = evaluate_predictions(
         predictions=predictions, dataset=dataset, data=data, split=split, metrics=metrics or DEFAULT_METRICS,
-        topics=topics, options=parse_assignments(assignments), judge=judge, limit=limit, out=out,
+        topics=topics, options=_options(assignments, None, skip_invalid_in=dataset if skip_invalid else None),
+        judge=judge, limit=limit, out=out,
     )
     click.echo(result.table())
     click.echo(f"\n{result.results['n_examples']} examples; results in {out}/results.json", err=True)
@@ -189,10 +193,14 @@ def _default_out(dataset: str, what: str) -> str:
     return f"runs/{dataset}-{what}-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}"
 
 
-def _options(assignments, backbone: str, device: str | None) -> dict:
+def _options(assignments, backbone: str | None, device: str | None = None, skip_invalid_in: str | None = None) -> dict:
+    """``--set`` assignments, plus the shortcuts --device (for the backbone) and --skip-invalid
+    (for the dataset)."""
     options = parse_assignments(assignments)
     if device:
         options.setdefault(backbone.partition(":")[0], {})["device"] = device
+    if skip_invalid_in:
+        options.setdefault(skip_invalid_in, {})["skip_invalid"] = True
     return options
 
 

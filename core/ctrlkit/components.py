@@ -145,6 +145,24 @@ class Dataset(Configurable):
     def load(self, split: str | None) -> list[Example]:
         raise NotImplementedError
 
+    skipped: int = 0
+    """Rows left out by the last ``load`` because they were invalid (``skip_invalid`` option)."""
+
+    def build_examples(self, rows: Iterable, build) -> list[Example]:
+        """``build(row)`` for each row. A row that raises DatasetError stops the load, or, when
+        the dataset's ``skip_invalid`` option is on, is left out and counted in ``skipped``."""
+        examples, self.skipped = [], 0
+        for row in rows:
+            try:
+                built = build(row)
+            except DatasetError:
+                if not getattr(self, "options", {}).get("skip_invalid"):
+                    raise
+                self.skipped += 1
+                continue
+            examples.extend(built if isinstance(built, list) else [built])
+        return examples
+
     def check_split(self, split: str | None) -> None:
         """Refuse a split this dataset does not have, naming the ones it has."""
         if split not in self.splits:

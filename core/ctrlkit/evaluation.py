@@ -15,7 +15,7 @@ from .api import get_dataset, get_vectorizer
 from .errors import CtrlkitError, DatasetError
 from .files import read_jsonl
 from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _timed, _topic_spaces, backbone_name,
-                       bind_metrics, check_metrics, create_metrics, score, _refuse_unused_options)
+                       bind_metrics, check_metrics, create_metrics, report_skipped, score, _refuse_unused_options)
 from .results import prepare_output, versions, write_run
 
 
@@ -68,6 +68,7 @@ def evaluate(
         chosen_split = split if split is not None else source.default_split
         examples = source.load(chosen_split)[:limit]
         given = read_predictions(predictions)
+    report_skipped(source, dataset)
     known = {example.id for example in examples}
     missing = [example.id for example in examples if example.id not in given]
     unknown = [identifier for identifier in given if identifier not in known]
@@ -96,6 +97,7 @@ def evaluate(
                    "options": {c.name: c.options for c in (source, *scorers, *vectorizers.values())}},
         "versions": versions(),
         "n_examples": len(examples),
+        "n_skipped": source.skipped,
         "metrics": corpus,
         "baseline": None,
         "timings": {name: round(seconds, 4) for name, seconds in timings.items()},

@@ -78,6 +78,10 @@ def resolve_options(owner: str, declared: tuple[Option, ...], given: Mapping[str
     return resolved
 
 
+SKIP_INVALID = Option("skip_invalid", bool, False, "leave out invalid rows (counted and reported) instead of stopping")
+"""The option a dataset declares when its rows can be skipped one by one (``--skip-invalid``)."""
+
+
 def parse_assignments(assignments: list[str] | tuple[str, ...]) -> dict[str, dict[str, str]]:
     """``["tag.top_n=50", "rouge.use_stemmer=false"]`` -> ``{"tag": {"top_n": "50"}, ...}``."""
     parsed: dict[str, dict[str, str]] = {}

@@ -98,6 +98,7 @@ def run(
     with _timed(timings, "load_s"):
         chosen_split = split if split is not None else source.default_split
         examples = source.load(chosen_split)[:limit]
+    report_skipped(source, dataset)
     if not examples:
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
     for c in (main, other):
@@ -133,6 +134,7 @@ def run(
         },
         "versions": versions(),
         "n_examples": len(examples),
+        "n_skipped": source.skipped,
         "metrics": outcomes["run"][1],
         "baseline": {"controller": other.name, "metrics": outcomes["baseline"][1]} if other else None,
         "timings": {name: round(seconds, 4) for name, seconds in timings.items()},
@@ -162,6 +164,11 @@ def _scored(outcome, i) -> dict:
     if details[i]:
         scored["details"] = details[i]
     return scored
+
+
+def report_skipped(source, dataset: str) -> None:
+    if source.skipped:
+        logger.warning("ctrlkit: dataset '%s': %d invalid rows skipped", dataset, source.skipped)
 
 
 def create_metrics(names: Sequence[str], options, judge: str | None) -> list:

@@ -4,6 +4,7 @@ import csv
 from pathlib import Path
 
 from ctrlkit import Dataset, DatasetError, Example, Option
+from ctrlkit.options import SKIP_INVALID
 from ctrlkit.files import read_jsonl, require_text
 
 _PATH = Option("path", str, "", "the file to read (--data)")
@@ -22,7 +23,9 @@ class _FileDataset(Dataset):
             raise DatasetError(f"dataset '{self.name}' has no splits; point --data at the file you want")
         if not self.options["path"]:
             raise DatasetError(f"dataset '{self.name}' needs a file: --data PATH")
-        examples = [self._example(record, f"{self.options['path']}:{line}", line) for line, record in self._records()]
+        examples = self.build_examples(
+            self._records(), lambda numbered: self._example(numbered[1], f"{self.options['path']}:{numbered[0]}",
+                                                            numbered[0]))
         seen = set()
         for example in examples:
             if example.id in seen:
@@ -58,6 +61,7 @@ class JsonlDataset(_FileDataset):
         Option("references_field", str, "references", "field holding a reference or a list of them"),
         Option("controls_field", str, "controls", "field holding the controls object"),
         _CONTROL_FIELDS,
+        SKIP_INVALID,
     )
 
     def _records(self):
@@ -92,6 +96,7 @@ class CsvDataset(_FileDataset):
         Option("reference_fields", str, "reference", "comma-separated columns, each holding one reference"),
         _CONTROL_FIELDS,
         Option("delimiter", str, ",", "column delimiter"),
+        SKIP_INVALID,
     )
 
     def _records(self):
