@@ -10,7 +10,7 @@ from conftest import run_ctrlkit
 def test_unknown_controller_gives_one_line_with_suggestions():
     result = run_ctrlkit("run", "--controller", "tga")
     assert result.returncode != 0
-    assert result.stderr.strip() == "Error: Unknown controller 'tga'. Did you mean: tag? Available: embed, guidance, none, prepend, prompt, tag"
+    assert result.stderr.strip() == "Error: Unknown controller 'tga'. Did you mean: tag? Available: embed, guidance, length, none, prepend, prompt, tag"
     assert result.stdout == ""
 
 

@@ -94,8 +94,9 @@ def run(dataset, data, split, controller, backbone, metrics, topics, assignments
 
 
 @cli.command()
-@click.option("-p", "--predictions", required=True, type=click.Path(dir_okay=False),
-              help='JSONL of {"id": ..., "prediction": ...}; other fields are kept under "given".')
+@click.option("-p", "--predictions", type=click.Path(dir_okay=False),
+              help='JSONL of {"id": ..., "prediction": ...}; other fields are kept under "given". '
+                   "Default: the dataset's own predictions (fd).")
 @click.option("-d", "--dataset", default="sample", show_default=True, help="Dataset the ids refer to.")
 @click.option("--data", help="File the dataset reads (its 'path' option).")
 @click.option("--split", help="Dataset split (default: the dataset's own default).")

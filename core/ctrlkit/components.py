@@ -34,6 +34,9 @@ class Controller(Configurable):
     trained_with_model: bool = False
     """True when its parameters live in the model and only ``ctrlkit train`` makes them useful."""
 
+    def use_dataset(self, dataset: "Dataset") -> None:
+        """See the dataset (e.g. how it maps named length levels to words) before ``fit``."""
+
     def fit(self, train_examples: Sequence[Example], topic_space: "TopicSpace | None") -> None:
         """Learn what the controller needs before a run (terms, topic indices, ...)."""
 
@@ -66,6 +69,10 @@ class ControllerChain(Controller):
         self.topic_vectorizer = vectorizers.pop() if len(vectorizers) == 1 else None
         if vectorizers:
             raise ConfigurationError(f"controllers in '{self.name}' need different topic vectorizers")
+
+    def use_dataset(self, dataset):
+        for controller in self.controllers:
+            controller.use_dataset(dataset)
 
     def fit(self, train_examples, topic_space):
         for controller in self.controllers:

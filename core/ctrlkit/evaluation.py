@@ -2,7 +2,9 @@
 
 The predictions file has one JSON object per line, ``{"id": ..., "prediction": ...}``; any
 other field (human scores, a system name, stored metric values) is kept with the sample under
-``given``, so meta-evaluation can correlate it with the metrics.
+``given``, so meta-evaluation can correlate it with the metrics. Without a file, the
+predictions are the dataset's own (``meta["prediction"]``, as the ``fd`` dataset gives them),
+and the rest of each example's ``meta`` is kept under ``given``.
 """
 
 from __future__ import annotations
@@ -34,9 +36,17 @@ def read_predictions(path: str) -> dict[str, dict]:
     return predictions
 
 
+def _dataset_predictions(examples, dataset: str) -> dict[str, dict]:
+    lacking = [example.id for example in examples if not isinstance(example.meta.get("prediction"), str)]
+    if lacking:
+        raise CtrlkitError(f"dataset '{dataset}' gives no prediction for example '{lacking[0]}'; "
+                           "pass --predictions FILE")
+    return {example.id: {**example.meta, "id": example.id} for example in examples}
+
+
 def evaluate(
     *,
-    predictions: str,
+    predictions: str | None = None,
     dataset: str = "sample",
     data: str | None = None,
     split: str | None = None,
@@ -67,7 +77,7 @@ def evaluate(
     with _timed(timings, "load_s"):
         chosen_split = split if split is not None else source.default_split
         examples = source.load(chosen_split)[:limit]
-        given = read_predictions(predictions)
+        given = read_predictions(predictions) if predictions else _dataset_predictions(examples, dataset)
     report_skipped(source, dataset)
     known = {example.id for example in examples}
     missing = [example.id for example in examples if example.id not in given]
@@ -75,7 +85,7 @@ def evaluate(
     if missing or unknown:
         problem = (f"{len(missing)} examples have no prediction (first: '{missing[0]}')" if missing
                    else f"{len(unknown)} predictions match no example (first: '{unknown[0]}')")
-        raise CtrlkitError(f"{predictions}: {problem}")
+        raise CtrlkitError(f"{predictions or 'predictions'}: {problem}")
     if not examples:
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
     check_metrics(scorers, examples, source, dataset)

@@ -203,6 +203,7 @@ def bind_metrics(scorers, spaces) -> None:
 
 def fit_or_restore(controller, backbone, source, topic_space) -> None:
     """Restore the controller state saved with a trained model, or fit the controller."""
+    controller.use_dataset(source)
     saved = backbone.saved_controller()
     if saved is not None and saved["controller"] == controller.name:
         controller.load_state(saved["state"])

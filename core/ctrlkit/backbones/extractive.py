@@ -26,7 +26,7 @@ _TAGGED = re.compile(re.escape(TAG) + r"\s*(.*?)\s*" + re.escape(TAG), re.DOTALL
 class ExtractiveBackbone(Backbone):
     """Extracts source sentences under a word budget, steered by tags, a prepended topic or guidance."""
 
-    capabilities = frozenset({"text", "guidance"})
+    capabilities = frozenset({"text", "guidance", "length_budget"})
     options = (
         Option("max_words", int, 60, "word budget of each summary", minimum=1),
         Option("lead_weight", float, 1.0, "weight of the position bonus 1/(1+i) against centrality", minimum=0.0),
@@ -47,9 +47,11 @@ class ExtractiveBackbone(Backbone):
         self.separators.update(token for token in tokens if token and token != TAG)
 
     def generate(self, inputs):
-        return [self.summarize(model_input.source, model_input.guidance) for model_input in inputs]
+        return [self.summarize(model_input.source, model_input.guidance, model_input.features.get("target_words"))
+                for model_input in inputs]
 
-    def summarize(self, source: str, guidance: str | None = None) -> str:
+    def summarize(self, source: str, guidance: str | None = None, target_words: int | None = None) -> str:
+        """``target_words``, when a length controller asks for it, replaces the ``max_words`` budget."""
         prefix, document = _split_prefix(source, self.separators)
         tagged_terms = {term.lower() for term in _TAGGED.findall(document)}
         document = _TAGGED.sub(r"\1", document).replace(TAG, " ")
@@ -62,9 +64,10 @@ class ExtractiveBackbone(Backbone):
         query = " ".join(part for part in (prefix, guidance or "") if part.strip())
         vectors, query_vector = _sentence_vectors(candidates, query)
         if self.options["selection"] == "lead":
-            return self._select(candidates, -np.arange(len(candidates), dtype=float))
+            return self._select(candidates, -np.arange(len(candidates), dtype=float), target_words)
         relevance = _tag_relevance(candidates, tagged_terms) + _scale(vectors @ query_vector)
-        return self._select(candidates, self._generic_salience(vectors) + self.options["control_weight"] * relevance)
+        return self._select(candidates, self._generic_salience(vectors) + self.options["control_weight"] * relevance,
+                            target_words)
 
     def _generic_salience(self, vectors):
         centroid = vectors.mean(axis=0)
@@ -72,8 +75,8 @@ class ExtractiveBackbone(Backbone):
         position_bonus = 1.0 / (1.0 + np.arange(len(vectors)))
         return _scale(centrality) + self.options["lead_weight"] * position_bonus
 
-    def _select(self, candidates, scores):
-        budget, most = self.options["max_words"], self.options["max_sentences"] or len(candidates)
+    def _select(self, candidates, scores, target_words=None):
+        budget, most = target_words or self.options["max_words"], self.options["max_sentences"] or len(candidates)
         chosen, used = [], 0
         for i in np.argsort(-scores, kind="stable"):
             length = word_count(candidates[i])

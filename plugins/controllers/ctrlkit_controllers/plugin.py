@@ -9,3 +9,4 @@ def register_controllers(register):
     register("tag", "ctrlkit_controllers.tag:Tag")
     register("embed", "ctrlkit_controllers.embed:Embed")
     register("guidance", "ctrlkit_controllers.guidance:Guidance")
+    register("length", "ctrlkit_controllers.length:LengthBudget")

@@ -1,0 +1,127 @@
+"""The MACSum, CTRLsum and FD loaders on the real files, and on small malformed ones."""
+
+import json
+from collections import Counter
+
+import pytest
+
+import ctrlkit
+from ctrlkit import DatasetError, Example, ModelInput
+from ctrlkit.evaluation import evaluate
+
+from conftest import shared_file
+
+
+def test_macsum_doc_and_dial_give_one_example_per_reference():
+    doc = ctrlkit.get_dataset("macsum", path=str(shared_file("macsum/macdoc_val.json")))
+    assert doc.default_split == "val"
+    examples = doc.load("val")
+    assert len(examples) == 554 and len({e.meta["source_index"] for e in examples}) == 94
+    assert Counter(e.controls["length"] for e in examples) == {"normal": 298, "long": 135, "short": 121}
+    assert doc.length_levels == {"short": 24, "normal": 30, "long": 59}
+    assert examples[0].controls.keys() <= {"length", "extractiveness", "specificity", "topic", "speaker"}
+    dial = ctrlkit.get_dataset("macsum", path=str(shared_file("macsum/macdial_val.json")))
+    dialogues = dial.load("val")
+    assert len(dialogues) == 292 and len({e.meta["source_index"] for e in dialogues}) == 41
+    assert "\n" in dialogues[0].document and dial.length_levels["normal"] == 60
+    assert any("speaker" in e.controls for e in dialogues)
+
+
+def test_macsum_length_levels_are_the_median_reference_lengths():
+    import math
+    from statistics import median
+
+    from ctrlkit_datasets.macsum import LENGTH_LEVELS
+
+    for name, key in (("macdoc_val.json", "doc"), ("macdial_val.json", "dial")):
+        examples = ctrlkit.get_dataset("macsum", path=str(shared_file(f"macsum/{name}"))).load(None)
+        for level, words in LENGTH_LEVELS[key].items():
+            lengths = [len(e.references[0].split()) for e in examples if e.controls["length"] == level]
+            assert math.floor(median(lengths) + 0.5) == words  # a median of 31.5 words is 32
+
+
+def test_macsum_errors_name_the_source(tmp_path):
+    path = tmp_path / "bad_val.json"
+    path.write_text(json.dumps([{"source": ["A sentence."], "references": [{"summary": "", "control_attribute": {}}]}]))
+    with pytest.raises(DatasetError, match=r"bad_val.json: source 0, reference 0: field 'summary' is missing or empty"):
+        ctrlkit.get_dataset("macsum", path=str(path)).load("val")
+    with pytest.raises(DatasetError, match="--split test does not apply"):
+        ctrlkit.get_dataset("macsum", path=str(path)).load("test")
+    path.write_text("[{")
+    with pytest.raises(DatasetError, match="cannot read as MACSum JSON"):
+        ctrlkit.get_dataset("macsum", path=str(path)).load(None)
+
+
+def test_ctrlsum_reads_aligned_files_with_keyword_groups():
+    folder = shared_file("ctrlsum")
+    dataset = ctrlkit.get_dataset("ctrlsum", path=str(folder))
+    for split in ("train", "val", "test"):
+        assert len(dataset.load(split)) == 100
+    first = dataset.load("val")[0]
+    assert first.controls["keyword_groups"] == [["$", "89", "6", "Boston"], ["warmer", "states"], ["selling"]]
+    assert first.controls["keywords"] == ["$", "89", "6", "Boston", "warmer", "states", "selling"]
+    assert first.references[0].startswith("A man in suburban Boston is selling snow online")
+
+
+def test_ctrlsum_errors(tmp_path):
+    for kind, text in (("source", "doc one\ndoc two\n"), ("target", "sum one\n\n"), ("oracleword", "a | b\nc\n")):
+        (tmp_path / f"test.{kind}").write_text(text)
+    dataset = ctrlkit.get_dataset("ctrlsum", path=str(tmp_path))
+    with pytest.raises(DatasetError, match=r"test.target:2: the line is empty"):
+        dataset.load("test")
+    skipping = ctrlkit.get_dataset("ctrlsum", path=str(tmp_path), skip_invalid=True)
+    assert len(skipping.load("test")) == 1 and skipping.skipped == 1
+    (tmp_path / "test.oracleword").write_text("a\n")
+    with pytest.raises(DatasetError, match=r"not aligned \(lines: source 2, target 2, oracleword 1\)"):
+        dataset.load("test")
+    with pytest.raises(DatasetError, match=r"val.source: no such file"):
+        dataset.load("val")
+
+
+def test_fd_gives_one_example_per_paper_and_system_with_its_prediction():
+    dataset = ctrlkit.get_dataset("fd", path=str(shared_file("fd/arxiv.json")))
+    examples = dataset.load(None)
+    assert len(examples) == 200 and Counter(e.meta["system"] for e in examples)["gpt35"] == 50
+    first = examples[0]
+    assert first.meta["prediction"] and first.references and len(first.meta["human_facets"]) == 4
+
+
+def test_fd_evaluates_and_meta_evaluates_without_a_predictions_file(tmp_path):
+    result = evaluate(dataset="fd", data=str(shared_file("fd/arxiv.json")), metrics=["rouge"],
+                      options={"rouge": {"types": "rouge1,rouge2,rougeL", "use_stemmer": False}}, out=str(tmp_path))
+    for sample in result.samples:
+        for name in ("rouge1", "rouge2", "rougeL"):
+            assert sample["scores"]["rouge"][name] == pytest.approx(sample["given"][name], abs=1e-6)
+    from ctrlkit.meta_evaluation import meta_evaluate
+
+    report = meta_evaluate(result.samples, "given.human", ["scores.rouge.rougeL", "given.bert"])
+    assert report["scores.rouge.rougeL"]["spearman"]["r"] == pytest.approx(0.2584, abs=1e-4)
+    assert report["given.bert"]["spearman"]["r"] == pytest.approx(0.2457, abs=1e-4)
+
+
+def test_fd_names_a_missing_field(tmp_path):
+    path = tmp_path / "fd.json"
+    path.write_text(json.dumps({"article": "Paper.", "human": "Abstract.", "gpt35": "Sys."}) + "\n")
+    with pytest.raises(DatasetError, match=r"fd.json:1: field 'gpt35_human' is missing"):
+        ctrlkit.get_dataset("fd", path=str(path), systems="gpt35").load(None)
+
+
+def test_length_controller_gives_word_targets():
+    length = ctrlkit.get_controller("length", levels="short=20")
+    length.use_dataset(ctrlkit.get_dataset("sample"))
+    source = ModelInput(source="x")
+    assert length.apply(Example("a", "x", controls={"length": "short"}), source).features == {"target_words": 20}
+    assert length.apply(Example("b", "x", controls={"length": 75}), source).features == {"target_words": 75}
+    binned = ctrlkit.get_controller("length", unit="bin")
+    binned.use_dataset(ctrlkit.get_dataset("sample"))
+    assert binned.apply(Example("c", "x", controls={"length": 2}), source).features == {"target_words": 125}
+    with pytest.raises(ctrlkit.CtrlkitError, match="requests length 'tiny', which is not a number or a known level"):
+        length.apply(Example("d", "x", controls={"length": "tiny"}), source)
+
+
+def test_macsum_with_the_length_controller_reaches_the_requested_bins():
+    path = str(shared_file("macsum/macdoc_val.json"))
+    steered = ctrlkit.run(dataset="macsum", data=path, controller="length", metrics=["length"])
+    plain = steered.results["baseline"]["metrics"]["length"]
+    assert steered.metrics["length"]["mad"] < plain["mad"] and steered.metrics["length"]["pcc"] > plain["pcc"]
+    assert steered.metrics["length"]["word_mad"] < plain["word_mad"]
