@@ -146,8 +146,8 @@ class Dataset(Configurable):
 
     splits: tuple[str, ...] = ()
     default_split: str | None = None
-    controls: tuple[str, ...] = ()
-    """Control attributes its examples carry."""
+    controls: tuple[str, ...] | None = ()
+    """Control attributes its examples carry; None when they are whatever its file holds."""
 
     def load(self, split: str | None) -> list[Example]:
         raise NotImplementedError

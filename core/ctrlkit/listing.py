@@ -22,7 +22,7 @@ def describe(kind: str, registry: Registry) -> str:
         splits = getattr(factory, "splits", None)
         if kind == "datasets":
             lines.append(f"      splits: {', '.join(splits) or 'one file'}; controls: "
-                         f"{', '.join(factory.controls) or 'from the file'}")
+                         f"{'from the file' if factory.controls is None else ', '.join(factory.controls) or 'none'}")
         for option in getattr(factory, "options", ()):
             choices = f" [{'|'.join(map(str, option.choices))}]" if option.choices else ""
             lines.append(f"      --set {name}.{option.name}={option.type.__name__.upper()}{choices}  "

@@ -18,6 +18,7 @@ def _names(text: str) -> list[str]:
 
 
 class _FileDataset(Dataset):
+    controls = None  # whatever the file holds
     def load(self, split):
         if split is not None:
             raise DatasetError(f"dataset '{self.name}' has no splits; point --data at the file you want")
