@@ -14,7 +14,7 @@ from conftest import run_ctrlkit
 PLUGIN_DISTRIBUTIONS = {
     "ctrlkit-controllers": ["register_controllers"],
     "ctrlkit-metrics": ["register_commands", "register_metrics"],
-    "ctrlkit-datasets": ["register_datasets"],
+    "ctrlkit-datasets": ["register_commands", "register_datasets"],
 }
 
 

@@ -1,5 +1,7 @@
 import ctrlkit
 
+from .commands import register_commands  # noqa: F401
+
 
 @ctrlkit.hookimpl
 def register_datasets(register):

@@ -1,0 +1,45 @@
+"""Commands the datasets plugin adds to ``ctrlkit``: ``ctrlkit data ...`` builds new datasets from
+installed ones, written as JSONL that the ``jsonl`` dataset reads back."""
+
+import click
+
+import ctrlkit
+from ctrlkit.options import parse_assignments
+
+
+@ctrlkit.hookimpl
+def register_commands(cli):
+    @cli.group("data")
+    def data():
+        """Build training data from a dataset."""
+
+    @data.command("topic-mix")
+    @click.option("-d", "--dataset", default="sample", show_default=True,
+                  help="Topic-labelled dataset with references (see: ctrlkit list datasets).")
+    @click.option("--data", "path", help="File the dataset reads (its 'path' option).")
+    @click.option("--split", help="Dataset split (default: the dataset's own default).")
+    @click.option("--set", "assignments", multiple=True, metavar="DATASET.OPTION=VALUE",
+                  help="Set a dataset option, e.g. --set newts.topic_label=id (repeatable).")
+    @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="JSONL file to write.")
+    @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the pairing.")
+    def topic_mix_command(dataset, path, split, assignments, out, seed):
+        """Super-articles interleaving two articles on different topics, each paired with either
+        article's summary and topic (Passali & Tsoumakas); read them back with --dataset jsonl."""
+        from .topic_mix import write_topic_mix
+
+        options = parse_assignments(assignments)
+        other = sorted(set(options) - {dataset})
+        if other:
+            raise ctrlkit.OptionError(f"--set {other[0]}.*: only options of dataset '{dataset}' apply here")
+        if path is not None:
+            options.setdefault(dataset, {})["path"] = path
+        source = ctrlkit.get_dataset(dataset, **options.get(dataset, {}))
+        examples = source.load(split if split is not None else source.default_split)
+        mix = write_topic_mix(out, examples, seed)
+        used = 2 * len(mix.pairs)
+        if source.skipped:
+            click.echo(f"{source.skipped} invalid rows skipped")
+        click.echo(f"{used + len(mix.unpaired)} articles, {used} used in {len(mix.pairs)} pairs: "
+                   f"{used} examples in {out}")
+        for topics, count in mix.unpaired_by_topics().items():
+            click.echo(f"unpaired on {topics}: {count}")

@@ -1,0 +1,166 @@
+import json
+from collections import Counter
+from itertools import combinations
+
+import pytest
+
+import ctrlkit
+from ctrlkit import Example
+from ctrlkit.text import sentences
+from ctrlkit_datasets.topic_mix import build_topic_mix, mix_topics
+
+from conftest import run_ctrlkit, shared_file
+
+
+def _sample():
+    return ctrlkit.get_dataset("sample").load("test")
+
+
+def _newts():
+    return ctrlkit.get_dataset("newts", path=str(shared_file("newts/NEWTS_test_600.csv"))).load("train")
+
+
+@pytest.fixture(params=["sample", "newts"])
+def examples(request):
+    return {"sample": _sample, "newts": _newts}[request.param]()
+
+
+def _is_interleaving(document, first, second):
+    """``document`` holds exactly the sentences of both articles (as a multiset), in the order
+    A1 B1 A2 B2 ... then the rest of the longer. Segmenting ``document`` again is no test: pysbd
+    can merge two quoted sentences that meet at a new boundary; so the source sentences are
+    laid out and compared with it, and its characters (but spaces) with theirs."""
+    a, b = list(sentences(first)), list(sentences(second))
+    order = [a[i // 2] if i % 2 == 0 else b[i // 2] for i in range(2 * min(len(a), len(b)))]
+    order += a[len(b):] + b[len(a):]
+    same_text = Counter("".join(document.split())) == Counter("".join((first + second).split()))
+    return same_text and document == " ".join(order)
+
+
+def test_each_pair_mixes_two_articles_and_is_emitted_in_both_directions(examples):
+    by_id = {example.id: example for example in examples}
+    topics_of = {}
+    for example in examples:
+        topics_of.setdefault(example.document, set()).add(example.controls["topic"])
+    rows = build_topic_mix(examples, seed=0)
+    assert rows and len(rows) % 2 == 0
+    used = []
+    for a_row, b_row in zip(rows[::2], rows[1::2]):
+        assert a_row["document"] == b_row["document"] and a_row["meta"] == b_row["meta"]
+        source_ids, (s, t) = a_row["meta"]["articles"], a_row["meta"]["topics"]
+        first, second = (by_id[i] for i in source_ids)
+        assert first.document != second.document
+        assert _is_interleaving(a_row["document"], first.document, second.document)
+        # each requested topic belongs to one article only, so it says which summary is wanted
+        assert s in topics_of[first.document] - topics_of[second.document]
+        assert t in topics_of[second.document] - topics_of[first.document]
+        assert (a_row["controls"], a_row["references"]) == ({"topic": s}, [first.references[0]])
+        assert (b_row["controls"], b_row["references"]) == ({"topic": t}, [second.references[0]])
+        assert first.controls["topic"] == s and second.controls["topic"] == t
+        used += [first.document, second.document]
+    assert len(used) == len(set(used)), "an article was used twice"
+    assert len({row["id"] for row in rows}) == len(rows)
+
+
+def test_pairs_continue_until_no_two_articles_can_be_mixed(examples):
+    mix = mix_topics(examples, seed=0)
+    left = [article.topics for article in mix.unpaired]
+    assert all(not (x - y and y - x) for x, y in combinations(left, 2))
+    # every article of these datasets has two topics: what is left shares one topic set
+    assert len(set(left)) <= 1
+    assert 2 * len(mix.pairs) + len(left) == len({example.document for example in examples})
+
+
+def test_the_same_seed_gives_the_same_bytes_and_another_seed_another_pairing(examples, tmp_path):
+    from ctrlkit_datasets.topic_mix import write_topic_mix
+
+    write_topic_mix(tmp_path / "one.jsonl", examples, seed=1)
+    write_topic_mix(tmp_path / "two.jsonl", examples, seed=1)
+    assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
+    pairing = [row["meta"]["articles"] for row in build_topic_mix(examples, seed=1)]
+    assert pairing != [row["meta"]["articles"] for row in build_topic_mix(examples, seed=2)]
+
+
+def test_the_output_reads_back_as_a_jsonl_dataset(examples, tmp_path):
+    from ctrlkit_datasets.topic_mix import write_topic_mix
+
+    path = tmp_path / "mix.jsonl"
+    write_topic_mix(path, examples)
+    rows = build_topic_mix(examples)
+    loaded = ctrlkit.get_dataset("jsonl", path=str(path)).load(None)
+    assert [(e.id, e.document, e.references, e.controls) for e in loaded] == \
+           [(r["id"], r["document"], r["references"], r["controls"]) for r in rows]
+
+
+def test_single_topic_articles_pair_across_the_two_largest_topics_first():
+    examples = [Example(id=f"{topic}{i}", document=f"A {topic} story number {i}. It ends here.",
+                        references=[f"{topic} {i}"], controls={"topic": topic})
+                for topic, count in (("a", 5), ("b", 3), ("c", 1)) for i in range(count)]
+    mix = mix_topics(examples, seed=0)
+    assert len(mix.pairs) == 4  # the most possible: 9 articles, at most 5 - 1 of them on 'a' unpaired
+    assert mix.unpaired_by_topics() == {"a": 1}
+    assert all(pair.first_topic != pair.second_topic for pair in mix.pairs)
+
+
+def test_an_article_pairs_only_on_a_topic_its_partner_lacks():
+    def article(name, topics):
+        return [Example(id=f"{name}:{t}", document=f"{name} text.", references=[f"{name} on {t}"],
+                        controls={"topic": t}) for t in topics]
+
+    rows = build_topic_mix(article("x", ["sports", "politics"]) + article("y", ["sports", "health"]))
+    assert sorted(row["controls"]["topic"] for row in rows) == ["health", "politics"]
+    with pytest.raises(ctrlkit.DatasetError, match="can be mixed"):
+        build_topic_mix(article("x", ["sports"]) + article("y", ["sports", "health"]))
+
+
+def test_it_refuses_fewer_than_two_topics_and_examples_without_topic_or_reference():
+    same = [Example(id=str(i), document=f"Story {i}.", references=["r"], controls={"topic": "t"}) for i in range(3)]
+    with pytest.raises(ctrlkit.DatasetError, match="at least two topics; found 1: 't'"):
+        build_topic_mix(same)
+    with pytest.raises(ctrlkit.DatasetError, match="example 'x': .* needs a topic"):
+        build_topic_mix([Example(id="x", document="d", references=["r"])])
+    with pytest.raises(ctrlkit.DatasetError, match="example 'x': .* needs a reference"):
+        build_topic_mix([Example(id="x", document="d", controls={"topic": "t"})])
+
+
+def test_the_data_topic_mix_command(tmp_path):
+    out = tmp_path / "mix.jsonl"
+    result = run_ctrlkit("data", "topic-mix", "--dataset", "sample", "--out", str(out), "--seed", "3")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"60 articles, 60 used in 30 pairs: 60 examples in {out}\n"
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows == build_topic_mix(_sample(), seed=3)
+
+    refused = run_ctrlkit("data", "topic-mix", "--dataset", "jsonl", "--data", str(tmp_path / "one.jsonl"),
+                          "--out", str(tmp_path / "none.jsonl"))
+    assert refused.returncode == 1 and refused.stderr.strip().endswith("no such file")
+    (tmp_path / "one.jsonl").write_text(json.dumps({"document": "D.", "references": "R", "controls": {"topic": "t"}}))
+    refused = run_ctrlkit("data", "topic-mix", "-d", "jsonl", "--data", str(tmp_path / "one.jsonl"),
+                          "-o", str(tmp_path / "none.jsonl"))
+    assert refused.returncode == 1
+    assert refused.stderr == "Error: a topic mix needs articles on at least two topics; found 1: 't'\n"
+    assert not (tmp_path / "none.jsonl").exists()
+
+
+def test_the_command_reports_unpaired_articles(tmp_path):
+    data = tmp_path / "stories.jsonl"
+    data.write_text("".join(json.dumps({"id": f"{topic}{i}", "document": f"A {topic} story, number {i}.",
+                                        "references": "R", "controls": {"topic": topic}}) + "\n"
+                            for topic, count in (("a", 4), ("b", 1)) for i in range(count)))
+    result = run_ctrlkit("data", "topic-mix", "-d", "jsonl", "--data", str(data), "-o", str(tmp_path / "mix.jsonl"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"5 articles, 2 used in 1 pairs: 2 examples in {tmp_path / 'mix.jsonl'}",
+                                          "unpaired on a: 3"]
+
+
+def test_the_command_takes_dataset_options(tmp_path):
+    csv_path = shared_file("newts/NEWTS_test_600.csv")
+    out = tmp_path / "mix.jsonl"
+    result = run_ctrlkit("data", "topic-mix", "-d", "newts", "--data", str(csv_path), "--split", "train",
+                         "--set", "newts.topic_label=id", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    expected = build_topic_mix(ctrlkit.get_dataset("newts", path=str(csv_path), topic_label="id").load("train"))
+    assert [json.loads(line) for line in out.read_text().splitlines()] == expected
+    assert all(row["controls"]["topic"].isdigit() for row in expected)
+    refused = run_ctrlkit("data", "topic-mix", "--set", "rouge.use_stemmer=false", "-o", str(out))
+    assert refused.returncode == 1 and "only options of dataset 'sample'" in refused.stderr
