@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,8 @@ import pytest
 # A hub-name lookup would retry for over a minute on this offline machine.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# The generation and judge caches of a test session live apart from the user's.
+os.environ["CTRLKIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="ctrlkit-test-cache-")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"

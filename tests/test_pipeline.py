@@ -30,6 +30,7 @@ def test_results_json_records_config_versions_scores_and_timings(tag_run):
     assert {"load_s", "topic_space_s", "generate_s", "score_s", "baseline_generate_s", "total_s"} <= set(
         results["timings"])
     assert sorted(p.name for p in out.iterdir()) == ["results.json", "samples.jsonl"]  # no temporary files left
+    assert (out / "results.json").stat().st_mode & 0o044 == 0o044  # readable by others, as a normal file is
 
 
 def test_samples_jsonl_has_one_line_per_example_with_nested_scores(tag_run):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
+from pathlib import Path
 
 import click
 
@@ -76,8 +77,9 @@ def cli():
 @click.option("--device", help="Torch device for a neural backbone (cpu, cuda, cuda:1); default: CUDA when present.")
 @click.option("--judge", help="Backbone that judge metrics (fm, focus) ask, e.g. openai:gpt-4o.")
 @click.option("--skip-invalid", is_flag=True, help="Leave out invalid dataset rows (counted) instead of stopping.")
+@click.option("--no-cache", is_flag=True, help="Generate everything again, ignoring the shared generation cache.")
 def run(dataset, data, split, controller, backbone, metrics, topics, assignments, baseline, no_baseline, limit,
-        seed, batch_size, out, device, judge, skip_invalid):
+        seed, batch_size, out, device, judge, skip_invalid, no_cache):
     """Generate summaries with a controller and score them; writes results.json and samples.jsonl."""
     from .pipeline import DEFAULT_METRICS, run as run_pipeline
 
@@ -87,7 +89,7 @@ def run(dataset, data, split, controller, backbone, metrics, topics, assignments
         metrics=metrics or DEFAULT_METRICS, topics=topics, judge=judge,
         options=_options(assignments, backbone, device, dataset if skip_invalid else None),
         baseline=None if no_baseline else baseline, limit=limit, seed=seed, batch_size=batch_size,
-        out=out, progress=True,
+        out=out, cache=not no_cache, progress=True,
     )
     click.echo(result.table())
     click.echo(f"\n{result.results['n_examples']} examples; results in {out}/results.json", err=True)
@@ -147,6 +149,76 @@ def meta_eval(samples, human, scores, out):
         atomic_write_json(out, {"human": human, "correlations": report})
 
 
+@cli.command("report")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--out", type=click.Path(dir_okay=False),
+              help="HTML file to write; the Markdown goes beside it as FILE.md [default: DIR/report.html].")
+@click.option("--examples", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Examples whose outputs are shown side by side.")
+def report_command(directory, out, examples):
+    """Write a self-contained HTML report (tables, charts, examples) and a Markdown one for a run or sweep folder."""
+    from .report import write_report
+
+    for path in write_report(directory, out=out, examples=examples):
+        click.echo(path)
+
+
+@cli.command()
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False),
+              help="Sweep folder: cells/, table.md, table.csv, table.json. Rerun the same command to resume.")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+              help="TOML or YAML with the settings below (options given here win).")
+@click.option("--controllers", help="Comma-separated controllers (rows), e.g. none,prepend,tag,prepend+tag.")
+@click.option("--metrics", help="Comma-separated metrics (columns). Default: rouge,stas.")
+@click.option("--backbones", help="Comma-separated backbones. Default: extractive.")
+@click.option("--datasets", help="Comma-separated datasets. Default: sample.")
+@click.option("--data", "data_paths", multiple=True, metavar="[DATASET=]PATH",
+              help="File a dataset reads; DATASET= may be left out when there is one dataset.")
+@click.option("--split", help="Dataset split.")
+@click.option("--topics", type=click.Path(dir_okay=False), help="JSONL of topic documents.")
+@click.option("--set", "assignments", multiple=True, metavar="COMPONENT.OPTION=VALUE", help="Set a component option.")
+@click.option("--judge", help="Backbone that judge metrics ask.")
+@click.option("--limit", type=click.IntRange(min=1), help="Use only the first N examples of each dataset.")
+@click.option("--seed", type=int, help="Random seed [default: 0].")
+@click.option("--batch-size", type=click.IntRange(min=1), help="Inputs per generation batch [default: 16].")
+def sweep(out, config_file, controllers, metrics, backbones, datasets, data_paths, split, topics, assignments,
+          judge, limit, seed, batch_size):
+    """Run a grid of controllers x backbones x datasets with the same metrics; write the paper's table."""
+    from .sweep import load_config, sweep as run_sweep
+
+    settings = load_config(config_file) if config_file else {}
+    given = {"controllers": _comma(controllers), "metrics": _comma(metrics), "backbones": _comma(backbones),
+             "datasets": _comma(datasets), "split": split, "topics": topics, "judge": judge, "limit": limit,
+             "seed": seed, "batch_size": batch_size}
+    settings.update({key: value for key, value in given.items() if value is not None})
+    if assignments:
+        settings["options"] = parse_assignments(assignments)
+    if data_paths:
+        settings["data"] = _data_paths(data_paths, settings.get("datasets", ["sample"]))
+    if "controllers" not in settings:
+        raise click.UsageError("give --controllers or a --config with controllers")
+    rows = run_sweep(out=out, progress=True, **settings)
+    click.echo((Path(out) / "table.md").read_text(encoding="utf-8"), nl=False)
+    generated = sum((row["cache"] or {}).get("misses", 0) for row in rows)
+    click.echo(f"\n{len(rows)} cells, {generated} generations; table in {out}/table.md", err=True)
+
+
+def _comma(text: str | None) -> list[str] | None:
+    return [item.strip() for item in text.split(",") if item.strip()] if text else None
+
+
+def _data_paths(items, datasets) -> dict[str, str]:
+    paths = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep:
+            if len(datasets) != 1:
+                raise click.UsageError("with several datasets, write --data DATASET=PATH")
+            name, path = datasets[0], item
+        paths[name] = path
+    return paths
+
+
 @cli.command()
 @click.option("-b", "--backbone", required=True, help="Trainable backbone and its base model: hf:PATH_OR_HUB_ID.")
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False),
@@ -189,6 +261,47 @@ def train(backbone, out, controller, dataset, data, split, eval_split, topics, a
     click.echo(f"{record['steps']} steps on {record['n_pairs']} pairs; last loss {last}; "
                f"model in {out} (use --backbone {backbone.partition(':')[0]}:{out})")
 
+
+@cli.group()
+def analyze():
+    """Analyses that take several runs: interference between control attributes."""
+
+
+@analyze.command("interference")
+@click.option("-d", "--dataset", default="sample", show_default=True, help="Dataset name.")
+@click.option("--data", help="File or folder the dataset reads (its 'path' option).")
+@click.option("--split", help="Dataset split (default: the dataset's own default).")
+@click.option("-c", "--controller", required=True,
+              help="Controller that reads every changed attribute, e.g. length+prepend.")
+@click.option("-b", "--backbone", default="extractive", show_default=True, help="Summarizer backbone.")
+@click.option("--attributes", required=True, help="Comma-separated attributes, changed one at a time: length,topic.")
+@click.option("-m", "--metric", "metrics", multiple=True, required=True, help="Metric (repeatable).")
+@click.option("--topics", type=click.Path(dir_okay=False), help="JSONL of topic documents (default: the dataset's).")
+@click.option("--set", "assignments", multiple=True, metavar="COMPONENT.OPTION=VALUE", help="Set a component option.")
+@click.option("--judge", help="Backbone that judge metrics (fm, focus) ask, e.g. openai:gpt-4o.")
+@click.option("--limit", type=click.IntRange(min=1), help="Use only the first N examples.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed that picks the changed values.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True, help="Inputs per generation batch.")
+@click.option("-o", "--out", type=click.Path(file_okay=False),
+              help="Output folder [default: runs/DATASET-interference-TIME].")
+@click.option("--device", help="Torch device for a neural backbone (cpu, cuda, cuda:1).")
+@click.option("--skip-invalid", is_flag=True, help="Leave out invalid dataset rows (counted) instead of stopping.")
+@click.option("--no-cache", is_flag=True, help="Generate everything again, ignoring the shared generation cache.")
+def analyze_interference(dataset, data, split, controller, backbone, attributes, metrics, topics, assignments, judge,
+                         limit, seed, batch_size, out, device, skip_invalid, no_cache):
+    """Change one attribute at a time and report how far each metric moves: CCSBench's change
+    amplitude CA = |m_new - m| / |m|. Writes interference.json and the heatmap interference.svg."""
+    from .interference import format_matrix, interference
+
+    out = out or _default_out(dataset, "interference")
+    report = interference(
+        dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
+        attributes=[name.strip() for name in attributes.split(",") if name.strip()], metrics=metrics,
+        options=_options(assignments, backbone, device, dataset if skip_invalid else None), topics=topics,
+        judge=judge, limit=limit, seed=seed, batch_size=batch_size, out=out, cache=not no_cache, progress=True,
+    )
+    click.echo(format_matrix(report))
+    click.echo(f"\n{report['n_examples']} examples; results in {out}/interference.json and interference.svg", err=True)
 
 def _default_out(dataset: str, what: str) -> str:
     return f"runs/{dataset}-{what}-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}"

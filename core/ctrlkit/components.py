@@ -6,6 +6,7 @@ methods, so that listing components stays fast.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from .errors import ConfigurationError, DatasetError
@@ -95,6 +96,9 @@ class ControllerChain(Controller):
             controller.load_state(state.get(controller.name, {}))
 
 
+_SECRET = re.compile(r"(^|_)(api_key|key|token|secret|password)$")
+
+
 class Backbone(Configurable):
     """A summarizer: turns a batch of model inputs into one summary each."""
 
@@ -103,6 +107,15 @@ class Backbone(Configurable):
     ``input_embeddings`` (adds vectors to its encoder input), ``training`` (``ctrlkit train``)."""
     spec_option: str | None = None
     """Option set by the argument of a ``name:ARGUMENT`` spec (``hf:PATH``), if it takes one."""
+    transport_options: frozenset[str] = frozenset({"concurrency", "timeout", "max_retries", "backoff"})
+    """Options that change how outputs are fetched, not what they are (left out of cache keys)."""
+
+    def identity(self) -> dict:
+        """What makes this backbone's outputs differ from another's: the key of its cached
+        generations (and judgements). Secrets never enter it, so they never reach the disk."""
+        options = {name: value for name, value in self.options.items()
+                   if name not in self.transport_options and not _SECRET.search(name)}
+        return {"backbone": self.name, "options": options}
 
     def add_special_tokens(self, tokens: Iterable[str]) -> None:
         """Make ``tokens`` atomic for the model; backbones without a vocabulary ignore it."""

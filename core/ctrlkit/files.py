@@ -17,6 +17,7 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600; results are for sharing
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)
             file.flush()
@@ -25,6 +26,12 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def atomic_write_json(path: str | Path, data) -> None:

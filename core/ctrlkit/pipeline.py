@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
 from .api import backbone_name, create_controller, get_backbone, get_dataset, get_metric, get_vectorizer
+from .cache import Cache
 from .errors import ConfigurationError, CtrlkitError, OptionError
 from .results import format_table, number, prepare_output, versions, write_run
 from .topics import TopicSpace, load_topic_documents
@@ -56,6 +57,8 @@ def run(
     seed: int = 0,
     batch_size: int = 16,
     out: str | None = None,
+    cache: bool = True,
+    strict_options: bool = True,
     progress: bool = False,
 ) -> RunResult:
     """Run ``controller`` on ``dataset`` with ``backbone`` and score it with ``metrics``.
@@ -65,6 +68,9 @@ def run(
     examples, so the table shows what the control changed; None skips it. ``judge`` is the
     backbone that metrics such as ``fm`` and ``focus`` ask (``"openai:gpt-4o"``). ``out`` is a
     folder for results.json and samples.jsonl (nothing is written when it is None).
+    ``cache`` reuses generations from the shared cache (``$CTRLKIT_CACHE_DIR``) and stores new
+    ones, which is also how a killed run resumes. ``strict_options=False`` lets ``options`` name
+    components this run does not use (a sweep passes one set of options to every cell).
     """
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -87,8 +93,9 @@ def run(
     needs_space = [c for c in (main, other, *scorers) if c is not None and c.topic_vectorizer]
     vectorizers = {c.topic_vectorizer: get_vectorizer(c.topic_vectorizer, **options.get(c.topic_vectorizer, {}))
                    for c in needs_space}
-    _refuse_unused_options(options, [dataset, backbone_name(backbone), *_names(controller), *_names(baseline),
-                                     *metrics, *vectorizers, *([backbone_name(judge)] if judge else [])])
+    if strict_options:
+        _refuse_unused_options(options, [dataset, backbone_name(backbone), *_names(controller), *_names(baseline),
+                                         *metrics, *vectorizers, *([backbone_name(judge)] if judge else [])])
     for c in (main, other):
         if c is not None and not c.requires <= model.capabilities:
             missing = ", ".join(sorted(c.requires - model.capabilities))
@@ -114,13 +121,15 @@ def run(
 
     arms = {"run": main, "baseline": other} if other else {"run": main}
     outcomes = {}
+    generations = Cache("generations") if cache else None
+    cache_stats = {"hits": 0, "misses": 0}
     for arm, arm_controller in arms.items():
         prefix = "" if arm == "run" else "baseline_"
         with _timed(timings, prefix + "fit_s"):
             fit_or_restore(arm_controller, model, source, spaces.get(arm_controller.topic_vectorizer))
             arm_controller.prepare(model)
         with _timed(timings, prefix + "generate_s"):
-            predictions = generate(arm_controller, model, examples, batch_size, progress)
+            predictions = generate(arm_controller, model, examples, batch_size, progress, generations, cache_stats)
         with _timed(timings, prefix + "score_s"):
             outcomes[arm] = (predictions, *score(scorers, predictions, examples))
     timings["total_s"] = time.perf_counter() - started
@@ -135,6 +144,7 @@ def run(
         "versions": versions(),
         "n_examples": len(examples),
         "n_skipped": source.skipped,
+        "cache": cache_stats if cache else None,
         "metrics": outcomes["run"][1],
         "baseline": {"controller": other.name, "metrics": outcomes["baseline"][1]} if other else None,
         "timings": {name: round(seconds, 4) for name, seconds in timings.items()},
@@ -219,26 +229,44 @@ def fit_or_restore(controller, backbone, source, topic_space) -> None:
     controller.fit(train, topic_space)
 
 
-def generate(controller, backbone, examples: Sequence[Example], batch_size: int, progress: bool) -> list[str]:
+def generate(controller, backbone, examples: Sequence[Example], batch_size: int, progress: bool,
+             cache: Cache | None = None, stats: dict | None = None) -> list[str]:
     """Apply the controller to every example (so a bad control fails before any generation), then
-    generate in batches of similar length, longest first, and return predictions in input order."""
+    generate in batches of similar length, longest first, and return predictions in input order.
+
+    With a cache, an input the same backbone already answered is not generated again, and each
+    batch is stored as soon as it is done: a run killed midway resumes where it stopped.
+    ``stats`` counts ``hits`` and ``misses``."""
     from tqdm.auto import tqdm
 
     inputs = [controller.apply(example, ModelInput(source=example.document)) for example in examples]
-    order = sorted(range(len(inputs)), key=lambda i: -_input_length(inputs[i]))
-    predictions: list[str] = [""] * len(inputs)
-    with tqdm(total=len(examples), desc=f"generate [{controller.name}]", unit="ex", disable=None if progress else True,
+    keys = [[backbone.identity(), _input_key(model_input)] for model_input in inputs] if cache else []
+    cached = [cache.get(key) for key in keys] if cache else [None] * len(inputs)
+    predictions: list[str] = [text if text is not None else "" for text in cached]
+    todo = sorted((i for i, text in enumerate(cached) if text is None), key=lambda i: -_input_length(inputs[i]))
+    if stats is not None:
+        stats["hits"] = stats.get("hits", 0) + len(inputs) - len(todo)
+        stats["misses"] = stats.get("misses", 0) + len(todo)
+    with tqdm(total=len(todo), desc=f"generate [{controller.name}]", unit="ex", disable=None if progress else True,
               file=sys.stderr) as bar:
-        for start in range(0, len(order), batch_size):
-            batch = order[start : start + batch_size]
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start : start + batch_size]
             outputs = list(backbone.generate([inputs[i] for i in batch]))
             if len(outputs) != len(batch):
                 raise CtrlkitError(f"backbone '{backbone.name}' returned {len(outputs)} summaries "
                                    f"for {len(batch)} inputs")
             for i, output in zip(batch, outputs):
                 predictions[i] = output
+                if cache:
+                    cache.put(keys[i], output)
             bar.update(len(batch))
     return predictions
+
+
+def _input_key(model_input: ModelInput) -> dict:
+    return {"source": model_input.source, "guidance": model_input.guidance,
+            "messages": list(model_input.messages) if model_input.messages else None,
+            "features": model_input.features}
 
 
 def _input_length(model_input: ModelInput) -> int:

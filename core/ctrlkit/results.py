@@ -14,6 +14,10 @@ from .files import atomic_write_json, atomic_write_jsonl
 from .plugins import plugin_versions
 
 
+LOWER_IS_BETTER = frozenset({"mad", "word_mad", "abs_bin_error", "abs_word_error", "failed", "empty"})
+"""Metric values where smaller is better; every other value is better when larger."""
+
+
 def versions() -> dict:
     """Versions of Python, ctrlkit and every loaded plugin distribution, and ctrlkit's git commit."""
     try:

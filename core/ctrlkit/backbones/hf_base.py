@@ -121,6 +121,16 @@ class HFBackbone(Backbone):
             options["no_repeat_ngram_size"] = o["no_repeat_ngram_size"]
         return options
 
+    def identity(self):
+        """Options, plus a fingerprint of a local model folder's files (names, sizes, times), so
+        that a model trained again into the same folder is not served its old outputs."""
+        identity = super().identity()
+        folder = Path(self.options["model"])
+        if folder.is_dir():
+            identity["files"] = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)
+                                       for p in folder.iterdir() if p.is_file())
+        return identity
+
     def saved_controller(self):
         """The controller state ``ctrlkit train`` saved beside the weights, if any."""
         import json

@@ -22,10 +22,6 @@ Messages = tuple[dict[str, str], ...]
 NAMESPACE = "judge"
 RETRIES = Option("retries", int, 2, "times an unparseable judge answer is asked again before it counts as failed",
                  minimum=0)
-NEUTRAL_OPTIONS = frozenset({"concurrency", "timeout", "max_retries", "backoff"})
-"""Backbone options that change how an answer is fetched, not what it says: left out of the
-cache key so that, say, more concurrency on a rerun still finds the cached answers."""
-_SECRET = re.compile(r"(^|_)(key|secret|token|password)$")
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
@@ -59,21 +55,13 @@ def require_messages(metric: str, judge: Backbone) -> Backbone:
     return judge
 
 
-def judge_identity(judge: Backbone) -> dict:
-    """What makes one judge's answers differ from another's: its name and its options, minus
-    secrets (never written to disk) and options that do not change answers."""
-    options = {name: value for name, value in judge.options.items()
-               if name not in NEUTRAL_OPTIONS and not _SECRET.search(name)}
-    return {"backbone": judge.name, "options": options}
-
-
 def ask(judge: Backbone, prompts: Sequence[Messages], *, refresh: bool = False,
         keep: Callable[[int, str], bool] = lambda index, answer: True) -> list[str]:
     """The judge's answer to each prompt. Cached answers are reused unless ``refresh``; the other
     distinct prompts go to the judge in one batched ``generate`` call, and the answers that
     ``keep(index of the prompt, answer)`` accepts are cached."""
     cache = Cache(NAMESPACE)
-    identity = judge_identity(judge)
+    identity = judge.identity()  # secrets and transport options are not part of it
     keys = [{"judge": identity, "messages": list(prompt)} for prompt in prompts]
     answers = {} if refresh else {i: cache.get(key) for i, key in enumerate(keys)}
     answers = {i: answer for i, answer in answers.items() if answer is not None}

@@ -1,0 +1,242 @@
+"""``ctrlkit analyze interference``: which control attributes disturb which metrics.
+
+CCSBench (Ding et al.) measures interference between controls with the change amplitude
+CA = |m_new - m| / m: change the requested value of one attribute, hold the others, regenerate,
+and see how far each metric moves. A metric that measures something else (ROUGE, or the length
+MAD when only the topic changes) should barely move; a large CA there means the attributes
+interfere. A metric that reads the changed attribute is scored against the *changed* request,
+so its CA says whether the new request is honoured as well as the original one.
+
+The base condition is what ``ctrlkit run`` would score: the analysis reuses the pipeline's
+components, checks, topic spaces, ``generate`` (and so its generation cache) and ``score``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from dataclasses import replace
+from html import escape
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .api import backbone_name, create_controller, get_backbone, get_dataset, get_vectorizer
+from .cache import Cache
+from .errors import ConfigurationError, CtrlkitError
+from .files import atomic_write_json, atomic_write_text
+from .pipeline import (_check_topics, _names, _refuse_unused_options, _resolved_options, _seed_everything,
+                       _topic_spaces, bind_metrics, check_metrics, create_metrics, fit_or_restore, generate,
+                       report_skipped, score)
+from .results import prepare_output, versions
+from .types import Example
+
+logger = logging.getLogger("ctrlkit")
+
+
+def interference(
+    *,
+    dataset: str = "sample",
+    data: str | None = None,
+    split: str | None = None,
+    controller: str,
+    backbone: str = "extractive",
+    attributes: Sequence[str],
+    metrics: Sequence[str],
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    topics: str | None = None,
+    judge: str | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+    batch_size: int = 16,
+    out: str | None = None,
+    cache: bool = True,
+    progress: bool = False,
+) -> dict:
+    """The CA of every metric value (``"metric.value"``) for a change of each attribute.
+
+    The controller must read every attribute (changing one it ignores cannot change a summary),
+    so the analysis uses the examples that carry every control the controller reads; the others
+    are counted in ``n_left_out``. Returns what ``out``/interference.json holds; ``out`` also
+    gets interference.svg, the heatmap. Problems are refused, in one line, before generating.
+    ``cache`` shares generations with ``ctrlkit run`` (the base condition is often one it made).
+    """
+    config = {"dataset": dataset, "data": data, "split": split, "controller": controller, "backbone": backbone,
+              "attributes": list(attributes), "metrics": list(metrics), "topics": topics, "judge": judge,
+              "limit": limit, "seed": seed, "batch_size": batch_size, "out": out, "cache": cache}
+    options = {name: dict(values) for name, values in (options or {}).items()}
+    if data is not None:
+        options.setdefault(dataset, {})["path"] = data
+    attributes = list(dict.fromkeys(attributes))
+    if not attributes:
+        raise ConfigurationError("an interference analysis needs at least one attribute to change")
+    if not metrics:
+        raise ConfigurationError("an interference analysis needs at least one metric")
+    if out is not None:
+        prepare_output(out)
+    _seed_everything(seed)
+
+    source = get_dataset(dataset, **options.get(dataset, {}))
+    steering = create_controller(controller, options)
+    model = get_backbone(backbone, **options.get(backbone_name(backbone), {}))
+    scorers = create_metrics(metrics, options, judge)
+    needs_space = [c for c in (steering, *scorers) if c.topic_vectorizer]
+    vectorizers = {c.topic_vectorizer: get_vectorizer(c.topic_vectorizer, **options.get(c.topic_vectorizer, {}))
+                   for c in needs_space}
+    _refuse_unused_options(options, [dataset, backbone_name(backbone), *_names(controller), *metrics,
+                                     *vectorizers, *([backbone_name(judge)] if judge else [])])
+    if not steering.requires <= model.capabilities:
+        missing = ", ".join(sorted(steering.requires - model.capabilities))
+        raise ConfigurationError(f"controller '{steering.name}' needs backbone capability {missing}, "
+                                 f"which backbone '{backbone}' lacks")
+    unread = [attribute for attribute in attributes if attribute not in steering.reads]
+    if unread:
+        raise ConfigurationError(f"controller '{steering.name}' does not read attribute '{unread[0]}' (it reads "
+                                 f"{', '.join(steering.reads) or 'none'}), so changing it cannot change a summary")
+
+    config["split"] = split if split is not None else source.default_split
+    loaded = source.load(config["split"])[:limit]
+    report_skipped(source, dataset)
+    examples = _analysable(loaded, steering, attributes, dataset)
+    if len(examples) < len(loaded):
+        logger.warning("ctrlkit: %d of %d examples lack a control that '%s' reads (%s); the analysis uses the "
+                       "other %d", len(loaded) - len(examples), len(loaded), steering.name,
+                       ", ".join(steering.reads), len(examples))
+    variants = {attribute: change_attribute(examples, attribute, seed) for attribute in attributes}
+    for condition in (examples, *variants.values()):
+        check_metrics(scorers, condition, source, dataset)
+    spaces = _topic_spaces(vectorizers, topics, source, dataset)
+    for component in needs_space:
+        _check_topics(component, spaces[component.topic_vectorizer], examples)
+    bind_metrics(scorers, spaces)
+    fit_or_restore(steering, model, source, spaces.get(steering.topic_vectorizer))
+    steering.prepare(model)
+    generations, cache_stats = (Cache("generations") if cache else None), {"hits": 0, "misses": 0}
+
+    def corpus_values(condition: list[Example]) -> dict[str, float | None]:
+        predictions = generate(steering, model, condition, batch_size, progress, generations, cache_stats)
+        corpus, _, _ = score(scorers, predictions, condition)
+        return {f"{metric}.{name}": value for metric, values in corpus.items() for name, value in values.items()}
+
+    base = corpus_values(examples)
+    changed = {attribute: corpus_values(variant) for attribute, variant in variants.items()}
+    matrix: dict[str, dict] = {}
+    undefined: dict[str, dict] = {}
+    for attribute in attributes:
+        matrix[attribute] = {}
+        for path in base:
+            matrix[attribute][path], why = change_amplitude(base[path], changed[attribute].get(path))
+            if why:
+                undefined.setdefault(attribute, {})[path] = why
+    config["options"] = _resolved_options(source, steering, None, model, scorers, vectorizers.values())
+    report = {
+        "attributes": attributes,
+        "values": list(base),
+        "matrix": matrix,
+        "undefined": undefined,
+        "base": base,
+        "changed": changed,
+        "changed_examples": {attribute: sum(new.controls[attribute] != old.controls[attribute]
+                                            for new, old in zip(variant, examples))
+                             for attribute, variant in variants.items()},
+        "n_examples": len(examples),
+        "n_left_out": len(loaded) - len(examples),
+        "cache": cache_stats if cache else None,
+        "config": config,
+        "versions": versions(),
+    }
+    if out is not None:
+        atomic_write_json(Path(out) / "interference.json", report)
+        atomic_write_text(Path(out) / "interference.svg", heatmap_svg(report))
+    return report
+
+
+def _carries(example: Example, attribute: str) -> bool:
+    """The pipeline's notion of a control being present (``_check_controls``)."""
+    return example.controls.get(attribute) not in (None, "", [])
+
+
+def _analysable(examples: list[Example], steering, attributes: list[str], dataset: str) -> list[Example]:
+    """The examples carrying every control the controller reads; refuses attributes that no
+    example carries."""
+    if not examples:
+        raise CtrlkitError(f"dataset '{dataset}' gave no examples")
+    for attribute in attributes:
+        if not any(_carries(example, attribute) for example in examples):
+            raise ConfigurationError(f"no example of dataset '{dataset}' carries attribute '{attribute}'")
+    kept = [example for example in examples if all(_carries(example, name) for name in steering.reads)]
+    if not kept:
+        raise ConfigurationError(f"no example of dataset '{dataset}' carries every control that "
+                                 f"'{steering.name}' reads ({', '.join(steering.reads)})")
+    return kept
+
+
+def _key(value) -> str:
+    """A comparable form of a control value (lists, such as keywords, included)."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def change_attribute(examples: Sequence[Example], attribute: str, seed: int) -> list[Example]:
+    """Copies of ``examples`` in which ``attribute`` asks for a different value.
+
+    The new value is another example's, drawn with ``random.Random(seed)`` among those that
+    differ: the changed requests are ones the dataset itself makes, for levels, numbers,
+    free-text topics and keyword lists alike (a "next value" rule would give a free-text topic
+    its alphabetical neighbour); every value changes; the same seed gives the same changes.
+    Every example must carry ``attribute``; one value throughout is refused.
+    """
+    rng = random.Random(seed)
+    values = [example.controls[attribute] for example in examples]
+    keys = [_key(value) for value in values]
+    if len(set(keys)) < 2:
+        raise ConfigurationError(f"attribute '{attribute}' takes only one value ({keys[0]}) in the {len(keys)} "
+                                 "examples analysed, so there is nothing to change it to")
+    changed = []
+    for example, own in zip(examples, keys):
+        pick = rng.randrange(len(values))
+        while keys[pick] == own:
+            pick = rng.randrange(len(values))
+        changed.append(replace(example, controls={**example.controls, attribute: values[pick]}))
+    return changed
+
+
+def change_amplitude(base: float | None, new: float | None) -> tuple[float | None, str | None]:
+    """CCSBench's CA = |m_new - m| / m, with |m| so that a metric that can be negative (STAS
+    with embeddings) still gives a non-negative amplitude; ``(None, why)`` when undefined."""
+    if base is None:
+        return None, "the base value is undefined"
+    if new is None:
+        return None, "the value after the change is undefined"
+    if base == 0:
+        return None, "the base value is 0"
+    return abs(new - base) / abs(base), None
+
+
+def format_matrix(report: dict) -> str:
+    """A text table, one row per metric value (there are usually more values than attributes):
+    the base value, then each attribute's value after the change and its CA."""
+    header = ["value", "base"]
+    for attribute in report["attributes"]:
+        header += [f"{attribute}: new", f"{attribute}: CA"]
+    rows = [header]
+    for path in report["values"]:
+        row = [path, _show(report["base"][path])]
+        for attribute in report["attributes"]:
+            row += [_show(report["changed"][attribute].get(path)), _show(report["matrix"][attribute][path])]
+        rows.append(row)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def _show(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.4f}"
+
+
+def heatmap_svg(report: dict) -> str:
+    """The CA matrix as a standalone SVG (rows: changed attributes; columns: metric values),
+    drawn by the same heatmap as the HTML report."""
+    from .charts import heatmap
+
+    return heatmap(report["attributes"], report["values"], lambda attribute, path: report["matrix"][attribute][path])

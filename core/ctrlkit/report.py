@@ -1,0 +1,345 @@
+"""``ctrlkit report``: a run or sweep folder as one self-contained HTML page and a Markdown file.
+
+Reports get shared, and the predictions in them are model output, so nobody should have to
+trust them: every text that comes from data is HTML-escaped, the page has no JavaScript (its
+charts are SVG drawn in :mod:`ctrlkit.charts`) and its Content-Security-Policy forbids scripts
+and loads from anywhere, in case an escape is ever missed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import charts
+from .charts import escape, show
+from .errors import CtrlkitError
+from .files import atomic_write_text, read_jsonl
+from .results import LOWER_IS_BETTER
+
+DEFAULT_EXAMPLES = 5
+# Error-like values, where smaller is better; every other value is a score where larger is.
+
+
+@dataclass
+class Arm:
+    """One row of the table: a controller's corpus values, per-example values and predictions.
+    ``group`` is its dataset, because only outputs for the same examples are compared."""
+
+    label: str
+    group: str
+    metrics: dict
+    scores: dict = field(default_factory=dict)
+    predictions: dict = field(default_factory=dict)
+
+    def add(self, identifier: str, scored: dict) -> None:
+        self.predictions[identifier] = scored.get("prediction")
+        for path, value in flatten(scored.get("scores") or {}).items():
+            self.scores.setdefault(path, []).append(value)
+
+
+@dataclass
+class Report:
+    """Everything a report shows, read once from the folder and rendered as HTML and as Markdown."""
+
+    title: str
+    facts: dict
+    arms: list
+    controls: dict  # group -> example id -> controls, in file order
+    config: dict
+    interference: dict | None = None
+
+    @property
+    def columns(self) -> list[str]:
+        return list(dict.fromkeys(path for arm in self.arms for path in arm.metrics))
+
+
+def write_report(directory, out=None, examples: int = DEFAULT_EXAMPLES) -> tuple[Path, Path]:
+    """Write the HTML report (``out``, default DIR/report.html) and the Markdown one beside it."""
+    report = load(directory)
+    html_path = Path(out) if out else Path(directory) / "report.html"
+    markdown_path = html_path.with_suffix(".md")
+    if markdown_path == html_path:
+        raise CtrlkitError(f"--out {out}: name the HTML file; the Markdown report is written beside it")
+    atomic_write_text(html_path, render_html(report, examples))
+    atomic_write_text(markdown_path, render_markdown(report, examples))
+    return html_path, markdown_path
+
+
+def load(directory) -> Report:
+    """A sweep folder (table.json) or a run folder (results.json), with interference.json if any."""
+    folder = Path(directory)
+    if (folder / "table.json").is_file():
+        report = _load_sweep(folder)
+    elif (folder / "results.json").is_file():
+        report = _load_run(folder)
+    else:
+        raise CtrlkitError(f"{folder}: no results.json (a run) or table.json (a sweep) to report on")
+    if (folder / "interference.json").is_file():
+        report.interference = _interference(folder / "interference.json")
+    return report
+
+
+def _load_run(folder: Path) -> Report:
+    results = _read_json(folder / "results.json", dict)
+    config = results.get("config") or {}
+    group = str(config.get("dataset", ""))
+    arms = [Arm(str(config.get("controller") or "run"), group, flatten(results.get("metrics") or {}))]
+    if results.get("baseline"):
+        baseline = results["baseline"]
+        arms.append(Arm(f"{baseline.get('controller')} (baseline)", group, flatten(baseline.get("metrics") or {})))
+    controls = _read_samples(folder / "samples.jsonl", arms)
+    facts = {"dataset": config.get("dataset"), "backbone": config.get("backbone"), "split": config.get("split"),
+             "examples": results.get("n_examples"), "created": results.get("created")}
+    return Report(folder.resolve().name, facts, arms, {group: controls}, config)
+
+
+def _load_sweep(folder: Path) -> Report:
+    table = _read_json(folder / "table.json", (list, dict))
+    rows = table.get("rows") if isinstance(table, dict) else table  # a bare list, or {"rows": [...], ...}
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        raise CtrlkitError(f"{folder / 'table.json'}: expected a list of row objects")
+    varying = [key for key in ("controller", "backbone", "dataset") if len({str(r.get(key)) for r in rows}) > 1]
+    arms, controls = [], {}
+    for row in rows:
+        label = " · ".join(str(row.get(key)) for key in varying or ["controller"])
+        arm = Arm(label, str(row.get("dataset", "")), flatten(row.get("metrics") or {}))
+        if any(other.label == label for other in arms):
+            arm.label = f"{label} ({row.get('run')})"
+        samples = folder / str(row.get("run", "")) / "samples.jsonl"
+        if row.get("run") and samples.is_file():
+            for identifier, found in _read_samples(samples, [arm]).items():
+                controls.setdefault(arm.group, {}).setdefault(identifier, found)
+        arms.append(arm)
+    facts = {key + "s": ", ".join(dict.fromkeys(str(r.get(key)) for r in rows))
+             for key in ("controller", "backbone", "dataset")}
+    facts["runs"] = len(rows)
+    config = _read_json(folder / "sweep.json", dict) if (folder / "sweep.json").is_file() else {}
+    return Report(folder.resolve().name, facts, arms, controls, config)
+
+
+def _read_samples(path: Path, arms: list[Arm]) -> dict:
+    """Add each line's scores and prediction to ``arms[0]`` (and its baseline's to ``arms[1]``);
+    return the controls by example id. A folder without samples.jsonl just has no examples."""
+    controls = {}
+    if not path.is_file():
+        return controls
+    for _, sample in read_jsonl(path):
+        identifier = str(sample.get("id"))
+        controls[identifier] = sample.get("controls") or {}
+        arms[0].add(identifier, sample)
+        if len(arms) > 1 and isinstance(sample.get("baseline"), dict):
+            arms[1].add(identifier, sample["baseline"])
+    return controls
+
+
+def _interference(path: Path) -> dict:
+    data = _read_json(path, dict)
+    if not isinstance(data.get("attributes"), list) or not isinstance(data.get("values"), list) \
+            or not isinstance(data.get("matrix"), dict):
+        raise CtrlkitError(f"{path}: expected 'attributes' and 'values' lists and a 'matrix' object")
+    return data
+
+
+def _read_json(path: Path, kind):
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CtrlkitError(f"{path}: cannot read it as JSON ({exc})") from None
+    if not isinstance(data, kind):
+        raise CtrlkitError(f"{path}: expected a JSON {'object' if kind is dict else 'array'}")
+    return data
+
+
+def flatten(metrics: dict) -> dict:
+    """``{metric: {value: x}}`` as ``{"metric.value": x}`` (just ``metric`` when the value is named
+    after it), the names format_table and interference.json use; non-numbers become None."""
+    flat = {}
+    for metric, values in metrics.items():
+        for name, value in (values.items() if isinstance(values, dict) else []):
+            flat[metric if name == metric else f"{metric}.{name}"] = _number(value)
+    return flat
+
+
+def _number(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def lower_is_better(path: str) -> bool:
+    return path.rpartition(".")[2] in LOWER_IS_BETTER
+
+
+def best_rows(arms: list[Arm], path: str) -> set[int]:
+    """Indices of the arms with the best value of ``path``; none when fewer than two differ."""
+    defined = {i: arm.metrics[path] for i, arm in enumerate(arms) if arm.metrics.get(path) is not None}
+    if len(set(defined.values())) < 2:
+        return set()
+    best = (min if lower_is_better(path) else max)(defined.values())
+    return {i for i, value in defined.items() if value == best}
+
+
+def _prediction(arm: Arm, identifier: str) -> str:
+    """The arm's output for an example; a cell may lack an example, and a null output is shown as such."""
+    text = arm.predictions.get(identifier, "(no output)")
+    return "undefined" if text is None else str(text)
+
+
+def examples_to_show(report: Report, count: int):
+    """``(group, [(id, controls)], arms)`` per dataset: its first ``count`` examples and its arms."""
+    for group, controls in report.controls.items():
+        arms = [arm for arm in report.arms if arm.group == group and arm.predictions]
+        if count and arms:
+            yield group, list(controls.items())[:count], arms
+
+
+def describe_control(value) -> str:
+    """A control as a reader would write it: a keyword list comma-separated, not as JSON."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(item) for item in value)
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else str(value)
+
+
+STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; color: #222; max-width: 1200px; margin: 24px auto; padding: 0 20px; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 10px; border-bottom: 1px solid #ddd; }
+h3 { font-size: 15px; margin: 18px 0 6px; overflow-wrap: anywhere; }
+.facts { color: #555; margin: 0 0 8px; } .note { color: #666; font-size: 12px; }
+table { border-collapse: collapse; margin: 6px 0; } th, td { padding: 4px 10px; border-bottom: 1px solid #e3e3e3; }
+th { text-align: left; background: #f4f6f9; } td.value { text-align: right; font-variant-numeric: tabular-nums; }
+td.best { font-weight: 700; color: #1f5fa8; } .undefined { color: #999; }
+.charts { display: flex; flex-wrap: wrap; gap: 10px 28px; } figure { margin: 0; }
+figcaption { font-weight: 600; margin: 4px 0; overflow-wrap: anywhere; }
+.controls { color: #444; margin: 0 0 6px; } .controls b { font-weight: 600; }
+.outputs { display: grid; grid-template-columns: repeat(auto-fit, minmax(260px, 1fr)); gap: 10px; }
+.output { border: 1px solid #dde2ea; border-radius: 4px; padding: 6px 10px; background: #fafbfc; }
+.output h4 { margin: 0 0 4px; font-size: 13px; color: #1f5fa8; overflow-wrap: anywhere; }
+.output p { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+pre { background: #f6f6f6; padding: 8px; overflow-x: auto; font-size: 12px; }
+"""
+# No script may run and nothing may load, whatever ends up in the page.
+POLICY = "default-src 'none'; style-src 'unsafe-inline'"
+
+
+def render_html(report: Report, examples: int) -> str:
+    """The report page: facts, table, bar charts, distributions, interference, examples, config."""
+    columns = report.columns
+    facts = " · ".join(f"{escape(k)}: {escape(v)}" for k, v in report.facts.items() if v is not None)
+    parts = [f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+             f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">'
+             f"<title>ctrlkit report: {escape(report.title)}</title><style>{STYLE}</style></head><body>"
+             f"<h1>ctrlkit report: {escape(report.title)}</h1><p class=\"facts\">{facts}</p>",
+             "<h2>Scores</h2>", _html_table(report, columns),
+             '<p class="note">Best value per column in bold; ↓ marks a value where lower is better.</p>',
+             '<h2>By controller</h2><div class="charts">']
+    for path in columns:
+        chart = charts.bar_chart([(arm.label, arm.metrics.get(path)) for arm in report.arms],
+                                 best_rows(report.arms, path))
+        parts.append(_figure("bar", path + (" ↓" if lower_is_better(path) else ""), chart))
+    parts.append("</div>")
+    per_example = list(dict.fromkeys(path for arm in report.arms for path in arm.scores))
+    if per_example:
+        parts.append('<h2>Per-example scores</h2><p class="note">A histogram per controller; the dark tick is '
+                     'the median.</p><div class="charts">')
+        for path in per_example:
+            series = [(arm.label, arm.scores[path]) for arm in report.arms if path in arm.scores]
+            parts.append(_figure("distribution", path, charts.distribution_chart(series)))
+        parts.append("</div>")
+    if report.interference:
+        data = report.interference
+        chart = charts.heatmap([str(a) for a in data["attributes"]], [str(v) for v in data["values"]],
+                               lambda a, v: _number((data["matrix"].get(a) or {}).get(v)))
+        parts += ["<h2>Interference</h2>",
+                  f'<p class="note">CA, the change amplitude |new − base| / |base| of each metric value (columns) '
+                  f'when one attribute (rows) is changed; {escape(data.get("n_examples"))} examples.</p>',
+                  _figure("heatmap", "CA matrix", chart), _details("Interference configuration", data.get("config"))]
+    shown = list(examples_to_show(report, examples))
+    if shown:
+        parts.append("<h2>Examples</h2>")
+    for group, items, arms in shown:
+        heading = "h4" if len(report.controls) > 1 else "h3"
+        if heading == "h4":
+            parts.append(f"<h3>{escape(group)}</h3>")
+        for identifier, controls in items:
+            described = "; ".join(f"<b>{escape(k)}</b>: {escape(describe_control(v))}" for k, v in controls.items())
+            parts.append(f'<{heading}>{escape(identifier)}</{heading}><p class="controls">{described}</p>'
+                         '<div class="outputs">')
+            for arm in arms:
+                text = _prediction(arm, identifier)
+                parts.append(f'<div class="output"><h4>{escape(arm.label)}</h4><p>{escape(text)}</p></div>')
+            parts.append("</div>")
+    parts.append(_details("Configuration", report.config) + "</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def _html_table(report: Report, columns: list[str]) -> str:
+    best = {path: best_rows(report.arms, path) for path in columns}
+    head = "".join(f"<th>{escape(c)}{' ↓' if lower_is_better(c) else ''}</th>" for c in columns)
+    rows = []
+    for i, arm in enumerate(report.arms):
+        cells = []
+        for path in columns:
+            value = arm.metrics.get(path)
+            kind = "value best" if i in best[path] else "value undefined" if value is None else "value"
+            cells.append(f'<td class="{kind}">{show(value)}</td>')
+        rows.append(f"<tr><th>{escape(arm.label)}</th>{''.join(cells)}</tr>")
+    return f"<table><tr><th>controller</th>{head}</tr>{''.join(rows)}</table>"
+
+
+def _figure(kind: str, caption: str, svg: str) -> str:
+    return f'<figure class="chart {kind}"><figcaption>{escape(caption)}</figcaption>{svg}</figure>'
+
+
+def _details(summary: str, data) -> str:
+    if not data:
+        return ""
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    return f"<details><summary>{escape(summary)}</summary><pre>{escape(text)}</pre></details>"
+
+
+def render_markdown(report: Report, examples: int) -> str:
+    """The table, the interference matrix and the example outputs, as Markdown."""
+    columns = report.columns
+    lines = [f"# ctrlkit report: {_md(report.title)}", "",
+             " · ".join(f"{_md(k)}: {_md(v)}" for k, v in report.facts.items() if v is not None), "", "## Scores", ""]
+    best = {path: best_rows(report.arms, path) for path in columns}
+    rows = [[_md(arm.label)] + [f"**{show(arm.metrics.get(c))}**" if i in best[c] else show(arm.metrics.get(c))
+                                for c in columns] for i, arm in enumerate(report.arms)]
+    lines += _md_table(["controller"] + [_md(c) + (" ↓" if lower_is_better(c) else "") for c in columns], rows)
+    lines += ["", "Best value per column in bold; ↓ marks a value where lower is better."]
+    if report.interference:
+        data = report.interference
+        lines += ["", "## Interference", "", f"Examples: {_md(data.get('n_examples'))}", ""]
+        lines += _md_table(["attribute"] + [_md(v) for v in data["values"]],
+                           [[_md(a)] + [show(_number((data["matrix"].get(a) or {}).get(v))) for v in data["values"]]
+                            for a in data["attributes"]])
+    shown = list(examples_to_show(report, examples))
+    if shown:
+        lines += ["", "## Examples"]
+    for group, items, arms in shown:
+        several = len(report.controls) > 1
+        if several:
+            lines += ["", f"### {_md(group)}"]
+        for identifier, controls in items:
+            lines += ["", f"{'####' if several else '###'} {_md(identifier)}", ""]
+            if controls:
+                lines += ["; ".join(f"{_md(k)}: {_md(describe_control(v))}" for k, v in controls.items()), ""]
+            lines += [f"- **{_md(arm.label)}**: {_md(_prediction(arm, identifier))}" for arm in arms]
+    return "\n".join(lines) + "\n"
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
+            *("| " + " | ".join(row) + " |" for row in rows)]
+
+
+def _md(text) -> str:
+    """Data as Markdown text: HTML-escaped (renderers pass raw HTML through), with the characters
+    that make links, emphasis or table cells backslash-escaped and newlines as spaces."""
+    text = escape("undefined" if text is None else text)
+    for character in "\\`*_[]|~":
+        text = text.replace(character, "\\" + character)
+    return " ".join(text.splitlines())

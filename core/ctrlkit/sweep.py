@@ -1,0 +1,170 @@
+"""``ctrlkit sweep``: the cross product of controllers x backbones x datasets, each cell a run
+with the same metrics, and the table a paper prints (rows: cells, columns: metric values).
+
+Each cell is a run folder under ``OUT/cells/``. A cell whose results.json already holds the
+same configuration is reused; any other cell runs again, and the shared generation cache
+makes that cheap: rerunning a sweep with one more metric generates nothing. A sweep killed at
+any moment resumes the same way.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .errors import ConfigurationError
+from .files import atomic_write_json, atomic_write_text
+from .api import backbone_name
+from .pipeline import DEFAULT_METRICS, run
+from .results import LOWER_IS_BETTER, prepare_output, versions
+
+SETTINGS = ("controllers", "metrics", "backbones", "datasets", "data", "split", "topics", "options", "judge",
+            "limit", "seed", "batch_size")
+
+
+def load_config(path: str | Path) -> dict:
+    """A sweep configuration from TOML or YAML (parsed as data only, never executed)."""
+    path = Path(path)
+    yaml_file = path.suffix in (".yaml", ".yml")
+    if yaml_file:
+        try:
+            import yaml
+        except ImportError:
+            raise ConfigurationError(f"{path}: YAML needs PyYAML (pip install pyyaml), or use TOML") from None
+    try:
+        text = path.read_text(encoding="utf-8")
+        config = yaml.safe_load(text) if yaml_file else tomllib.loads(text)  # safe_load: data, never objects
+    except (OSError, UnicodeDecodeError, ValueError, *((yaml.YAMLError,) if yaml_file else ())) as exc:
+        raise ConfigurationError(f"{path}: cannot read the sweep configuration ({' '.join(str(exc).split())})") \
+            from None
+    if not isinstance(config, dict):
+        raise ConfigurationError(f"{path}: expected a table of settings")
+    unknown = sorted(set(config) - set(SETTINGS))
+    if unknown:
+        raise ConfigurationError(f"{path}: unknown setting '{unknown[0]}' (known: {', '.join(SETTINGS)})")
+    return config
+
+
+def sweep(
+    *,
+    out: str,
+    controllers: Sequence[str],
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    backbones: Sequence[str] = ("extractive",),
+    datasets: Sequence[str] = ("sample",),
+    data: Mapping[str, str] | None = None,
+    split: str | None = None,
+    topics: str | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    judge: str | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+    batch_size: int = 16,
+    progress: bool = False,
+) -> list[dict]:
+    """Run every (dataset, backbone, controller) cell; write the table; return its rows.
+
+    ``data`` maps a dataset name to the file it reads."""
+    if not controllers or not metrics or not backbones or not datasets:
+        raise ConfigurationError("a sweep needs at least one controller, metric, backbone and dataset")
+    from .pipeline import _names, _refuse_unused_options
+    from .plugins import get_registry
+
+    _refuse_unused_options(options or {}, [*datasets, *(backbone_name(b) for b in backbones),
+                                           *(name for c in controllers for name in _names(c)), *metrics,
+                                           *get_registry("vectorizers").names(),
+                                           *([backbone_name(judge)] if judge else [])])
+    out_dir = Path(out)
+    prepare_output(out_dir)
+    settings = {"controllers": list(controllers), "metrics": list(metrics), "backbones": list(backbones),
+                "datasets": list(datasets), "data": dict(data or {}), "split": split, "topics": topics,
+                "options": {k: dict(v) for k, v in (options or {}).items()}, "judge": judge, "limit": limit,
+                "seed": seed, "batch_size": batch_size}
+    atomic_write_json(out_dir / "sweep.json", {"settings": settings, "versions": versions()})
+    rows = []
+    for dataset in datasets:
+        for backbone in backbones:
+            for controller in controllers:
+                cell = f"cells/{_slug(dataset)}--{_slug(backbone)}--{_slug(controller)}"
+                results = _cell(out_dir / cell, dataset=dataset, data=settings["data"].get(dataset), split=split,
+                                controller=controller, backbone=backbone, metrics=list(metrics), topics=topics,
+                                options=settings["options"], judge=judge, limit=limit, seed=seed,
+                                batch_size=batch_size, progress=progress)
+                rows.append({"controller": controller, "backbone": backbone, "dataset": dataset, "run": cell,
+                             "metrics": results["metrics"], "cache": results.get("cache")})
+    write_table(out_dir, rows)
+    return rows
+
+
+def _cell(folder: Path, **arguments) -> dict:
+    """The cell's results: reused when its results.json has this configuration, else a new run."""
+    done = folder / "results.json"
+    if done.is_file():
+        results = json.loads(done.read_text(encoding="utf-8"))
+        if _same_configuration(results["config"], arguments):
+            return results
+    return run(baseline=None, out=str(folder), strict_options=False, **arguments).results
+
+
+def _same_configuration(config: dict, arguments: dict) -> bool:
+    keys = ("dataset", "data", "controller", "backbone", "metrics", "topics", "judge", "limit", "seed", "batch_size")
+    if any(config.get(key) != arguments[key] for key in keys):
+        return False
+    if arguments["split"] not in (None, config.get("split")):  # None: the dataset's default, as recorded
+        return False
+    return all(config["options"][name].get(option) == value  # the options this cell's components took
+               for name, values in arguments["options"].items() if name in config["options"]
+               for option, value in values.items())
+
+
+def columns(rows: Sequence[dict]) -> list[tuple[str, str]]:
+    """Every (metric, value) that some row has, in first-seen order."""
+    seen: dict[tuple[str, str], None] = {}
+    for row in rows:
+        for metric, values in row["metrics"].items():
+            for name in values:
+                seen[(metric, name)] = None
+    return list(seen)
+
+
+def best(rows: Sequence[dict], column: tuple[str, str]) -> float | None:
+    values = [row["metrics"].get(column[0], {}).get(column[1]) for row in rows]
+    values = [value for value in values if value is not None]
+    if not values:
+        return None
+    return min(values) if column[1] in LOWER_IS_BETTER else max(values)
+
+
+def write_table(out_dir: Path, rows: Sequence[dict]) -> None:
+    """table.json (the rows, and the best value of each column), table.csv and table.md (best in bold)."""
+    cols = columns(rows)
+    bests = {f"{metric}.{name}": best(rows, (metric, name)) for metric, name in cols}
+    atomic_write_json(out_dir / "table.json", {"rows": list(rows), "best": bests,
+                                               "lower_is_better": sorted(LOWER_IS_BETTER)})
+    labels = [f"{metric}.{name}" for metric, name in cols]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["dataset", "backbone", "controller", *labels])
+    for row in rows:
+        writer.writerow([row["dataset"], row["backbone"], row["controller"],
+                         *("" if v is None else v for v in (row["metrics"].get(m, {}).get(n) for m, n in cols))])
+    atomic_write_text(out_dir / "table.csv", buffer.getvalue())
+    lines = ["| dataset | backbone | controller | " + " | ".join(labels) + " |",
+             "|---|---|---|" + "---:|" * len(labels)]
+    for row in rows:
+        cells = []
+        for (metric, name), label in zip(cols, labels):
+            value = row["metrics"].get(metric, {}).get(name)
+            text = "undefined" if value is None else f"{value:.4f}"
+            cells.append(f"**{text}**" if value is not None and value == bests[label] else text)
+        lines.append(f"| {row['dataset']} | {row['backbone']} | {row['controller']} | " + " | ".join(cells) + " |")
+    atomic_write_text(out_dir / "table.md", "\n".join(lines) + "\n")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", text).strip("_") or "_"

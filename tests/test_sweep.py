@@ -1,0 +1,163 @@
+"""The generation cache, resume after SIGKILL, and sweeps."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import ctrlkit
+from ctrlkit.sweep import load_config, sweep
+
+from conftest import run_ctrlkit
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_a_second_identical_run_generates_nothing(private_cache):
+    first = ctrlkit.run(controller="tag", metrics=["stas"], limit=12)
+    assert first.results["cache"] == {"hits": 0, "misses": 24}  # tag and the none baseline
+    second = ctrlkit.run(controller="tag", metrics=["stas"], limit=12)
+    assert second.results["cache"] == {"hits": 24, "misses": 0}
+    assert [s["prediction"] for s in second.samples] == [s["prediction"] for s in first.samples]
+    assert second.metrics == first.metrics
+    other = ctrlkit.run(controller="tag", metrics=["stas"], limit=12, options={"extractive": {"max_words": 30}})
+    assert other.results["cache"]["misses"] == 24  # another backbone setting is another cache key
+    uncached = ctrlkit.run(controller="tag", metrics=["stas"], limit=12, cache=False)
+    assert uncached.results["cache"] is None and uncached.metrics == first.metrics
+
+
+def test_a_second_identical_sweep_generates_nothing(private_cache, tmp_path):
+    arguments = dict(out=str(tmp_path / "sweep"), controllers=["none", "prepend", "tag"], metrics=["stas"], limit=10)
+    first = sweep(**arguments)
+    assert sum(row["cache"]["misses"] for row in first) == 30
+    assert sweep(**arguments) == first  # cells reused as they are
+    more = sweep(**{**arguments, "metrics": ["stas", "rouge"]})  # one more metric: cells rerun from the cache
+    assert sum(row["cache"]["misses"] for row in more) == 0 and sum(row["cache"]["hits"] for row in more) == 30
+    assert all(set(row["metrics"]) == {"stas", "rouge"} for row in more)
+    table = json.loads((tmp_path / "sweep" / "table.json").read_text())
+    assert [row["controller"] for row in table["rows"]] == ["none", "prepend", "tag"]
+    assert table["best"]["stas.stas"] == max(row["metrics"]["stas"]["stas"] for row in more)
+    markdown = (tmp_path / "sweep" / "table.md").read_text()
+    assert f"**{table['best']['stas.stas']:.4f}**" in markdown
+    csv_lines = (tmp_path / "sweep" / "table.csv").read_text().splitlines()
+    assert csv_lines[0].startswith("dataset,backbone,controller,stas.stas") and len(csv_lines) == 4
+
+
+def test_sweep_options_reach_the_cells_that_use_them_and_typos_are_refused(private_cache, tmp_path):
+    rows = sweep(out=str(tmp_path / "s"), controllers=["none", "tag"], metrics=["stas"], limit=6,
+                 options={"tag": {"top_n": 20}})
+    assert len(rows) == 2
+    cell = json.loads((tmp_path / "s" / rows[1]["run"] / "results.json").read_text())
+    assert cell["config"]["options"]["tag"]["top_n"] == 20 and cell["config"]["limit"] == 6
+    with pytest.raises(ctrlkit.OptionError, match="no component named 'tga'"):
+        sweep(out=str(tmp_path / "t"), controllers=["tag"], metrics=["stas"], options={"tga": {"top_n": 5}})
+
+
+def test_sweep_config_files_are_data(tmp_path):
+    (tmp_path / "s.toml").write_text('controllers = ["none", "tag"]\nmetrics = ["stas"]\nlimit = 4\n')
+    assert load_config(tmp_path / "s.toml") == {"controllers": ["none", "tag"], "metrics": ["stas"], "limit": 4}
+    (tmp_path / "bad.toml").write_text('controlers = ["none"]\n')
+    with pytest.raises(ctrlkit.ConfigurationError, match="unknown setting 'controlers'"):
+        load_config(tmp_path / "bad.toml")
+    yaml = pytest.importorskip("yaml")
+    (tmp_path / "s.yaml").write_text("controllers: [none]\nmetrics: [stas]\n")
+    assert load_config(tmp_path / "s.yaml") == {"controllers": ["none"], "metrics": ["stas"]}
+    (tmp_path / "evil.yaml").write_text("controllers: !!python/object/apply:os.system ['echo pwned']\n")
+    with pytest.raises(ctrlkit.ConfigurationError, match="cannot read the sweep configuration"):
+        load_config(tmp_path / "evil.yaml")
+    assert yaml
+
+
+def test_the_sweep_command(private_cache, tmp_path):
+    (tmp_path / "s.toml").write_text('controllers = ["none", "tag"]\nmetrics = ["stas"]\nlimit = 4\n')
+    result = run_ctrlkit("sweep", "--config", str(tmp_path / "s.toml"), "--controllers", "none,prepend",
+                         "-o", str(tmp_path / "out"), env={"CTRLKIT_CACHE_DIR": str(private_cache)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0].startswith("| dataset | backbone | controller | stas.stas")
+    assert [line.split("|")[3].strip() for line in result.stdout.splitlines()[2:]] == ["none", "prepend"]
+
+
+SLOW_PLUGIN = """
+    import time
+
+    import ctrlkit
+    from ctrlkit.backbones.extractive import ExtractiveBackbone
+
+
+    class Slow(ExtractiveBackbone):
+        '''The extractive backbone, a quarter second per batch.'''
+
+        def generate(self, inputs):
+            time.sleep(0.25)
+            return super().generate(inputs)
+
+
+    @ctrlkit.hookimpl
+    def register_backbones(register):
+        register("slow", Slow)
+"""
+
+
+def _slow_backbone(tmp_path):
+    (tmp_path / "slow_plugin.py").write_text(textwrap.dedent(SLOW_PLUGIN))
+    info = tmp_path / "ctrlkit_slow-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ctrlkit-slow\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[ctrlkit]\nctrlkit-slow = slow_plugin\n")
+    return {**os.environ, "PYTHONPATH": str(tmp_path), "CTRLKIT_CACHE_DIR": str(tmp_path / "cache")}
+
+
+def _cached_generations(cache_dir) -> int:
+    try:
+        with sqlite3.connect(cache_dir / "cache.sqlite3", timeout=5) as connection:
+            return connection.execute("SELECT COUNT(*) FROM generations").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_a_run_killed_with_sigkill_resumes_to_the_same_results(tmp_path):
+    env = _slow_backbone(tmp_path)
+    command = [sys.executable, "-m", "ctrlkit", "run", "-b", "slow", "-c", "tag", "-m", "stas", "-m", "rouge",
+               "--limit", "48", "--batch-size", "4", "--no-baseline"]
+    process = subprocess.Popen([*command, "-o", str(tmp_path / "run")], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while _cached_generations(tmp_path / "cache") < 12 and time.time() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    done_before_kill = _cached_generations(tmp_path / "cache")
+    assert 12 <= done_before_kill < 48, "the kill must land midway"
+    assert not (tmp_path / "run" / "results.json").exists()
+
+    resumed = subprocess.run([*command, "-o", str(tmp_path / "run")], env=env, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["cache"] == {"hits": done_before_kill, "misses": 48 - done_before_kill}
+    whole = subprocess.run([*command, "--no-cache", "-o", str(tmp_path / "whole")], env=env, capture_output=True,
+                           text=True)
+    assert whole.returncode == 0, whole.stderr
+    assert json.loads((tmp_path / "whole" / "results.json").read_text())["metrics"] == results["metrics"]
+    assert [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()] == \
+        [json.loads(line) for line in (tmp_path / "whole" / "samples.jsonl").read_text().splitlines()]
+
+
+def test_two_processes_share_the_cache_at_once(tmp_path):
+    env = _slow_backbone(tmp_path)
+    runs = [subprocess.Popen([sys.executable, "-m", "ctrlkit", "run", "-b", "slow", "-c", controller, "-m", "stas",
+                              "--limit", "24", "--batch-size", "2", "--no-baseline", "-o", str(tmp_path / controller)],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            for controller in ("tag", "prepend")]
+    for process in runs:
+        assert process.wait(timeout=300) == 0, process.stderr.read()
+    assert _cached_generations(tmp_path / "cache") == 48
