@@ -208,7 +208,7 @@ body { font: 14px/1.45 system-ui, sans-serif; color: #222; max-width: 1200px; ma
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 10px; border-bottom: 1px solid #ddd; }
 h3 { font-size: 15px; margin: 18px 0 6px; overflow-wrap: anywhere; }
 .facts { color: #555; margin: 0 0 8px; } .note { color: #666; font-size: 12px; }
-table { border-collapse: collapse; margin: 6px 0; } th, td { padding: 4px 10px; border-bottom: 1px solid #e3e3e3; }
+.wide { overflow-x: auto; } table { border-collapse: collapse; margin: 6px 0; } th, td { padding: 4px 10px; border-bottom: 1px solid #e3e3e3; }
 th { text-align: left; background: #f4f6f9; } td.value { text-align: right; font-variant-numeric: tabular-nums; }
 td.best { font-weight: 700; color: #1f5fa8; } .undefined { color: #999; }
 .charts { display: flex; flex-wrap: wrap; gap: 10px 28px; } figure { margin: 0; }
@@ -286,7 +286,8 @@ def _html_table(report: Report, columns: list[str]) -> str:
             kind = "value best" if i in best[path] else "value undefined" if value is None else "value"
             cells.append(f'<td class="{kind}">{show(value)}</td>')
         rows.append(f"<tr><th>{escape(arm.label)}</th>{''.join(cells)}</tr>")
-    return f"<table><tr><th>controller</th>{head}</tr>{''.join(rows)}</table>"
+    # a wide table (many metric values) scrolls in its own box instead of running off the page
+    return f'<div class="wide"><table><tr><th>controller</th>{head}</tr>{"".join(rows)}</table></div>'
 
 
 def _figure(kind: str, caption: str, svg: str) -> str:
