@@ -40,7 +40,9 @@ def test_a_second_identical_sweep_generates_nothing(private_cache, tmp_path):
     arguments = dict(out=str(tmp_path / "sweep"), controllers=["none", "prepend", "tag"], metrics=["stas"], limit=10)
     first = sweep(**arguments)
     assert sum(row["cache"]["misses"] for row in first) == 30
-    assert sweep(**arguments) == first  # cells reused as they are
+    again = sweep(**arguments)
+    assert all(row["reused"] for row in again) and not any(row["reused"] for row in first)
+    assert [{**row, "reused": False} for row in again] == first  # cells reused as they are
     more = sweep(**{**arguments, "metrics": ["stas", "rouge"]})  # one more metric: cells rerun from the cache
     assert sum(row["cache"]["misses"] for row in more) == 0 and sum(row["cache"]["hits"] for row in more) == 30
     assert all(set(row["metrics"]) == {"stas", "rouge"} for row in more)

@@ -199,8 +199,10 @@ def sweep(out, config_file, controllers, metrics, backbones, datasets, data_path
         raise click.UsageError("give --controllers or a --config with controllers")
     rows = run_sweep(out=out, progress=True, **settings)
     click.echo((Path(out) / "table.md").read_text(encoding="utf-8"), nl=False)
-    generated = sum((row["cache"] or {}).get("misses", 0) for row in rows)
-    click.echo(f"\n{len(rows)} cells, {generated} generations; table in {out}/table.md", err=True)
+    ran = [row for row in rows if not row["reused"]]
+    generated = sum((row["cache"] or {}).get("misses", 0) for row in ran)
+    click.echo(f"\n{len(rows)} cells ({len(rows) - len(ran)} reused), {generated} new generations; "
+               f"table in {out}/table.md", err=True)
 
 
 def _comma(text: str | None) -> list[str] | None:

@@ -91,24 +91,25 @@ def sweep(
         for backbone in backbones:
             for controller in controllers:
                 cell = f"cells/{_slug(dataset)}--{_slug(backbone)}--{_slug(controller)}"
-                results = _cell(out_dir / cell, dataset=dataset, data=settings["data"].get(dataset), split=split,
+                results, reused = _cell(out_dir / cell, dataset=dataset, data=settings["data"].get(dataset), split=split,
                                 controller=controller, backbone=backbone, metrics=list(metrics), topics=topics,
                                 options=settings["options"], judge=judge, limit=limit, seed=seed,
                                 batch_size=batch_size, progress=progress)
                 rows.append({"controller": controller, "backbone": backbone, "dataset": dataset, "run": cell,
-                             "metrics": results["metrics"], "cache": results.get("cache")})
+                             "metrics": results["metrics"], "cache": results.get("cache"), "reused": reused})
     write_table(out_dir, rows)
     return rows
 
 
-def _cell(folder: Path, **arguments) -> dict:
-    """The cell's results: reused when its results.json has this configuration, else a new run."""
+def _cell(folder: Path, **arguments) -> tuple[dict, bool]:
+    """The cell's results, and whether they were reused (its results.json has this configuration)
+    rather than run now."""
     done = folder / "results.json"
     if done.is_file():
         results = json.loads(done.read_text(encoding="utf-8"))
         if _same_configuration(results["config"], arguments):
-            return results
-    return run(baseline=None, out=str(folder), strict_options=False, **arguments).results
+            return results, True
+    return run(baseline=None, out=str(folder), strict_options=False, **arguments).results, False
 
 
 def _same_configuration(config: dict, arguments: dict) -> bool:
