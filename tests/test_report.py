@@ -165,7 +165,7 @@ def test_a_folder_without_results_is_refused(tmp_path):
     with pytest.raises(CtrlkitError, match="no results.json"):
         write_report(tmp_path)
     (tmp_path / "results.json").write_text("{not json")
-    with pytest.raises(CtrlkitError, match="cannot read it as JSON"):
+    with pytest.raises(CtrlkitError, match="cannot read as JSON"):
         write_report(tmp_path)
 
 

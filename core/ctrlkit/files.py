@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .errors import DatasetError
+from .errors import CtrlkitError, DatasetError
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -62,6 +62,22 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
             if not isinstance(record, dict):
                 raise DatasetError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
             yield number, record
+
+
+def read_json(path: str | Path, expected: type | tuple[type, ...], error: type[CtrlkitError] = CtrlkitError,
+              what: str = "JSON"):
+    """The JSON value in ``path``, which must be an ``expected`` (dict, list, or a tuple of them);
+    else one ``error`` naming the file."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise error(f"{path}: cannot read as {what} ({exc})") from None
+    if not isinstance(data, expected):
+        kinds = " or ".join({dict: "object", list: "list"}[kind] for kind in
+                            (expected if isinstance(expected, tuple) else (expected,)))
+        raise error(f"{path}: expected a JSON {kinds}")
+    return data
 
 
 def require_text(record: dict, field: str, where: str) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from . import charts
 from .charts import escape, show
 from .errors import CtrlkitError
-from .files import atomic_write_text, read_jsonl
+from .files import atomic_write_text, read_json, read_jsonl
 from .results import LOWER_IS_BETTER
 
 DEFAULT_EXAMPLES = 5
@@ -83,7 +83,7 @@ def load(directory) -> Report:
 
 
 def _load_run(folder: Path) -> Report:
-    results = _read_json(folder / "results.json", dict)
+    results = read_json(folder / "results.json", dict)
     config = results.get("config") or {}
     group = str(config.get("dataset", ""))
     arms = [Arm(str(config.get("controller") or "run"), group, flatten(results.get("metrics") or {}))]
@@ -97,7 +97,7 @@ def _load_run(folder: Path) -> Report:
 
 
 def _load_sweep(folder: Path) -> Report:
-    table = _read_json(folder / "table.json", (list, dict))
+    table = read_json(folder / "table.json", (list, dict))
     rows = table.get("rows") if isinstance(table, dict) else table  # a bare list, or {"rows": [...], ...}
     if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
         raise CtrlkitError(f"{folder / 'table.json'}: expected a list of row objects")
@@ -116,7 +116,7 @@ def _load_sweep(folder: Path) -> Report:
     facts = {key + "s": ", ".join(dict.fromkeys(str(r.get(key)) for r in rows))
              for key in ("controller", "backbone", "dataset")}
     facts["runs"] = len(rows)
-    config = _read_json(folder / "sweep.json", dict) if (folder / "sweep.json").is_file() else {}
+    config = read_json(folder / "sweep.json", dict) if (folder / "sweep.json").is_file() else {}
     return Report(folder.resolve().name, facts, arms, controls, config)
 
 
@@ -136,20 +136,10 @@ def _read_samples(path: Path, arms: list[Arm]) -> dict:
 
 
 def _interference(path: Path) -> dict:
-    data = _read_json(path, dict)
+    data = read_json(path, dict)
     if not isinstance(data.get("attributes"), list) or not isinstance(data.get("values"), list) \
             or not isinstance(data.get("matrix"), dict):
         raise CtrlkitError(f"{path}: expected 'attributes' and 'values' lists and a 'matrix' object")
-    return data
-
-
-def _read_json(path: Path, kind):
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CtrlkitError(f"{path}: cannot read it as JSON ({exc})") from None
-    if not isinstance(data, kind):
-        raise CtrlkitError(f"{path}: expected a JSON {'object' if kind is dict else 'array'}")
     return data
 
 

@@ -11,10 +11,10 @@ maps each level to the median word count of the released val references with tha
 long 77. ``--set length.levels=...`` overrides them.
 """
 
-import json
 from pathlib import Path
 
 from ctrlkit import Dataset, DatasetError, Example, Option
+from ctrlkit.files import read_json
 from ctrlkit.options import SKIP_INVALID
 
 LENGTH_LEVELS = {
@@ -48,12 +48,7 @@ class MacSum(Dataset):
 
     def load(self, split):
         path = self._file(split)
-        try:
-            sources = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise DatasetError(f"{path}: cannot read as MACSum JSON ({exc})") from None
-        if not isinstance(sources, list):
-            raise DatasetError(f"{path}: expected a JSON list of sources")
+        sources = read_json(path, list, DatasetError, "MACSum JSON")
         dialogue = any(isinstance(s, dict) and s.get("metadata", {}).get("dataset") == "qmsum" for s in sources)
         self.length_levels = LENGTH_LEVELS["dial" if dialogue else "doc"]
         return self.build_examples(enumerate(sources), lambda item: self._examples(path, *item, dialogue))
