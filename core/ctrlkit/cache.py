@@ -21,6 +21,7 @@ import json
 import os
 import re
 import sqlite3
+import time
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -56,13 +57,29 @@ class Cache:
         self.path = cache_dir() / FILE_NAME
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._use_wal()
             with self._connection() as connection:
-                connection.execute("PRAGMA journal_mode=WAL")  # persistent: stored in the file
                 connection.execute(f"CREATE TABLE IF NOT EXISTS {namespace} "
                                    "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         except (OSError, sqlite3.Error) as exc:
             raise CtrlkitError(f"cannot open the cache at {self.path}: {exc} "
                                "(set CTRLKIT_CACHE_DIR to a writable folder)") from None
+
+    def _use_wal(self) -> None:
+        """Switch the file to WAL (persistent, stored in the file). Switching fails at once, without
+        waiting on the busy timeout, while another process has the file open, as two runs starting
+        together do; so read the mode first, and retry the switch for a while."""
+        for attempt in range(200):
+            try:
+                with self._connection() as connection:
+                    if connection.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+                        return
+                    connection.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError:
+                if attempt == 199:
+                    raise
+                time.sleep(0.05)
 
     def get(self, key_parts: Any) -> Any:
         with self._connection() as connection:

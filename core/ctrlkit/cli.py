@@ -341,5 +341,22 @@ def plugins(include_builtins):
     click.echo(json.dumps(plugin_report(include_builtins), indent=2))
 
 
+@cli.group("plugin")
+def plugin_group():
+    """Write plugins: ctrlkit plugin new NAME."""
+
+
+@plugin_group.command("new")
+@click.argument("name")
+@click.option("--dir", "directory", default=".", show_default=True, type=click.Path(file_okay=False),
+              help="Folder in which ctrlkit-NAME/ is created.")
+def plugin_new(name, directory):
+    """Write ctrlkit-NAME/: a plugin distribution with an example controller, metric and tests."""
+    from .scaffold import new_plugin
+
+    target = new_plugin(name, directory)
+    click.echo(f"wrote {target}; next: pip install -e {target} && python -m pytest {target}")
+
+
 def main():
     cli(prog_name="ctrlkit")

@@ -160,7 +160,9 @@ class Dataset(Configurable):
     splits: tuple[str, ...] = ()
     default_split: str | None = None
     controls: tuple[str, ...] | None = ()
-    """Control attributes its examples carry; None when they are whatever its file holds."""
+    """Control attributes every example carries; None when they are whatever its file holds."""
+    optional_controls: tuple[str, ...] = ()
+    """Control attributes only some examples carry (a MACSum reference has a topic or not)."""
 
     def load(self, split: str | None) -> list[Example]:
         raise NotImplementedError

@@ -22,7 +22,9 @@ def describe(kind: str, registry: Registry) -> str:
         splits = getattr(factory, "splits", None)
         if kind == "datasets":
             lines.append(f"      splits: {', '.join(splits) or 'one file'}; controls: "
-                         f"{'from the file' if factory.controls is None else ', '.join(factory.controls) or 'none'}")
+                         f"{'from the file' if factory.controls is None else ', '.join(factory.controls) or 'none'}"
+                         + (f"; on some examples: {', '.join(factory.optional_controls)}"
+                            if factory.optional_controls else ""))
         for option in getattr(factory, "options", ()):
             choices = f" [{'|'.join(map(str, option.choices))}]" if option.choices else ""
             lines.append(f"      --set {name}.{option.name}={option.type.__name__.upper()}{choices}  "

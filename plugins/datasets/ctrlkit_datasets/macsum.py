@@ -28,7 +28,8 @@ class MacSum(Dataset):
     """MACSum-Doc or -Dial JSON: one example per reference, mixed-attribute controls."""
 
     splits = ("train", "val", "test")
-    controls = CONTROLS
+    controls = ("length", "extractiveness", "specificity")
+    optional_controls = ("topic", "speaker")
     options = (
         Option("path", str, "", "a MACSum JSON file (macdoc/val.json) or a folder with train/val/test.json (--data)"),
         SKIP_INVALID,

@@ -1,0 +1,299 @@
+"""The conformance kit: checks that a plugin's component keeps the contracts a run relies on.
+
+Call these from a plugin's own tests::
+
+    from ctrlkit.testing import check_controller, check_metric
+
+    def test_length_code_conforms():
+        check_controller(LengthCode(), examples=[Example("a", "Some text.", controls={"length": 40})])
+
+A run cannot see these contracts break where they break: a controller that mutates its example
+changes what the baseline or the next controller of a chain sees, and a metric that returns one
+value too few shifts every later score onto the wrong example. So each check provokes the break
+on a few examples and raises AssertionError naming the contract (``controller 'x' is not pure:
+...``); on success it returns None. Without ``examples`` the checks use the first examples of
+the bundled ``sample`` dataset (ctrlkit-datasets), which carry a ``topic`` control.
+
+The checks raise AssertionError themselves rather than using ``assert``, so they still check
+under ``python -O``. Judge metrics (``needs_judge``) must be given their judge
+(``metric.use_judge``) first. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import numbers
+from typing import Sequence
+
+from .api import get_backbone, get_controller, get_dataset, get_metric
+from .components import Backbone, Controller, ControllerChain
+from .errors import ConfigurationError
+from .types import Example, MetricResult, ModelInput
+
+SAMPLE_SIZE = 4
+"""Sample examples used when a check is given none: a batch of several, quick for any metric."""
+
+
+def check_controller(controller, examples: Sequence[Example] | None = None, topic_space=None, backbone=None,
+                     dataset=None) -> None:
+    """Fit and prepare ``controller`` (an instance or a registered name), then check on each
+    example that ``apply`` returns a ModelInput, is pure, and composes with ``+``.
+
+    The examples must carry every control the controller ``reads``. ``topic_space`` defaults to
+    one built from the sample's topic documents when the controller names a ``topic_vectorizer``;
+    ``backbone`` (an instance or a spec) defaults to ``extractive`` when that has every
+    capability the controller ``requires``. ``dataset``, the one the examples come from, is
+    given to ``use_dataset`` (default: the sample when the examples are the sample's).
+    """
+    if isinstance(controller, str):
+        controller = get_controller(controller)
+    name = controller.name or type(controller).__name__
+    dataset = _source(dataset, examples)
+    examples = _sample_examples() if examples is None else list(examples)
+    if dataset is not None:
+        controller.use_dataset(dataset)
+    _check_reads(f"controller '{name}'", controller.reads, examples)
+    if controller.topic_vectorizer and topic_space is None:
+        topic_space = _sample_topic_space(controller.topic_vectorizer)
+    controller.fit(list(examples) if controller.needs_train_examples else [], topic_space)
+    controller.prepare(_backbone_for(controller, name, backbone))
+    try:
+        json.dumps(controller.state())
+    except (TypeError, ValueError) as exc:
+        raise AssertionError(f"controller '{name}' state() is not JSON-serialisable ({exc}); a trained model "
+                             "saves it beside its weights") from None
+
+    chains = {f"none+{name}": ControllerChain([_Identity(), controller]),
+              f"{name}+none": ControllerChain([controller, _Identity()])}
+    for spec, chain in chains.items():
+        missing = sorted(set(controller.reads) - set(chain.reads))
+        _expect(not missing, f"chain '{spec}' does not read control(s) {', '.join(missing)} that '{name}' reads")
+    for example in examples:
+        given = ModelInput(source=example.document)
+        example_before, given_before = copy.deepcopy(example), copy.deepcopy(given)
+        first = controller.apply(example, given)
+        _expect(isinstance(first, ModelInput),
+                f"controller '{name}' returned {type(first).__name__} for example '{example.id}', not a ModelInput")
+        _expect(isinstance(first.source, str),
+                f"controller '{name}' returned a ModelInput whose source is {type(first.source).__name__}, "
+                f"not str, for example '{example.id}'")
+        _expect(example == example_before, f"controller '{name}' is not pure: applying it changed example "
+                                           f"'{example.id}' ({_changed_fields(example_before, example)})")
+        _expect(given == given_before, f"controller '{name}' is not pure: applying it changed the ModelInput "
+                                       f"it was given for example '{example.id}'")
+        first_before = copy.deepcopy(first)
+        second = controller.apply(example, given)
+        _expect(second == first and first == first_before, f"controller '{name}' is not pure: applying it twice "
+                                                           f"to example '{example.id}' gave different inputs")
+        for spec, chain in chains.items():
+            _expect(chain.apply(example, given) == first, f"controller '{name}' does not compose: chain '{spec}' "
+                                                          f"gave a different input for example '{example.id}' "
+                                                          f"than '{name}' alone")
+
+
+def check_metric(metric, predictions: Sequence[str] | None = None, examples: Sequence[Example] | None = None,
+                 topic_space=None, dataset=None) -> None:
+    """Check that ``metric`` (an instance or a registered name) refuses what it lacks before any
+    work, and that ``compute`` returns a MetricResult with one finite value (or None) per
+    prediction for every per-example value, finite (or None) corpus values, and the examples
+    unchanged.
+
+    The examples must carry every control the metric ``reads``. ``predictions`` default to each
+    example's first reference (its document when it has none); ``topic_space`` defaults to the
+    sample's, built with the metric's ``topic_vectorizer``. ``dataset``, the one the examples
+    come from, is what ``check_metrics`` gives ``use_dataset`` (default: the sample when the
+    examples are the sample's, else None). A judge metric is asked once per check it runs.
+    """
+    from .pipeline import check_metrics
+
+    if isinstance(metric, str):
+        metric = get_metric(metric)
+    name = metric.name or type(metric).__name__
+    dataset = _source(dataset, examples)
+    examples = _sample_examples() if examples is None else list(examples)
+    if predictions is None:
+        predictions = [(example.references or [example.document])[0] for example in examples]
+    predictions = list(predictions)
+    if len(predictions) != len(examples):
+        raise ValueError(f"check_metric got {len(predictions)} predictions for {len(examples)} examples")
+    _check_reads(f"metric '{name}'", metric.reads, examples)
+    if metric.topic_vectorizer:
+        metric.use_topic_space(topic_space or _sample_topic_space(metric.topic_vectorizer))
+    _check_refusals(metric, name, predictions, examples, dataset)
+
+    check_metrics([metric], examples, dataset, "the examples given")
+    examples_before = copy.deepcopy(examples)
+    result = metric.compute(predictions, examples)
+    _expect(isinstance(result, MetricResult),
+            f"metric '{name}' returned {type(result).__name__} from compute, not a MetricResult")
+    for value_name, values in result.per_example.items():
+        _expect(isinstance(values, (list, tuple)), f"metric '{name}' returned its '{value_name}' values as "
+                                                   f"{type(values).__name__}, not a list")
+        _expect(len(values) == len(predictions), f"metric '{name}' returned {len(values)} '{value_name}' values for "
+                                                 f"{len(predictions)} predictions: a metric returns one value per "
+                                                 "prediction")
+        for example, value in zip(examples, values):
+            _expect(_is_value(value), f"metric '{name}' value '{value_name}' of example '{example.id}' is "
+                                      f"{value!r}: per-example values are finite numbers or None")
+    for value_name, value in result.corpus.items():
+        _expect(_is_value(value), f"metric '{name}' corpus value '{value_name}' is {value!r}: corpus values are "
+                                  "finite numbers or None")
+    if result.details is not None:
+        _expect(len(result.details) == len(predictions),
+                f"metric '{name}' returned {len(result.details)} details for {len(predictions)} predictions")
+    _expect(examples == examples_before, f"metric '{name}' changed the examples it scored")
+
+
+def check_backbone(backbone, inputs: Sequence[ModelInput] | None = None) -> None:
+    """Check that ``generate`` returns a list of str, one per input, for a batch of one and of
+    several, and leaves its inputs unchanged. Different inputs need not give different outputs,
+    and the order is not checked: that would assume the backbone is deterministic."""
+    if isinstance(backbone, str):
+        backbone = get_backbone(backbone)
+    name = backbone.name or type(backbone).__name__
+    if inputs is None:
+        inputs = [ModelInput(source=example.document) for example in _sample_examples()]
+    inputs = list(inputs)
+    for batch in (inputs[:1], inputs if len(inputs) > 1 else inputs * 2):
+        before = copy.deepcopy(batch)
+        outputs = backbone.generate(batch)
+        _expect(isinstance(outputs, list), f"backbone '{name}' returned {type(outputs).__name__}, not a list")
+        _expect(len(outputs) == len(batch), f"backbone '{name}' returned {len(outputs)} summaries for {len(batch)} "
+                                            "inputs: a backbone returns one string per input")
+        for i, output in enumerate(outputs):
+            _expect(isinstance(output, str),
+                    f"backbone '{name}' returned {type(output).__name__} for input {i}, not str")
+        _expect(batch == before, f"backbone '{name}' changed the inputs it was given")
+
+
+def check_dataset(dataset, split: str | None = None) -> None:
+    """Check that ``load`` (of ``split``; default the dataset's own) returns Examples with unique
+    string ids, non-empty documents, references as lists of str, and, when the dataset declares
+    ``controls`` as a tuple, every declared control on every example."""
+    if isinstance(dataset, str):
+        dataset = get_dataset(dataset)
+    name = dataset.name or type(dataset).__name__
+    examples = dataset.load(split if split is not None else dataset.default_split)
+    _expect(isinstance(examples, list), f"dataset '{name}' load returned {type(examples).__name__}, not a list")
+    _expect(len(examples) > 0, f"dataset '{name}' load returned no examples")
+    declared = dataset.controls if isinstance(dataset.controls, tuple) else ()
+    seen = set()
+    for i, example in enumerate(examples):
+        _expect(isinstance(example, Example), f"item {i} of dataset '{name}' is {type(example).__name__}, "
+                                              "not an Example")
+        _expect(isinstance(example.id, str), f"example {i} of dataset '{name}' has a {type(example.id).__name__} "
+                                             "id, not str")
+        where = f"example '{example.id}' of dataset '{name}'"
+        _expect(example.id not in seen, f"dataset '{name}' has two examples with id '{example.id}'")
+        seen.add(example.id)
+        _expect(isinstance(example.document, str) and bool(example.document.strip()), f"{where} has an empty document")
+        _expect(isinstance(example.references, list) and all(isinstance(r, str) for r in example.references),
+                f"{where} has references that are not a list of str")
+        _expect(isinstance(example.controls, dict), f"{where} has controls that are not a dict")
+        for control in declared:
+            _expect(not _absent(example.controls.get(control)),
+                    f"{where} lacks control '{control}', which the dataset declares in its controls")
+
+
+class _Identity(Controller):
+    """What the ``none`` controller does, so the composition check needs no plugin."""
+
+    name = "none"
+
+    def apply(self, example, model_input):
+        return model_input
+
+
+def _check_refusals(metric, name, predictions, examples, dataset) -> None:
+    """Examples stripped of their references, or of one control at a time, must be refused by
+    ``check_metrics`` when the metric declares it needs them, and be scored when it does not:
+    a metric that accepts them and then fails in ``compute`` fails after generation is paid for."""
+    from .pipeline import check_metrics
+
+    variants = [("references", metric.needs_references, [_without(e, references=[]) for e in examples])]
+    for control in sorted({c for example in examples for c in example.controls}):
+        variants.append((f"control '{control}'", control in metric.reads, [
+            _without(e, controls={k: v for k, v in e.controls.items() if k != control}) for e in examples]))
+    for what, required, lacking in variants:
+        try:
+            check_metrics([metric], lacking, dataset, "the examples given")
+        except ConfigurationError:
+            continue
+        _expect(not required, f"metric '{name}' needs {what}, but check_metrics accepted examples without it")
+        try:
+            metric.compute(predictions, lacking)
+        except Exception as exc:
+            raise AssertionError(
+                f"metric '{name}' accepted examples without {what} before work, then failed on them in compute "
+                f"({type(exc).__name__}: {exc}): declare it (reads / needs_references) or refuse it in check()"
+            ) from exc
+
+
+def _expect(condition: bool, message: str) -> None:
+    if not condition:
+        raise AssertionError(message)
+
+
+def _without(example: Example, **changes) -> Example:
+    return Example(**{**vars(copy.deepcopy(example)), **changes})
+
+
+def _check_reads(who: str, reads, examples) -> None:
+    for attribute in reads:
+        for example in examples:
+            _expect(not _absent(example.controls.get(attribute)),
+                    f"{who} reads control '{attribute}', but example '{example.id}' lacks it: check it on examples "
+                    "that carry every control it reads")
+
+
+def _absent(value) -> bool:
+    """The pipeline's rule for a missing control: absent, None, an empty string or an empty list."""
+    return value is None or value == "" or value == []
+
+
+def _is_value(value) -> bool:
+    if value is None:
+        return True
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _changed_fields(before: Example, after: Example) -> str:
+    return "changed: " + ", ".join(field for field in vars(before) if getattr(before, field) != getattr(after, field))
+
+
+def _backbone_for(controller, name, backbone) -> Backbone:
+    """The backbone to prepare on: the one given, else the extractive one when it suffices."""
+    given = backbone is not None
+    if not isinstance(backbone, Backbone):
+        backbone = get_backbone(backbone or "extractive")
+    if not controller.requires <= backbone.capabilities:
+        missing = ", ".join(sorted(controller.requires - backbone.capabilities))
+        hint = "" if given else ": pass check_controller(..., backbone=...)"
+        raise ConfigurationError(f"controller '{name}' needs backbone capability {missing}, which backbone "
+                                 f"'{backbone.name}' lacks{hint}")
+    return backbone
+
+
+def _sample():
+    try:
+        return get_dataset("sample")
+    except KeyError:
+        raise ConfigurationError("the checks' default examples come from the 'sample' dataset of ctrlkit-datasets, "
+                                 "which is not installed: pass examples") from None
+
+
+def _source(dataset, examples):
+    """The dataset given, else the sample when the examples will be the sample's."""
+    return _sample() if dataset is None and examples is None else dataset
+
+
+def _sample_examples() -> list[Example]:
+    return _sample().load("test")[:SAMPLE_SIZE]
+
+
+def _sample_topic_space(vectorizer: str):
+    from .topics import TopicSpace
+
+    return TopicSpace.fit(_sample().topic_documents(), vectorizer)

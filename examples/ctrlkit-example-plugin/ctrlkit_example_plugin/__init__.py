@@ -1,0 +1,1 @@
+"""An example ctrlkit plugin: the length-code controller and the novelty metric."""
