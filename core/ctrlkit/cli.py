@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from .cli_options import DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CACHE, SET, SKIP_INVALID, SPLIT, TOPICS
 from .errors import CtrlkitError
 from .options import parse_assignments
 from .plugins import KINDS, get_registry, load_plugins, pm
@@ -55,29 +56,27 @@ def cli():
 
 
 @cli.command()
-@click.option("-d", "--dataset", default="sample", show_default=True, help="Dataset name (see: ctrlkit list datasets).")
-@click.option("--data", help="File or folder the dataset reads (its 'path' option).")
-@click.option("--split", help="Dataset split (default: the dataset's own default).")
+@DATASET
+@DATA
+@SPLIT
 @click.option("-c", "--controller", default="none", show_default=True,
               help="Controller, or a chain applied right to left: prepend+tag.")
 @click.option("-b", "--backbone", default="extractive", show_default=True, help="Summarizer backbone.")
 @click.option("-m", "--metric", "metrics", multiple=True, help="Metric (repeatable). Default: rouge and stas.")
-@click.option("--topics", type=click.Path(dir_okay=False),
-              help='JSONL of {"topic": ..., "text": ...} defining the topics (default: the dataset\'s).')
-@click.option("--set", "assignments", multiple=True, metavar="COMPONENT.OPTION=VALUE",
-              help="Set a component option, e.g. --set tag.top_n=50 (repeatable).")
+@TOPICS
+@SET
 @click.option("--baseline", default="none", show_default=True,
               help="Controller run and scored beside it on the same examples.")
 @click.option("--no-baseline", is_flag=True, help="Skip the baseline.")
-@click.option("--limit", type=click.IntRange(min=1), help="Use only the first N examples.")
+@LIMIT
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed, recorded in results.json.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True, help="Inputs per generation batch.")
 @click.option("-o", "--out", type=click.Path(file_okay=False),
               help="Output folder for results.json and samples.jsonl [default: runs/DATASET-CONTROLLER-TIME].")
-@click.option("--device", help="Torch device for a neural backbone (cpu, cuda, cuda:1); default: CUDA when present.")
-@click.option("--judge", help="Backbone that judge metrics (fm, focus) ask, e.g. openai:gpt-4o.")
-@click.option("--skip-invalid", is_flag=True, help="Leave out invalid dataset rows (counted) instead of stopping.")
-@click.option("--no-cache", is_flag=True, help="Generate everything again, ignoring the shared generation cache.")
+@DEVICE
+@JUDGE
+@SKIP_INVALID
+@NO_CACHE
 def run(dataset, data, split, controller, backbone, metrics, topics, assignments, baseline, no_baseline, limit,
         seed, batch_size, out, device, judge, skip_invalid, no_cache):
     """Generate summaries with a controller and score them; writes results.json and samples.jsonl."""
@@ -99,15 +98,15 @@ def run(dataset, data, split, controller, backbone, metrics, topics, assignments
 @click.option("-p", "--predictions", type=click.Path(dir_okay=False),
               help='JSONL of {"id": ..., "prediction": ...}; other fields are kept under "given". '
                    "Default: the dataset's own predictions (fd).")
-@click.option("-d", "--dataset", default="sample", show_default=True, help="Dataset the ids refer to.")
-@click.option("--data", help="File the dataset reads (its 'path' option).")
-@click.option("--split", help="Dataset split (default: the dataset's own default).")
+@DATASET
+@DATA
+@SPLIT
 @click.option("-m", "--metric", "metrics", multiple=True, help="Metric (repeatable). Default: rouge and stas.")
-@click.option("--topics", type=click.Path(dir_okay=False), help="JSONL of topic documents (default: the dataset's).")
-@click.option("--set", "assignments", multiple=True, metavar="COMPONENT.OPTION=VALUE", help="Set a component option.")
-@click.option("--judge", help="Backbone that judge metrics (fm, focus) ask, e.g. openai:gpt-4o.")
-@click.option("--limit", type=click.IntRange(min=1), help="Use only the first N examples.")
-@click.option("--skip-invalid", is_flag=True, help="Leave out invalid dataset rows (counted) instead of stopping.")
+@TOPICS
+@SET
+@JUDGE
+@LIMIT
+@SKIP_INVALID
 @click.option("-o", "--out", type=click.Path(file_okay=False),
               help="Output folder [default: runs/DATASET-evaluate-TIME].")
 def evaluate(predictions, dataset, data, split, metrics, topics, assignments, judge, limit, skip_invalid, out):
@@ -175,9 +174,9 @@ def report_command(directory, out, examples):
 @click.option("--data", "data_paths", multiple=True, metavar="[DATASET=]PATH",
               help="File a dataset reads; DATASET= may be left out when there is one dataset.")
 @click.option("--split", help="Dataset split.")
-@click.option("--topics", type=click.Path(dir_okay=False), help="JSONL of topic documents.")
-@click.option("--set", "assignments", multiple=True, metavar="COMPONENT.OPTION=VALUE", help="Set a component option.")
-@click.option("--judge", help="Backbone that judge metrics ask.")
+@TOPICS
+@SET
+@JUDGE
 @click.option("--limit", type=click.IntRange(min=1), help="Use only the first N examples of each dataset.")
 @click.option("--seed", type=int, help="Random seed [default: 0].")
 @click.option("--batch-size", type=click.IntRange(min=1), help="Inputs per generation batch [default: 16].")
@@ -226,13 +225,13 @@ def _data_paths(items, datasets) -> dict[str, str]:
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False),
               help="Folder for the trained model; run it with --backbone hf:OUT. Rerun to resume.")
 @click.option("-c", "--controller", default="none", show_default=True, help="Controller applied to every input.")
-@click.option("-d", "--dataset", default="sample", show_default=True, help="Dataset name.")
-@click.option("--data", help="File the dataset reads (its 'path' option).")
+@DATASET
+@DATA
 @click.option("--split", default="train", show_default=True,
               help="Split to train on (a dataset read from one file trains on all of it).")
 @click.option("--eval-split", help="Split scored after each epoch; the best model is kept.")
-@click.option("--topics", type=click.Path(dir_okay=False), help="JSONL of topic documents (default: the dataset's).")
-@click.option("--set", "assignments", multiple=True, metavar="COMPONENT.OPTION=VALUE", help="Set a component option.")
+@TOPICS
+@SET
 @click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--max-steps", type=click.IntRange(min=0), default=0, show_default=True,
               help="Stop after this many optimizer steps (0: run all epochs).")
@@ -247,7 +246,7 @@ def _data_paths(items, datasets) -> dict[str, str]:
 @click.option("--max-target-tokens", type=click.IntRange(min=1), default=128, show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), help="Train on the first N examples only.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--device", help="Torch device (default: CUDA when present).")
+@DEVICE
 def train(backbone, out, controller, dataset, data, split, eval_split, topics, assignments, epochs, max_steps, lr,
           batch_size, grad_accum, patience, save_every, max_target_tokens, limit, seed, device):
     """Fine-tune a backbone with a controller applied to its training inputs (resumable)."""
@@ -270,25 +269,25 @@ def analyze():
 
 
 @analyze.command("interference")
-@click.option("-d", "--dataset", default="sample", show_default=True, help="Dataset name.")
-@click.option("--data", help="File or folder the dataset reads (its 'path' option).")
-@click.option("--split", help="Dataset split (default: the dataset's own default).")
+@DATASET
+@DATA
+@SPLIT
 @click.option("-c", "--controller", required=True,
               help="Controller that reads every changed attribute, e.g. length+prepend.")
 @click.option("-b", "--backbone", default="extractive", show_default=True, help="Summarizer backbone.")
 @click.option("--attributes", required=True, help="Comma-separated attributes, changed one at a time: length,topic.")
 @click.option("-m", "--metric", "metrics", multiple=True, required=True, help="Metric (repeatable).")
-@click.option("--topics", type=click.Path(dir_okay=False), help="JSONL of topic documents (default: the dataset's).")
-@click.option("--set", "assignments", multiple=True, metavar="COMPONENT.OPTION=VALUE", help="Set a component option.")
-@click.option("--judge", help="Backbone that judge metrics (fm, focus) ask, e.g. openai:gpt-4o.")
-@click.option("--limit", type=click.IntRange(min=1), help="Use only the first N examples.")
+@TOPICS
+@SET
+@JUDGE
+@LIMIT
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed that picks the changed values.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True, help="Inputs per generation batch.")
 @click.option("-o", "--out", type=click.Path(file_okay=False),
               help="Output folder [default: runs/DATASET-interference-TIME].")
-@click.option("--device", help="Torch device for a neural backbone (cpu, cuda, cuda:1).")
-@click.option("--skip-invalid", is_flag=True, help="Leave out invalid dataset rows (counted) instead of stopping.")
-@click.option("--no-cache", is_flag=True, help="Generate everything again, ignoring the shared generation cache.")
+@DEVICE
+@SKIP_INVALID
+@NO_CACHE
 def analyze_interference(dataset, data, split, controller, backbone, attributes, metrics, topics, assignments, judge,
                          limit, seed, batch_size, out, device, skip_invalid, no_cache):
     """Change one attribute at a time and report how far each metric moves: CCSBench's change

@@ -1,0 +1,18 @@
+"""Command-line options that several commands share, declared once so they read alike."""
+
+import click
+
+DATASET = click.option("-d", "--dataset", default="sample", show_default=True,
+                       help="Dataset name (see: ctrlkit list datasets).")
+DATA = click.option("--data", help="File or folder the dataset reads (its 'path' option).")
+SPLIT = click.option("--split", help="Dataset split (default: the dataset's own default).")
+TOPICS = click.option("--topics", type=click.Path(dir_okay=False),
+                      help='JSONL of {"topic": ..., "text": ...} defining the topics (default: the dataset\'s).')
+SET = click.option("--set", "assignments", multiple=True, metavar="COMPONENT.OPTION=VALUE",
+                   help="Set a component option, e.g. --set tag.top_n=50 (repeatable).")
+JUDGE = click.option("--judge", help="Backbone that judge metrics (fm, focus) ask, e.g. openai:gpt-4o.")
+LIMIT = click.option("--limit", type=click.IntRange(min=1), help="Use only the first N examples.")
+DEVICE = click.option("--device", help="Torch device for a neural backbone (cpu, cuda, cuda:1); default: CUDA when present.")
+SKIP_INVALID = click.option("--skip-invalid", is_flag=True,
+                            help="Leave out invalid dataset rows (counted) instead of stopping.")
+NO_CACHE = click.option("--no-cache", is_flag=True, help="Generate everything again, ignoring the shared generation cache.")
