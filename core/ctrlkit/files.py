@@ -13,7 +13,16 @@ from .errors import CtrlkitError, DatasetError
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically; a failure (disk full, a folder in the way) is one
+    CtrlkitError naming the file, and leaves the previous file and no temporary file behind."""
     path = Path(path)
+    try:
+        _atomic_write_text(path, text)
+    except OSError as exc:
+        raise CtrlkitError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -59,6 +68,8 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{path}:{number}: invalid JSON ({exc.msg})") from None
+            except (ValueError, RecursionError) as exc:  # an integer of over 4300 digits, too deep nesting
+                raise DatasetError(f"{path}:{number}: invalid JSON ({exc})") from None
             if not isinstance(record, dict):
                 raise DatasetError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
             yield number, record
@@ -71,7 +82,7 @@ def read_json(path: str | Path, expected: type | tuple[type, ...], error: type[C
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: also bad UTF-8, JSON, huge integers
         raise error(f"{path}: cannot read as {what} ({exc})") from None
     if not isinstance(data, expected):
         kinds = " or ".join({dict: "object", list: "list"}[kind] for kind in

@@ -67,7 +67,7 @@ class TopicSpace:
     def topic_index(self, topic: str) -> int:
         try:
             return self._index[topic]
-        except KeyError:
+        except (KeyError, TypeError):  # TypeError: an unhashable topic (a list or object from a JSON file)
             shown = ", ".join(self.topics[:10]) + (" ..." if len(self.topics) > 10 else "")
             raise CtrlkitError(f"Topic '{topic}' is not in the topic space (topics: {shown})") from None
 

@@ -41,11 +41,11 @@ class LengthBudget(Controller):
         else:
             try:
                 number = float(value)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond any float
                 raise CtrlkitError(f"controller 'length': example '{example.id}' requests length {value!r}, which is "
                                    f"not a number or a known level ({', '.join(self.levels) or 'none'})") from None
-            if not 0 <= number < math.inf:
-                raise CtrlkitError(f"controller 'length': example '{example.id}' requests length {value!r}")
             words = 50 * number + 25 if self.options["unit"] == "bin" else number
+            if not 0 <= number < math.inf or not words < math.inf:  # a huge bin overflows to infinite words
+                raise CtrlkitError(f"controller 'length': example '{example.id}' requests length {value!r}")
         features = {**model_input.features, "target_words": max(1, round(words))}
         return model_input.replace(features=features)

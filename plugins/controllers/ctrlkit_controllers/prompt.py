@@ -176,7 +176,7 @@ def word_count(value) -> str | None:
         return None
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond any float
         return None
     return str(int(number)) if number.is_integer() else str(number)
 

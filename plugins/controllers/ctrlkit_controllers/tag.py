@@ -59,7 +59,7 @@ class Tag(Controller):
         topic = example.controls["topic"]
         try:
             match = self._match[topic]
-        except KeyError:
+        except (KeyError, TypeError):  # TypeError: an unhashable topic (a list or object from a JSON file)
             raise CtrlkitError(f"controller 'tag': topic '{topic}' of example '{example.id}' has no terms") from None
         return model_input.replace(source=tag_text(model_input.source, match))
 

@@ -39,11 +39,17 @@ class CtrlSum(Dataset):
     @staticmethod
     def _lines(path: Path) -> list[str]:
         try:
-            return path.read_text(encoding="utf-8").splitlines()
+            text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise DatasetError(f"{path}: no such file") from None
         except UnicodeDecodeError:
             raise DatasetError(f"{path}: not valid UTF-8") from None
+        # lines end at "\n" only: str.splitlines would also cut at \x85, \u2028, \x0c ... inside a
+        # line and shift every later line out of alignment with the other files
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        return lines  # read_text has already turned \r\n and \r into \n
 
     @staticmethod
     def _example(folder, split, line, source, target, oracleword) -> Example:

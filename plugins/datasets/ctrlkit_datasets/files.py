@@ -30,7 +30,7 @@ class _FileDataset(Dataset):
         seen = set()
         for example in examples:
             if example.id in seen:
-                raise DatasetError(f"{self.options['path']}: duplicate id '{example.id}'")
+                raise DatasetError(f"{self.options['path']}: duplicate id {example.id!r}")
             seen.add(example.id)
         return examples
 

@@ -50,7 +50,8 @@ class MacSum(Dataset):
     def load(self, split):
         path = self._file(split)
         sources = read_json(path, list, DatasetError, "MACSum JSON")
-        dialogue = any(isinstance(s, dict) and s.get("metadata", {}).get("dataset") == "qmsum" for s in sources)
+        dialogue = any(isinstance(s, dict) and isinstance(s.get("metadata"), dict) and s["metadata"].get("dataset") == "qmsum"
+                       for s in sources)
         self.length_levels = LENGTH_LEVELS["dial" if dialogue else "doc"]
         return self.build_examples(enumerate(sources), lambda item: self._examples(path, *item, dialogue))
 
@@ -74,6 +75,8 @@ class MacSum(Dataset):
         document = ("\n" if dialogue else " ").join(str(s).strip() for s in source["source"] if str(s).strip())
         if not document:
             raise DatasetError(f"{where}: field 'source' is empty")
+        if not isinstance(source.get("metadata", {}), dict):
+            raise DatasetError(f"{where}: field 'metadata' must be an object")
         references = source.get("references")
         if not isinstance(references, list) or not references:
             raise DatasetError(f"{where}: field 'references' must be a non-empty list")

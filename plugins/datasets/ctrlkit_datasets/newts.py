@@ -57,18 +57,24 @@ class Newts(Dataset):
             raise DatasetError("dataset 'newts' needs the NEWTS CSV: --data PATH (from ali-bahrainian/NEWTS)")
         if not path.is_file():
             raise DatasetError(f"{path}: no such file")
-        with open(path, newline="", encoding="utf-8") as file:
-            reader = csv.DictReader(file)
-            missing = [column for column in _COLUMNS if column not in (reader.fieldnames or [])]
-            if missing:
-                raise DatasetError(f"{path}: column '{missing[0]}' is missing (not a NEWTS CSV?)")
-            rows = []
-            for row in reader:
-                for column in ("article", "summary1", "summary2"):
-                    if not (row[column] or "").strip():
-                        raise DatasetError(f"{path}:{reader.line_num}: field '{column}' is empty")
-                row["line"] = reader.line_num
-                rows.append(row)
+        try:
+            with open(path, newline="", encoding="utf-8") as file:
+                reader = csv.DictReader(file)
+                missing = [column for column in _COLUMNS if column not in (reader.fieldnames or [])]
+                if missing:
+                    raise DatasetError(f"{path}: column '{missing[0]}' is missing (not a NEWTS CSV?)")
+                rows = []
+                for row in reader:
+                    for column in ("article", "summary1", "summary2"):
+                        if not (row[column] or "").strip():
+                            raise DatasetError(f"{path}:{reader.line_num}: field '{column}' is empty")
+                    short = [column for column in _COLUMNS if row[column] is None]
+                    if short:  # the row ends before this column
+                        raise DatasetError(f"{path}:{reader.line_num}: field '{short[0]}' is missing")
+                    row["line"] = reader.line_num
+                    rows.append(row)
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise DatasetError(f"{path}: cannot read as CSV ({exc})") from None
         return rows
 
     def _split(self, row) -> str:

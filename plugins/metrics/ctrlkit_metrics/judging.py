@@ -69,17 +69,22 @@ def ask(judge: Backbone, prompts: Sequence[Messages], *, refresh: bool = False,
     for i, key in enumerate(keys):
         if i not in answers:
             first.setdefault(cache_key(key), i)
-    if first:
-        replies = judge.generate([ModelInput(source="", messages=tuple(prompts[i])) for i in first.values()])
-        if len(replies) != len(first):
-            raise CtrlkitError(f"judge '{judge.name}' returned {len(replies)} answers for {len(first)} prompts")
-        fresh = dict(zip(first, replies))
-        for i, key in enumerate(keys):
-            if i not in answers:
-                answers[i] = fresh[cache_key(key)]
-        for i, reply in zip(first.values(), replies):
+    # In chunks, each cached when done, so a judge failing midway (a server down) loses little.
+    chunk = 4 * max(1, int(judge.options.get("concurrency", 4) or 4))
+    todo = list(first.items())
+    fresh = {}
+    for start in range(0, len(todo), chunk):
+        part = todo[start : start + chunk]
+        replies = judge.generate([ModelInput(source="", messages=tuple(prompts[i])) for _, i in part])
+        if len(replies) != len(part):
+            raise CtrlkitError(f"judge '{judge.name}' returned {len(replies)} answers for {len(part)} prompts")
+        for (hashed, i), reply in zip(part, replies):
+            fresh[hashed] = reply
             if keep(i, reply):
                 cache.put(keys[i], reply)
+    for i, key in enumerate(keys):
+        if i not in answers:
+            answers[i] = fresh[cache_key(key)]
     return [answers[i] for i in range(len(prompts))]
 
 

@@ -1,4 +1,5 @@
 import math
+import sys
 from statistics import fmean
 
 from ctrlkit import ConfigurationError, Metric, MetricResult, Option, OptionError
@@ -83,7 +84,8 @@ class Length(Metric):
                 raise ConfigurationError(f"{where} requests length level {value!r}, which is not mapped to words "
                                          f"(known: {known}); set {self.name}.levels, e.g. "
                                          "short=50,normal=100,long=200") from None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        # an int too large for a float is refused like infinity (float(value) would raise OverflowError)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= sys.float_info.max:
             raise ConfigurationError(f"{where} has length control {value!r}; expected words, a bin or a level")
         if self.options["unit"] == "words":
             return float(value), "words"
