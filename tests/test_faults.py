@@ -336,7 +336,9 @@ def test_killed_at_random_moments_then_resumed_gives_the_uninterrupted_metrics(k
         if signum == signal.SIGINT and process.returncode != 0:
             assert "Traceback" not in stderr, stderr
             assert len(stderr.strip().splitlines()) <= 1, stderr
-            assert process.returncode in (1, 130), stderr  # click: "Aborted!", exit 1
+            # click: "Aborted!", exit 1; ctrlkit's main: exit 130; an interrupt that lands while the
+            # interpreter shuts down, after the work is written, ends the process by the signal itself
+            assert process.returncode in (1, 130, -signal.SIGINT), stderr
         for path in _outputs(out):
             _complete_or_absent(path, jsonl=path.suffix == ".jsonl")
         for leftover in out.rglob(".*.tmp") if out.exists() else []:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -358,4 +359,8 @@ def plugin_new(name, directory):
 
 
 def main():
-    cli(prog_name="ctrlkit")
+    try:
+        cli(prog_name="ctrlkit")
+    except KeyboardInterrupt:  # between commands' own handling, e.g. while printing the table
+        click.echo("Interrupted; rerun the same command to resume.", err=True)
+        sys.exit(130)
