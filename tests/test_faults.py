@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,7 @@ from click.testing import CliRunner
 import ctrlkit
 from ctrlkit import CtrlkitError
 
+from chat_server import JsonHandler
 from conftest import run_ctrlkit
 from test_sweep import _slow_backbone
 
@@ -68,7 +69,7 @@ def _reply_for(messages: list[dict]) -> str:
     return "summary " + messages[-1]["content"][-200:]
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     def do_POST(self):
         chat = self.server.chat
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -84,14 +85,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             data = json.dumps({"choices": [{"index": 0, "message": {
                 "role": "assistant", "content": _reply_for(body["messages"])}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+        self.reply(200, data)
 
 
 @pytest.fixture

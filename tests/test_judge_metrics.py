@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import click
 import pytest
@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from sklearn.metrics import f1_score
 
 import ctrlkit
+from chat_server import JsonHandler
 from ctrlkit import ConfigurationError, DatasetError
 from ctrlkit.cache import Cache, cache_key
 from ctrlkit_metrics import commands
@@ -53,21 +54,13 @@ class ScriptedJudge:
         return sum(marker in messages[-1]["content"] for messages in self.requests)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         status, content = self.server.judge.answer(body["messages"])
         reply = {"choices": [{"message": {"role": "assistant", "content": content}}]} if status == 200 \
             else {"error": {"message": content}}
-        data = json.dumps(reply).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+        self.reply(status, reply)
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,7 @@ import pickle
 import threading
 import uuid
 from html.parser import HTMLParser
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +23,7 @@ import pytest
 import ctrlkit
 from ctrlkit.report import POLICY, STYLE
 
+from chat_server import JsonHandler
 from conftest import ROOT, run_ctrlkit
 from test_report import CHROMIUM, _chromium
 
@@ -42,7 +43,7 @@ class _EchoingServer(ThreadingHTTPServer):
         pass
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         authorization = self.headers.get("Authorization", "")
@@ -59,15 +60,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             summary = "Summary: " + prompt.splitlines()[-1]
             status, reply = 200, {"choices": [{"message": {"role": "assistant", "content": summary}}]}
-        data = json.dumps(reply).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+        self.reply(status, reply)
 
 
 @pytest.fixture
