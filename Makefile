@@ -30,6 +30,8 @@ test: $(VENV)/.test-installed
 # Side-by-side benchmarks; each writes its entry into bench/results.json.
 bench: install
 	$(BIN)/python bench/controller_cost.py
+	$(BIN)/python bench/stas_scale.py
+	$(BIN)/python bench/startup.py
 
 clean:
 	rm -rf $(VENV) runs
