@@ -11,12 +11,13 @@ published embedding implementation was about 10 times slower than control tokens
 """
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from record import record  # bench/ is the script's folder, first on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -68,18 +69,11 @@ def main() -> None:
         "rounds": args.rounds, "examples": len(examples), "batch_size": args.batch_size,
         "new_tokens": args.new_tokens, "model": "tiny BART (d_model 64, 2+2 layers, 1024 positions: no input truncated), CPU, 1 thread",
     }
-    _record(Path(args.out), entry)
+    record(Path(args.out), entry)
     print(f"{'controller':<10} {'ms/example':>10}")
     for name in CONTROLLERS:
         print(f"{name:<10} {per_example[name] * 1000:>10.2f}")
     print(f"embed / prepend = {ratio:.3f} (target <= {TARGET}): {'met' if entry['met'] else 'NOT met'}")
-
-
-def _record(path: Path, entry: dict) -> None:
-    """Replace this benchmark's entry in the results file, keeping the others'."""
-    entries = json.loads(path.read_text()) if path.is_file() else []
-    entries = [e for e in entries if e["name"] != entry["name"]] + [entry]
-    path.write_text(json.dumps(entries, indent=2) + "\n")
 
 
 if __name__ == "__main__":

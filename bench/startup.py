@@ -9,13 +9,14 @@ alike, and the median wall time over rounds is reported. Targets: ``ctrlkit --he
 """
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from record import record  # bench/ is the script's folder, first on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 0.5
@@ -54,18 +55,11 @@ def main() -> None:
         "met": met, "seconds": {k: round(v, 4) for k, v in median.items()},
         "rounds": args.rounds, "statistic": "median wall time of a fresh subprocess",
     }
-    _record(Path(args.out), entry)
+    record(Path(args.out), entry)
     print(f"{'command':<20} {'median s':>9}")
     for name in commands:
         print(f"{name:<20} {median[name]:>9.3f}")
     print(f"ctrlkit list / import transformers = {ratio:.3f}; both ctrlkit commands < {TARGET} s: {'met' if met else 'NOT met'}")
-
-
-def _record(path: Path, entry: dict) -> None:
-    """Replace this benchmark's entry in the results file, keeping the others'."""
-    entries = json.loads(path.read_text()) if path.is_file() else []
-    entries = [e for e in entries if e["name"] != entry["name"]] + [entry]
-    path.write_text(json.dumps(entries, indent=2) + "\n")
 
 
 if __name__ == "__main__":

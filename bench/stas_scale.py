@@ -15,7 +15,6 @@ its time, estimated from the N-summary run, is under 3 minutes.
 """
 
 import argparse
-import json
 import random
 import re
 import resource
@@ -24,6 +23,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from record import record  # bench/ is the script's folder, first on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 NEWTS = ROOT.parent / "shared" / "data" / "newts" / "NEWTS_test_600.csv"
@@ -128,7 +129,7 @@ def main() -> None:
         "summaries_from": f"1-4 sentences sampled (seed 0) from {len(sentences)} reference sentences of NEWTS test + sample test",
         "million": million, "million_note": million_note,
     }
-    _record(Path(args.out), entry)
+    record(Path(args.out), entry)
     print(f"{'method':<34} {'summaries':>10} {'seconds':>9} {'us/summary':>11}")
     print(f"{'reference loop (timed subset)':<34} {subset:>10,} {reference_s:>9.3f} {ref_per * 1e6:>11.2f}")
     print(f"{'reference loop (extrapolated)':<34} {len(scores):>10,} {ref_per * len(scores):>9.2f} {ref_per * 1e6:>11.2f}")
@@ -164,13 +165,6 @@ def _reference(space, texts, topics) -> np.ndarray:
 def _maxrss_mib() -> float:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
-
-
-def _record(path: Path, entry: dict) -> None:
-    """Replace this benchmark's entry in the results file, keeping the others'."""
-    entries = json.loads(path.read_text()) if path.is_file() else []
-    entries = [e for e in entries if e["name"] != entry["name"]] + [entry]
-    path.write_text(json.dumps(entries, indent=2) + "\n")
 
 
 if __name__ == "__main__":

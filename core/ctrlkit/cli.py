@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .cli_options import DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CACHE, SET, SKIP_INVALID, SPLIT, TOPICS
+from .cli_options import BATCH_SIZE, DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CACHE, SET, SKIP_INVALID, SPLIT, TOPICS
 from .errors import CtrlkitError
 from .options import parse_assignments
 from .plugins import KINDS, get_registry, load_plugins, pm
@@ -71,7 +71,7 @@ def cli():
 @click.option("--no-baseline", is_flag=True, help="Skip the baseline.")
 @LIMIT
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed, recorded in results.json.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True, help="Inputs per generation batch.")
+@BATCH_SIZE
 @click.option("-o", "--out", type=click.Path(file_okay=False),
               help="Output folder for results.json and samples.jsonl [default: runs/DATASET-CONTROLLER-TIME].")
 @DEVICE
@@ -283,7 +283,7 @@ def analyze():
 @JUDGE
 @LIMIT
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed that picks the changed values.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True, help="Inputs per generation batch.")
+@BATCH_SIZE
 @click.option("-o", "--out", type=click.Path(file_okay=False),
               help="Output folder [default: runs/DATASET-interference-TIME].")
 @DEVICE

@@ -16,3 +16,5 @@ DEVICE = click.option("--device", help="Torch device for a neural backbone (cpu,
 SKIP_INVALID = click.option("--skip-invalid", is_flag=True,
                             help="Leave out invalid dataset rows (counted) instead of stopping.")
 NO_CACHE = click.option("--no-cache", is_flag=True, help="Generate everything again, ignoring the shared generation cache.")
+BATCH_SIZE = click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
+                          help="Inputs per generation batch.")
