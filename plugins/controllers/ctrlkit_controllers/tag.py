@@ -13,10 +13,9 @@ default: the authors' released tagged data never tags function words such as "th
 (their list was narrower: it does tag a few words on scikit-learn's, such as "made").
 """
 
-import re
-
 from ctrlkit import TAG, Controller, CtrlkitError, Option
-from ctrlkit.text import WORD, lemma
+
+from .tagging import TermTagger
 
 
 class Tag(Controller):
@@ -32,7 +31,7 @@ class Tag(Controller):
     def __init__(self, **options):
         super().__init__(**options)
         self.terms: dict[str, list[str]] = {}
-        self._match: dict[str, frozenset[str]] = {}
+        self._tagger = TermTagger({})
 
     def fit(self, train_examples, topic_space):
         if topic_space is None:
@@ -50,7 +49,7 @@ class Tag(Controller):
 
     def load_state(self, state):
         self.terms = state["terms"]
-        self._match = {topic: frozenset(terms) for topic, terms in self.terms.items()}
+        self._tagger = TermTagger(self.terms)
 
     def prepare(self, backbone):
         backbone.add_special_tokens([TAG])
@@ -58,20 +57,12 @@ class Tag(Controller):
     def apply(self, example, model_input):
         topic = example.controls["topic"]
         try:
-            match = self._match[topic]
+            tagged = self._tagger.tag(model_input.source, topic)
         except (KeyError, TypeError):  # TypeError: an unhashable topic (a list or object from a JSON file)
             raise CtrlkitError(f"controller 'tag': topic '{topic}' of example '{example.id}' has no terms") from None
-        return model_input.replace(source=tag_text(model_input.source, match))
+        return model_input.replace(source=tagged)
 
 
-def tag_text(text: str, match: frozenset[str]) -> str:
-    """``text`` with every word tagged whose lowercased form or lemma is in ``match``."""
-
-    def replace(found: re.Match) -> str:
-        word = found.group(0)
-        lowered = word.lower()
-        if lowered in match or lemma(lowered) in match:
-            return f"{TAG} {word} {TAG}"
-        return word
-
-    return WORD.sub(replace, text)
+def tag_text(text: str, terms: frozenset[str]) -> str:
+    """``text`` with every word tagged whose lowercased form or lemma is in ``terms``."""
+    return TermTagger({None: terms}).tag(text, None)
