@@ -32,6 +32,7 @@ bench: install
 	$(BIN)/python bench/controller_cost.py
 	$(BIN)/python bench/stas_scale.py
 	$(BIN)/python bench/startup.py
+	$(BIN)/python bench/pipeline_overhead.py
 
 clean:
 	rm -rf $(VENV) runs
