@@ -54,43 +54,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # tiny_models: the tests' model builders
 SAMPLE = ROOT / "plugins" / "datasets" / "ctrlkit_datasets" / "data" / "sample.jsonl"
 TARGET = 1.05
 D_MODEL = 128
 POSITIONS = 1024
 FIXED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(256 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
 """glibc malloc with fixed thresholds: large tensors come from the heap and stay mapped (see the docstring)."""
-
-
-def build_bart(directory: Path, seed: int = 0) -> Path:
-    """A tiny BART and its byte-level BPE tokenizer (trained on the sample), saved to ``directory``."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import BartConfig, BartForConditionalGeneration, PreTrainedTokenizerFast
-    from transformers.utils import logging
-
-    logging.disable_progress_bar()
-    rows = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines()]
-    corpus = [row["document"] for row in rows] + [s for row in rows for s in row["summaries"].values()]
-    special = ["<s>", "<pad>", "</s>", "<mask>", "<unk>"]
-    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
-    tokenizer.decoder = decoders.ByteLevel()
-    tokenizer.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=800, special_tokens=special, show_progress=False,
-                                                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-                                   unk_token="<unk>", mask_token="<mask>", model_max_length=POSITIONS)
-    config = BartConfig(vocab_size=len(fast), d_model=D_MODEL, encoder_layers=2, decoder_layers=2,
-                        encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=4 * D_MODEL,
-                        decoder_ffn_dim=4 * D_MODEL, max_position_embeddings=POSITIONS, dropout=0.0,
-                        attention_dropout=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=2,
-                        decoder_start_token_id=2, forced_eos_token_id=2, init_std=0.3)
-    torch.manual_seed(seed)
-    model = BartForConditionalGeneration(config)
-    model.save_pretrained(directory)
-    fast.save_pretrained(directory)
-    return directory
 
 
 def bare(model_dir: str, out: str, batch_size: int, new_tokens: int, num_beams: int) -> None:
@@ -142,6 +112,7 @@ def main() -> None:
         bare(*args.bare, args.batch_size, args.new_tokens, args.num_beams)
         return
 
+    import tiny_models
     from record import record  # bench/ is the script's folder, first on sys.path
 
     ctrlkit = Path(sys.executable).parent / "ctrlkit"
@@ -149,7 +120,7 @@ def main() -> None:
         sys.exit(f"no ctrlkit entry point next to {sys.executable}")
     with tempfile.TemporaryDirectory() as temporary:
         temporary = Path(temporary)
-        model = build_bart(temporary / "bart")
+        model = tiny_models.build_bart(temporary / "bart", positions=POSITIONS, d_model=D_MODEL, init_std=0.3)
         env = dict(os.environ, HF_HUB_OFFLINE="1", CTRLKIT_CACHE_DIR=str(temporary / "cache"),
                    OMP_NUM_THREADS=str(args.threads), **({} if args.system_malloc else FIXED_MALLOC))
 

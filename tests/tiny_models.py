@@ -3,8 +3,7 @@
 import json
 from pathlib import Path
 
-from conftest import ROOT
-
+ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "plugins" / "datasets" / "ctrlkit_datasets" / "data" / "sample.jsonl"
 
 
@@ -19,13 +18,14 @@ def _bpe(special: list[str], vocab_size: int = 800):
     tokenizer = Tokenizer(models.BPE(unk_token=special[-1] if "<unk>" in special[-1] else None))
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special,
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tokenizer.train_from_iterator(_corpus(), trainer)
     return tokenizer
 
 
-def build_bart(directory: Path, positions: int = 256) -> Path:
+def build_bart(directory: Path, positions: int = 256, d_model: int = 64, init_std: float = 0.02) -> Path:
+    """A tiny BART. A larger ``init_std`` than the usual 0.02 makes outputs differ from input to input."""
     from tokenizers import processors
     from transformers import BartConfig, BartForConditionalGeneration, PreTrainedTokenizerFast
 
@@ -33,10 +33,12 @@ def build_bart(directory: Path, positions: int = 256) -> Path:
     tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
     fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
                                    unk_token="<unk>", mask_token="<mask>", model_max_length=positions)
-    config = BartConfig(vocab_size=len(fast), d_model=64, encoder_layers=2, decoder_layers=2,
-                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=128,
-                        decoder_ffn_dim=128, max_position_embeddings=positions, dropout=0.0, attention_dropout=0.0, pad_token_id=1, bos_token_id=0,
-                        eos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=2)
+    heads = d_model // 32
+    config = BartConfig(vocab_size=len(fast), d_model=d_model, encoder_layers=2, decoder_layers=2,
+                        encoder_attention_heads=heads, decoder_attention_heads=heads, encoder_ffn_dim=2 * d_model,
+                        decoder_ffn_dim=2 * d_model, max_position_embeddings=positions, dropout=0.0, attention_dropout=0.0,
+                        pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=2,
+                        init_std=init_std)
     return _save(BartForConditionalGeneration(config), fast, directory)
 
 
