@@ -31,6 +31,7 @@ test: $(VENV)/.test-installed
 bench: install
 	$(BIN)/python bench/controller_cost.py
 	$(BIN)/python bench/stas_scale.py
+	$(BIN)/python bench/rouge_speed.py
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/pipeline_overhead.py
 
