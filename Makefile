@@ -29,11 +29,14 @@ test: $(VENV)/.test-installed
 
 # Side-by-side benchmarks; each writes its entry into bench/results.json.
 bench: install
+	rm -f bench/results.json
 	$(BIN)/python bench/controller_cost.py
+	$(BIN)/python bench/tag_speed.py
 	$(BIN)/python bench/stas_scale.py
 	$(BIN)/python bench/rouge_speed.py
-	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/pipeline_overhead.py
+	$(BIN)/python bench/startup.py
+	$(BIN)/python bench/summary.py
 
 clean:
 	rm -rf $(VENV) runs
