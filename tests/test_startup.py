@@ -1,9 +1,9 @@
-"""The CLI must start without importing torch, transformers or sentence-transformers."""
+"""The CLI must start without importing torch, transformers, sentence-transformers or the other slow imports."""
 
 import subprocess
 import sys
 
-HEAVY = ("torch", "transformers", "sentence_transformers")
+HEAVY = ("torch", "transformers", "sentence_transformers", "nltk", "rouge_score", "sklearn", "scipy")
 
 
 def test_help_and_list_do_not_import_heavy_libraries():

@@ -10,8 +10,6 @@ from statistics import fmean
 
 from ctrlkit import CtrlkitError, Metric, MetricResult, Option, OptionError
 
-from .rouge_pairs import one_sentence_per_line, score_pairs
-
 _ROUGE_TYPE = re.compile(r"rouge[1-9]|rougeL|rougeLsum")
 
 # Each worker gets at least this many pairs, so small inputs are scored in this process: a forked
@@ -45,6 +43,8 @@ class Rouge(Metric):
                               "use rouge1..rouge9, rougeL, rougeLsum")
 
     def compute(self, predictions, examples):
+        from .rouge_pairs import one_sentence_per_line, score_pairs  # imports nltk: not at `ctrlkit list`
+
         pairs = list(zip(predictions, examples))
         predictions = [prediction for prediction, _ in pairs]
         references = [list(example.references) for _, example in pairs]
@@ -88,6 +88,8 @@ def start_method() -> str:
 def _in_workers(config, predictions, references, workers, method) -> dict[str, list]:
     """Sentence splitting, then scoring, each spread over one process pool in chunks, results in
     order. The pool is shut down before this returns or raises; a worker's failure is a CtrlkitError."""
+    from .rouge_pairs import one_sentence_per_line, score_pairs
+
     types, use_stemmer, split_sentences = config
     executor = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
     try:
