@@ -158,6 +158,14 @@ def test_few_pairs_or_one_worker_stay_in_this_process(monkeypatch):
         ctrlkit.get_metric("rouge", workers=-1)
 
 
+def test_by_default_workers_are_only_forked(pool_calls, monkeypatch):
+    """A spawned worker re-runs the caller's __main__ script; only an explicit rouge.workers spawns."""
+    monkeypatch.setattr(rouge, "start_method", lambda: "spawn")
+    predictions, examples = sample_pairs(8)
+    ctrlkit.get_metric("rouge").compute(predictions, examples)
+    assert pool_calls == []
+
+
 def test_workers_are_forked_only_on_linux_with_one_thread_and_no_torch(monkeypatch):
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     alone = threading.active_count() == 1

@@ -27,12 +27,21 @@ def sentences(text: str) -> tuple[str, ...]:
     return tuple(piece for piece in pieces if piece)
 
 
+_lemmatizer = None
+
+
 @lru_cache(maxsize=500_000)
 def lemma(word: str) -> str:
-    """Dictionary lemma of one word, lowercased (context-free: ``businesses`` -> ``business``)."""
-    import simplemma
+    """Dictionary lemma of one word, lowercased (context-free: ``businesses`` -> ``business``).
 
-    return simplemma.lemmatize(word.lower(), lang="en").lower()
+    simplemma's own memo is switched off: this cache is the one, and ``lemma.cache_clear()``
+    empties it all."""
+    global _lemmatizer
+    if _lemmatizer is None:
+        import simplemma
+
+        _lemmatizer = simplemma.Lemmatizer(cache_max_size=0)
+    return _lemmatizer.lemmatize(word.lower(), lang="en").lower()
 
 
 def word_count(text: str) -> int:

@@ -56,11 +56,9 @@ class Tag(Controller):
 
     def apply(self, example, model_input):
         topic = example.controls["topic"]
-        try:
-            tagged = self._tagger.tag(model_input.source, topic)
-        except (KeyError, TypeError):  # TypeError: an unhashable topic (a list or object from a JSON file)
-            raise CtrlkitError(f"controller 'tag': topic '{topic}' of example '{example.id}' has no terms") from None
-        return model_input.replace(source=tagged)
+        if topic not in self._tagger:
+            raise CtrlkitError(f"controller 'tag': topic '{topic}' of example '{example.id}' has no terms")
+        return model_input.replace(source=self._tagger.tag(model_input.source, topic))
 
 
 def tag_text(text: str, terms: frozenset[str]) -> str:

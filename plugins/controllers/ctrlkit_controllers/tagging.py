@@ -69,6 +69,12 @@ class TermTagger:
                 self._topics_of_term[term].append(self._matching[topic])
         self._seen: set[str] = set()
 
+    def __contains__(self, topic) -> bool:
+        try:
+            return topic in self._matching
+        except TypeError:  # an unhashable topic (a list or object from a JSON file)
+            return False
+
     def tag(self, text: str, topic: Hashable) -> str:
         """``text`` with its words that match ``topic``'s terms tagged (KeyError: unknown topic)."""
         matching = self._matching[topic]

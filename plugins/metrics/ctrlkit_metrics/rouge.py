@@ -30,8 +30,10 @@ class Rouge(Metric):
         Option("types", str, "rouge1,rouge2,rougeL,rougeLsum", "comma-separated ROUGE types"),
         Option("use_stemmer", bool, True, "Porter-stem tokens before matching"),
         Option("split_sentences", bool, True, "put each sentence on its own line (rougeLsum)"),
-        Option("workers", int, 0, "processes scoring pairs in parallel: 0 = one per available core, "
-                                  "1 = all in this process (same numbers either way)", minimum=0),
+        Option("workers", int, 0, "processes scoring pairs in parallel (same numbers either way): 0 = one per "
+                                  "available core where they can be forked (Linux, one thread, no torch), else "
+                                  "1 = all in this process; N > 1 spawns them elsewhere, which needs a script's "
+                                  "top level under if __name__ == '__main__'", minimum=0),
     )
 
     def __init__(self, **options):
@@ -50,8 +52,11 @@ class Rouge(Metric):
         references = [list(example.references) for _, example in pairs]
         types, use_stemmer, split_sentences = self.types, self.options["use_stemmer"], self.options["split_sentences"]
         config = (types, use_stemmer, split_sentences)
-        method = start_method()
-        workers = min(self.options["workers"] or available_cores(), len(pairs) // PAIRS_PER_WORKER[method])
+        method, requested = start_method(), self.options["workers"]
+        if method == "spawn" and not requested:
+            workers = 1  # a spawned worker re-runs the calling script, which may not guard its top level
+        else:
+            workers = min(requested or available_cores(), len(pairs) // PAIRS_PER_WORKER[method])
         if workers > 1:
             per_example = _in_workers(config, predictions, references, workers, method)
         else:
@@ -117,7 +122,8 @@ def _map(executor, workers, function, *columns, what, by_chunk=False) -> list:
             result = future.result()
         except BrokenProcessPool as exc:
             raise CtrlkitError(f"rouge: a worker process ended abruptly while {what.format(f'{start + 1}-{end}')} "
-                               "(out of memory, or killed?); rouge.workers=1 scores in this process") from exc
+                               "(killed or out of memory? a spawned worker also dies when the calling script's top level is not under "
+                               "if __name__ == '__main__'); rouge.workers=1 scores in this process") from exc
         except Exception as exc:
             raise CtrlkitError(f"rouge: {what.format(f'{start + 1}-{end}')} failed in a worker process: "
                                f"{type(exc).__name__}: {exc}") from exc
