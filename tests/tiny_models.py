@@ -33,7 +33,7 @@ def build_bart(directory: Path, positions: int = 256, d_model: int = 64, init_st
     tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
     fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
                                    unk_token="<unk>", mask_token="<mask>", model_max_length=positions)
-    heads = d_model // 32
+    heads = max(1, d_model // 32)
     config = BartConfig(vocab_size=len(fast), d_model=d_model, encoder_layers=2, decoder_layers=2,
                         encoder_attention_heads=heads, decoder_attention_heads=heads, encoder_ffn_dim=2 * d_model,
                         decoder_ffn_dim=2 * d_model, max_position_embeddings=positions, dropout=0.0, attention_dropout=0.0,

@@ -15,7 +15,8 @@ differ from calling it plainly:
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Iterator
 from functools import lru_cache
 
 from nltk.stem import porter
@@ -124,29 +125,29 @@ def _positions(sequence) -> dict:
     return masks
 
 
-def _lcs_rows(ref, positions, width: int) -> list[int]:
+def _lcs_rows(ref, positions, width: int) -> Iterator[int]:
     """Rows 0..len(ref) of the LCS table of ``ref`` against a sequence of ``width`` tokens.
 
     Row i is an integer whose low ``width`` bits say where the table does not step up:
     table[i][j] = j - popcount(row_i & (2**j - 1))."""
     full = (1 << width) - 1
     row = full
-    rows = [row]
+    yield row
     for token in ref:
         matches = row & positions.get(token, 0)
         row = ((row + matches) | (row - matches)) & full
-        rows.append(row)
-    return rows
+        yield row
 
 
 def _lcs_length(ref, positions, width: int) -> int:
-    return width - _lcs_rows(ref, positions, width)[-1].bit_count()
+    last = deque(_lcs_rows(ref, positions, width), maxlen=1)[0]  # only the last row, not the table
+    return width - last.bit_count()
 
 
 def lcs_indices(ref, can, positions=None) -> list[int]:
     """rouge_scorer.lcs_ind: positions in ``ref`` of the longest common subsequence that
     rouge-score's backtrack reads out of the table, with the same tie-breaking."""
-    rows = _lcs_rows(ref, _positions(can) if positions is None else positions, len(can))
+    rows = list(_lcs_rows(ref, _positions(can) if positions is None else positions, len(can)))
     i, j = len(ref), len(can)
     found = []
     while i > 0 and j > 0:
