@@ -76,8 +76,8 @@ def test_a_run_without_baseline_or_output_folder(tmp_path):
 def test_mismatches_are_caught_before_any_work(tmp_path):
     data = tmp_path / "plain.jsonl"
     data.write_text('{"document": "One. Two."}\n{"document": "Three.", "references": "Three."}\n')
-    with pytest.raises(ConfigurationError, match=r"'tag' reads control 'topic', but example '1' \(and 1 more\) "
-                                                 r"of dataset 'jsonl' has none"):
+    with pytest.raises(ConfigurationError, match=r"controller 'tag' reads control 'topic', but no example "
+                                                 r"of dataset 'jsonl' has it"):
         ctrlkit.run(dataset="jsonl", data=str(data), controller="tag", metrics=["rouge"])
     with pytest.raises(ConfigurationError, match=r"metric 'rouge' needs references, but example '1' of dataset"):
         ctrlkit.run(dataset="jsonl", data=str(data), metrics=["rouge"])

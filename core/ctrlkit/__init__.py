@@ -21,7 +21,7 @@ __all__ = [
     "DatasetError", "DuplicateComponentError", "Example", "Metric", "MetricResult", "ModelInput",
     "Option", "OptionError", "PluginLoadError", "RunResult", "SEP", "TAG", "TopicSpace",
     "UnknownComponentError", "Vectorizer", "create_controller", "get_backbone", "get_controller",
-    "get_dataset", "get_metric", "get_vectorizer", "hookimpl", "run",
+    "evaluate", "get_dataset", "get_metric", "get_vectorizer", "hookimpl", "run",
 ]
 
 
@@ -31,6 +31,10 @@ def __getattr__(name):
         from . import pipeline
 
         return getattr(pipeline, name)
+    if name == "evaluate":
+        from .evaluation import evaluate
+
+        return evaluate
     if name == "TopicSpace":
         from .topics import TopicSpace
 

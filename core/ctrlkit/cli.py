@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from .cli_options import BATCH_SIZE, DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CACHE, SET, SKIP_INVALID, SPLIT, TOPICS
+from .cli_options import (BATCH_SIZE, DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CACHE, SET, SKIP_INVALID, SPLIT,
+                          STRICT_CONTROLS, TOPICS)
 from .errors import CtrlkitError
 from .options import parse_assignments
 from .plugins import KINDS, get_registry, load_plugins, pm
@@ -77,9 +78,10 @@ def cli():
 @DEVICE
 @JUDGE
 @SKIP_INVALID
+@STRICT_CONTROLS
 @NO_CACHE
 def run(dataset, data, split, controller, backbone, metrics, topics, assignments, baseline, no_baseline, limit,
-        seed, batch_size, out, device, judge, skip_invalid, no_cache):
+        seed, batch_size, out, device, judge, skip_invalid, strict_controls, no_cache):
     """Generate summaries with a controller and score them; writes results.json and samples.jsonl."""
     from .pipeline import DEFAULT_METRICS, run as run_pipeline
 
@@ -89,7 +91,7 @@ def run(dataset, data, split, controller, backbone, metrics, topics, assignments
         metrics=metrics or DEFAULT_METRICS, topics=topics, judge=judge,
         options=_options(assignments, backbone, device, dataset if skip_invalid else None),
         baseline=None if no_baseline else baseline, limit=limit, seed=seed, batch_size=batch_size,
-        out=out, cache=not no_cache, progress=True,
+        out=out, cache=not no_cache, strict_controls=strict_controls, progress=True,
     )
     click.echo(result.table())
     click.echo(f"\n{result.results['n_examples']} examples; results in {out}/results.json", err=True)
@@ -108,9 +110,11 @@ def run(dataset, data, split, controller, backbone, metrics, topics, assignments
 @JUDGE
 @LIMIT
 @SKIP_INVALID
+@STRICT_CONTROLS
 @click.option("-o", "--out", type=click.Path(file_okay=False),
               help="Output folder [default: runs/DATASET-evaluate-TIME].")
-def evaluate(predictions, dataset, data, split, metrics, topics, assignments, judge, limit, skip_invalid, out):
+def evaluate(predictions, dataset, data, split, metrics, topics, assignments, judge, limit, skip_invalid,
+             strict_controls, out):
     """Score existing predictions; writes results.json and samples.jsonl like ctrlkit run."""
     from .evaluation import evaluate as evaluate_predictions
     from .pipeline import DEFAULT_METRICS
@@ -119,7 +123,7 @@ def evaluate(predictions, dataset, data, split, metrics, topics, assignments, ju
     result = evaluate_predictions(
         predictions=predictions, dataset=dataset, data=data, split=split, metrics=metrics or DEFAULT_METRICS,
         topics=topics, options=_options(assignments, None, skip_invalid_in=dataset if skip_invalid else None),
-        judge=judge, limit=limit, out=out,
+        judge=judge, limit=limit, strict_controls=strict_controls, out=out,
     )
     click.echo(result.table())
     click.echo(f"\n{result.results['n_examples']} examples; results in {out}/results.json", err=True)
@@ -248,8 +252,9 @@ def _data_paths(items, datasets) -> dict[str, str]:
 @click.option("--limit", type=click.IntRange(min=1), help="Train on the first N examples only.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @DEVICE
+@STRICT_CONTROLS
 def train(backbone, out, controller, dataset, data, split, eval_split, topics, assignments, epochs, max_steps, lr,
-          batch_size, grad_accum, patience, save_every, max_target_tokens, limit, seed, device):
+          batch_size, grad_accum, patience, save_every, max_target_tokens, limit, seed, device, strict_controls):
     """Fine-tune a backbone with a controller applied to its training inputs (resumable)."""
     from .training import train as train_backbone
 
@@ -257,7 +262,8 @@ def train(backbone, out, controller, dataset, data, split, eval_split, topics, a
         backbone=backbone, out=out, controller=controller, dataset=dataset, data=data, split=split,
         eval_split=eval_split, topics=topics, options=_options(assignments, backbone, device), epochs=epochs,
         max_steps=max_steps, lr=lr, batch_size=batch_size, grad_accum=grad_accum, patience=patience,
-        save_every=save_every, max_target_tokens=max_target_tokens, limit=limit, seed=seed, progress=True,
+        save_every=save_every, max_target_tokens=max_target_tokens, limit=limit, seed=seed,
+        strict_controls=strict_controls, progress=True,
     )
     last = record["losses"][-1] if record["losses"] else None
     click.echo(f"{record['steps']} steps on {record['n_pairs']} pairs; last loss {last}; "

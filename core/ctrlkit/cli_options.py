@@ -18,3 +18,6 @@ SKIP_INVALID = click.option("--skip-invalid", is_flag=True,
 NO_CACHE = click.option("--no-cache", is_flag=True, help="Generate everything again, ignoring the shared generation cache.")
 BATCH_SIZE = click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
                           help="Inputs per generation batch.")
+STRICT_CONTROLS = click.option("--strict-controls", is_flag=True,
+                               help="Refuse the run when any example lacks a control a component reads "
+                                    "(default: such examples are left uncontrolled, or unscored, and counted).")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Iterable, Sequence
 
+from .controls import apply_control
 from .errors import ConfigurationError, DatasetError
 from .options import Configurable
 from .types import Example, MetricResult, ModelInput
@@ -34,6 +35,9 @@ class Controller(Configurable):
     """True when ``fit`` learns from the dataset's train split."""
     trained_with_model: bool = False
     """True when its parameters live in the model and only ``ctrlkit train`` makes them useful."""
+    partial_controls: bool = False
+    """True when ``apply`` renders whichever of the controls it reads an example has (prompt);
+    otherwise an example lacking one is left uncontrolled: ``apply`` is not called for it."""
 
     def use_dataset(self, dataset: "Dataset") -> None:
         """See the dataset (e.g. how it maps named length levels to words) before ``fit``."""
@@ -85,7 +89,7 @@ class ControllerChain(Controller):
 
     def apply(self, example, model_input):
         for controller in reversed(self.controllers):
-            model_input = controller.apply(example, model_input)
+            model_input = apply_control(controller, example, model_input)
         return model_input
 
     def state(self):
@@ -163,6 +167,9 @@ class Dataset(Configurable):
     """Control attributes every example carries; None when they are whatever its file holds."""
     optional_controls: tuple[str, ...] = ()
     """Control attributes only some examples carry (a MACSum reference has a topic or not)."""
+    length_top_bin: int | None = None
+    """The highest 50-word length bin the dataset defines (CCSBench: 4, "above 200 words"); the
+    ``length`` metric caps generated and requested bins at it. None: bins are open-ended."""
 
     def load(self, split: str | None) -> list[Example]:
         raise NotImplementedError

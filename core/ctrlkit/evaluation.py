@@ -55,12 +55,14 @@ def evaluate(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     judge: str | None = None,
     limit: int | None = None,
+    strict_controls: bool = False,
     out: str | None = None,
 ) -> RunResult:
     """Score ``predictions`` (a JSONL file) against ``dataset``'s examples with ``metrics``.
 
     Every example (after ``limit``) needs a prediction, and every prediction an example: a
-    mismatch is an error rather than a silently smaller corpus."""
+    mismatch is an error rather than a silently smaller corpus. A metric that reads a control
+    scores the examples carrying it (``scored`` counts them); ``strict_controls`` refuses instead."""
     started = time.perf_counter()
     timings: dict[str, float] = {}
     options = {name: dict(values) for name, values in (options or {}).items()}
@@ -88,7 +90,7 @@ def evaluate(
         raise CtrlkitError(f"{predictions or 'predictions'}: {problem}")
     if not examples:
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
-    check_metrics(scorers, examples, source, dataset)
+    check_metrics(scorers, examples, source, dataset, strict_controls)
     with _timed(timings, "topic_space_s"):
         spaces = _topic_spaces(vectorizers, topics, source, dataset)
     for metric in scorers:
@@ -98,17 +100,18 @@ def evaluate(
 
     texts = [given[example.id]["prediction"] for example in examples]
     with _timed(timings, "score_s"):
-        corpus, per_example, details = score(scorers, texts, examples)
+        scores = score(scorers, texts, examples)
     timings["total_s"] = time.perf_counter() - started
     results = {
         "config": {"mode": "evaluate", "predictions": predictions, "dataset": dataset, "data": data,
                    "split": chosen_split, "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,
-                   "limit": limit,
+                   "limit": limit, "strict_controls": strict_controls,
                    "options": {c.name: c.options for c in (source, *scorers, *vectorizers.values())}},
         "versions": versions(),
         "n_examples": len(examples),
         "n_skipped": source.skipped,
-        "metrics": corpus,
+        "scored": scores.scored,
+        "metrics": scores.corpus,
         "baseline": None,
         "timings": {name: round(seconds, 4) for name, seconds in timings.items()},
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -116,9 +119,10 @@ def evaluate(
     samples = []
     for i, example in enumerate(examples):
         extra = {key: value for key, value in given[example.id].items() if key not in ("id", "prediction")}
-        sample = {"id": example.id, "controls": example.controls, "prediction": texts[i], "scores": per_example[i]}
-        if details[i]:
-            sample["details"] = details[i]
+        sample = {"id": example.id, "controls": example.controls, "prediction": texts[i],
+                  "scores": scores.per_example[i]}
+        if scores.details[i]:
+            sample["details"] = scores.details[i]
         if extra:
             sample["given"] = extra
         samples.append(sample)

@@ -23,6 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from .api import backbone_name, create_controller, get_backbone, get_dataset, get_vectorizer
 from .cache import Cache
+from .controls import carries
 from .errors import ConfigurationError, CtrlkitError
 from .files import atomic_write_json, atomic_write_text
 from .pipeline import (_check_topics, _names, _refuse_unused_options, _resolved_options, _seed_everything,
@@ -115,7 +116,7 @@ def interference(
 
     def corpus_values(condition: list[Example]) -> dict[str, float | None]:
         predictions = generate(steering, model, condition, batch_size, progress, generations, cache_stats)
-        corpus, _, _ = score(scorers, predictions, condition)
+        corpus = score(scorers, predictions, condition).corpus
         return {f"{metric}.{name}": value for metric, values in corpus.items() for name, value in values.items()}
 
     base = corpus_values(examples)
@@ -151,20 +152,15 @@ def interference(
     return report
 
 
-def _carries(example: Example, attribute: str) -> bool:
-    """The pipeline's notion of a control being present (``_check_controls``)."""
-    return example.controls.get(attribute) not in (None, "", [])
-
-
 def _analysable(examples: list[Example], steering, attributes: list[str], dataset: str) -> list[Example]:
     """The examples carrying every control the controller reads; refuses attributes that no
     example carries."""
     if not examples:
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
     for attribute in attributes:
-        if not any(_carries(example, attribute) for example in examples):
+        if not any(carries(example, attribute) for example in examples):
             raise ConfigurationError(f"no example of dataset '{dataset}' carries attribute '{attribute}'")
-    kept = [example for example in examples if all(_carries(example, name) for name in steering.reads)]
+    kept = [example for example in examples if all(carries(example, name) for name in steering.reads)]
     if not kept:
         raise ConfigurationError(f"no example of dataset '{dataset}' carries every control that "
                                  f"'{steering.name}' reads ({', '.join(steering.reads)})")

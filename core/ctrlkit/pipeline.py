@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 
 from .api import backbone_name, create_controller, get_backbone, get_dataset, get_metric, get_vectorizer
 from .cache import Cache
+from .controls import apply_control, carries, check_controls, scored_indices, uncontrolled
 from .errors import ConfigurationError, CtrlkitError, OptionError
 from .results import format_table, number, prepare_output, versions, write_run
 from .topics import TopicSpace, load_topic_documents
@@ -59,6 +60,7 @@ def run(
     out: str | None = None,
     cache: bool = True,
     strict_options: bool = True,
+    strict_controls: bool = False,
     progress: bool = False,
 ) -> RunResult:
     """Run ``controller`` on ``dataset`` with ``backbone`` and score it with ``metrics``.
@@ -71,6 +73,11 @@ def run(
     ``cache`` reuses generations from the shared cache (``$CTRLKIT_CACHE_DIR``) and stores new
     ones, which is also how a killed run resumes. ``strict_options=False`` lets ``options`` name
     components this run does not use (a sweep passes one set of options to every cell).
+
+    An example lacking a control the controller reads is left uncontrolled (counted per
+    controller in ``uncontrolled``), and a metric scores only the examples carrying what it reads
+    (counted in ``scored``); ``strict_controls=True`` refuses the run instead when any example
+    lacks such a control. A control that no example carries is always refused.
     """
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -110,8 +117,8 @@ def run(
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
     for c in (main, other):
         if c is not None:
-            _check_controls(c, examples, dataset)
-    check_metrics(scorers, examples, source, dataset)
+            check_controls(c, examples, dataset, strict_controls)
+    check_metrics(scorers, examples, source, dataset, strict_controls)
 
     with _timed(timings, "topic_space_s"):
         spaces = _topic_spaces(vectorizers, topics, source, dataset)
@@ -131,49 +138,69 @@ def run(
         with _timed(timings, prefix + "generate_s"):
             predictions = generate(arm_controller, model, examples, batch_size, progress, generations, cache_stats)
         with _timed(timings, prefix + "score_s"):
-            outcomes[arm] = (predictions, *score(scorers, predictions, examples))
+            outcomes[arm] = (predictions, score(scorers, predictions, examples))
     timings["total_s"] = time.perf_counter() - started
+    left = {arm: uncontrolled(c, examples) for arm, c in arms.items()}
+    report_uncontrolled(left["run"], len(examples), main)
 
     results = {
         "config": {
             "dataset": dataset, "data": data, "split": chosen_split, "controller": main.name,
             "backbone": backbone, "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,
             "baseline": other.name if other else None, "limit": limit, "seed": seed, "batch_size": batch_size,
+            "strict_controls": strict_controls,
             "options": _resolved_options(source, main, other, model, scorers, vectorizers.values()),
         },
         "versions": versions(),
         "n_examples": len(examples),
         "n_skipped": source.skipped,
         "cache": cache_stats if cache else None,
-        "metrics": outcomes["run"][1],
-        "baseline": {"controller": other.name, "metrics": outcomes["baseline"][1]} if other else None,
+        "uncontrolled": left["run"],
+        "scored": outcomes["run"][1].scored,
+        "metrics": outcomes["run"][1].corpus,
+        "baseline": {"controller": other.name, "metrics": outcomes["baseline"][1].corpus,
+                     "uncontrolled": left["baseline"]} if other else None,
         "timings": {name: round(seconds, 4) for name, seconds in timings.items()},
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    samples = _samples(examples, outcomes)
+    samples = _samples(examples, outcomes, arms)
     if out is not None:
         write_run(out, results, samples)
     return RunResult(results, samples)
 
 
-def _samples(examples, outcomes) -> list[dict]:
-    """One dict per example: prediction and scores of the run, and of the baseline when there is one."""
+def _samples(examples, outcomes, arms) -> list[dict]:
+    """One dict per example: prediction and scores of the run, and of the baseline when there is
+    one; ``uncontrolled`` names the controllers that left the example as it was."""
     samples = []
     for i, example in enumerate(examples):
         sample = {"id": example.id, "controls": example.controls}
-        sample.update(_scored(outcomes["run"], i))
+        sample.update(_scored(outcomes["run"], i, arms["run"], example))
         if "baseline" in outcomes:
-            sample["baseline"] = _scored(outcomes["baseline"], i)
+            sample["baseline"] = _scored(outcomes["baseline"], i, arms["baseline"], example)
         samples.append(sample)
     return samples
 
 
-def _scored(outcome, i) -> dict:
-    predictions, _, scores, details = outcome
-    scored = {"prediction": predictions[i], "scores": scores[i]}
-    if details[i]:
-        scored["details"] = details[i]
+def _scored(outcome, i, controller, example) -> dict:
+    predictions, scores = outcome
+    scored = {"prediction": predictions[i], "scores": scores.per_example[i]}
+    if scores.details[i]:
+        scored["details"] = scores.details[i]
+    left = [name for name, n in uncontrolled(controller, [example]).items() if n]
+    if left:
+        scored["uncontrolled"] = left
     return scored
+
+
+def report_uncontrolled(counts: dict[str, int], total: int, controller) -> None:
+    """One warning line naming each controller that left examples uncontrolled, and how many."""
+    links = {link.name: link for link in getattr(controller, "controllers", [controller])}
+    parts = [f"'{name}' {n} of {total} (no {' or '.join(repr(a) for a in links[name].reads)})"
+             for name, n in counts.items() if n]
+    if parts:
+        logger.warning("ctrlkit: examples lacking a control, left uncontrolled by controller %s; "
+                       "--strict-controls refuses such a run", "; ".join(parts))
 
 
 def report_skipped(source, dataset: str) -> None:
@@ -195,14 +222,16 @@ def create_metrics(names: Sequence[str], options, judge: str | None) -> list:
     return scorers
 
 
-def check_metrics(scorers, examples, source, dataset) -> None:
-    """Refuse, before any work, metrics that need what the examples lack."""
+def check_metrics(scorers, examples, source, dataset, strict_controls: bool = False) -> None:
+    """Refuse, before any work, metrics that need what the examples lack. A metric checks the
+    examples it will score: those carrying the controls it reads."""
     for scorer in scorers:
-        _check_controls(scorer, examples, dataset)
+        check_controls(scorer, examples, dataset, strict_controls)
+        scoring = [examples[i] for i in scored_indices(scorer, examples)]
         if scorer.needs_references:
-            _check_references(scorer, examples, dataset)
+            _check_references(scorer, scoring, dataset)
         scorer.use_dataset(source)
-        scorer.check(examples)
+        scorer.check(scoring)
 
 
 def bind_metrics(scorers, spaces) -> None:
@@ -239,7 +268,7 @@ def generate(controller, backbone, examples: Sequence[Example], batch_size: int,
     ``stats`` counts ``hits`` and ``misses``."""
     from tqdm.auto import tqdm
 
-    inputs = [controller.apply(example, ModelInput(source=example.document)) for example in examples]
+    inputs = [apply_control(controller, example, ModelInput(source=example.document)) for example in examples]
     keys = [[backbone.identity(), _input_key(model_input)] for model_input in inputs] if cache else []
     cached = [cache.get(key) for key in keys] if cache else [None] * len(inputs)
     predictions: list[str] = [text if text is not None else "" for text in cached]
@@ -274,24 +303,46 @@ def _input_length(model_input: ModelInput) -> int:
     return len(model_input.source) + len(model_input.guidance or "") + messages
 
 
-def score(metrics, predictions: Sequence[str], examples: Sequence[Example]) -> tuple[dict, list[dict], list[dict]]:
-    """Corpus values ``{metric: {value: x}}``, per-example values in the same nesting, and
-    per-example details ``{metric: detail}``."""
+@dataclass
+class Scores:
+    """What ``score`` gives: corpus values ``{metric: {value: x}}``, per-example values in the same
+    nesting, per-example details ``{metric: detail}``, and how many examples each metric scored."""
+
+    corpus: dict[str, dict]
+    per_example: list[dict]
+    details: list[dict]
+    scored: dict[str, int]
+
+
+def score(metrics, predictions: Sequence[str], examples: Sequence[Example]) -> Scores:
+    """Score with each metric the examples that carry every control it reads (the others get
+    None for each of its values); its corpus values are over those examples only."""
     corpus: dict[str, dict] = {}
     per_example: list[dict] = [{} for _ in examples]
     details: list[dict] = [{} for _ in examples]
+    scored: dict[str, int] = {}
     for metric in metrics:
-        result = metric.compute(predictions, examples)
-        for record, detail in zip(details, result.details or []):
-            record[metric.name] = detail
+        keep = scored_indices(metric, examples)
+        scored[metric.name] = len(keep)
+        if not keep:
+            corpus[metric.name] = {}
+            continue
+        if len(keep) == len(examples):
+            result = metric.compute(predictions, examples)
+        else:
+            result = metric.compute([predictions[i] for i in keep], [examples[i] for i in keep])
+        for i, detail in zip(keep, result.details or []):
+            details[i][metric.name] = detail
         for value_name, values in result.per_example.items():
-            if len(values) != len(examples):
+            if len(values) != len(keep):
                 raise CtrlkitError(f"metric '{metric.name}' returned {len(values)} '{value_name}' values "
-                                   f"for {len(examples)} examples")
-            for scores, value in zip(per_example, values):
-                scores.setdefault(metric.name, {})[value_name] = number(value)
+                                   f"for {len(keep)} examples")
+            for scores in per_example:
+                scores.setdefault(metric.name, {})[value_name] = None
+            for i, value in zip(keep, values):
+                per_example[i][metric.name][value_name] = number(value)
         corpus[metric.name] = {name: number(value) for name, value in result.corpus.items()}
-    return corpus, per_example, details
+    return Scores(corpus, per_example, details, scored)
 
 
 def _topic_spaces(vectorizers, topics, source, dataset) -> dict[str, TopicSpace]:
@@ -304,15 +355,6 @@ def _topic_spaces(vectorizers, topics, source, dataset) -> dict[str, TopicSpace]
     return {name: TopicSpace.fit(documents, vectorizer) for name, vectorizer in vectorizers.items()}
 
 
-def _check_controls(component, examples, dataset) -> None:
-    for attribute in component.reads:
-        lacking = [example.id for example in examples if example.controls.get(attribute) in (None, "", [])]
-        if lacking:
-            more = f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else ""
-            raise ConfigurationError(f"'{component.name}' reads control '{attribute}', but example "
-                                     f"'{lacking[0]}'{more} of dataset '{dataset}' has none")
-
-
 def _check_references(metric, examples, dataset) -> None:
     lacking = [example.id for example in examples if not example.references]
     if lacking:
@@ -322,8 +364,10 @@ def _check_references(metric, examples, dataset) -> None:
 
 
 def _check_topics(component, space: TopicSpace, examples) -> None:
+    """Refuse a topic (on an example that has one) that the topic space does not know."""
     if "topic" not in component.reads:
         return
+    examples = [example for example in examples if carries(example, "topic")]
     for example in examples:
         if not isinstance(example.controls["topic"], str):
             raise ConfigurationError(f"example '{example.id}': control 'topic' must be a string, "

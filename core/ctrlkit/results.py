@@ -65,15 +65,19 @@ def write_run(out: str | Path, results: dict, samples: list[dict]) -> None:
 
 
 def format_table(results: dict) -> str:
-    """The corpus scores as a text table, with the baseline and the difference when there is one."""
+    """The corpus scores as a text table, with the baseline and the difference when there is one.
+    A metric that scored fewer than all the examples (they lack a control it reads) shows how many."""
     baseline = results.get("baseline")
     header = ["metric", results["config"].get("controller") or "value"]
     if baseline:
         header += [f"{baseline['controller']} (baseline)", "difference"]
     rows = [header]
+    total = results.get("n_examples")
     for metric, values in results["metrics"].items():
+        scored = (results.get("scored") or {}).get(metric, total)
+        count = f" (n={scored} of {total})" if scored != total else ""
         for name, value in values.items():
-            row = [f"{metric}.{name}" if name != metric else metric, _show(value)]
+            row = [(f"{metric}.{name}" if name != metric else metric) + count, _show(value)]
             if baseline:
                 other = baseline["metrics"][metric][name]
                 difference = None if value is None or other is None else value - other

@@ -29,6 +29,7 @@ from typing import Sequence
 
 from .api import get_backbone, get_controller, get_dataset, get_metric
 from .components import Backbone, Controller, ControllerChain
+from .controls import given
 from .errors import ConfigurationError
 from .types import Example, MetricResult, ModelInput
 
@@ -193,7 +194,7 @@ def check_dataset(dataset, split: str | None = None) -> None:
                 f"{where} has references that are not a list of str")
         _expect(isinstance(example.controls, dict), f"{where} has controls that are not a dict")
         for control in declared:
-            _expect(not _absent(example.controls.get(control)),
+            _expect(given(example.controls.get(control)),
                     f"{where} lacks control '{control}', which the dataset declares in its controls")
 
 
@@ -243,14 +244,11 @@ def _without(example: Example, **changes) -> Example:
 def _check_reads(who: str, reads, examples) -> None:
     for attribute in reads:
         for example in examples:
-            _expect(not _absent(example.controls.get(attribute)),
+            _expect(given(example.controls.get(attribute)),
                     f"{who} reads control '{attribute}', but example '{example.id}' lacks it: check it on examples "
                     "that carry every control it reads")
 
 
-def _absent(value) -> bool:
-    """The pipeline's rule for a missing control: absent, None, an empty string or an empty list."""
-    return value is None or value == "" or value == []
 
 
 def _is_value(value) -> bool:

@@ -20,8 +20,9 @@ from typing import Any, Mapping
 
 from .api import backbone_name, create_controller, get_backbone, get_dataset, get_vectorizer
 from .errors import ConfigurationError, CtrlkitError
+from .controls import apply_control, check_controls, uncontrolled
 from .files import atomic_write_json
-from .pipeline import _check_controls, _check_topics, _seed_everything, _topic_spaces, fit_or_restore
+from .pipeline import _check_topics, _seed_everything, _topic_spaces, fit_or_restore
 from .results import prepare_output, versions
 from .types import ModelInput
 
@@ -55,10 +56,13 @@ def train(
     max_target_tokens: int = 128,
     limit: int | None = None,
     seed: int = 0,
+    strict_controls: bool = False,
     progress: bool = False,
 ) -> dict:
     """Fine-tune ``backbone`` (e.g. ``"hf:facebook/bart-base"``) on ``dataset``'s ``split`` with
-    ``controller`` applied to each input; returns what ``training.json`` records."""
+    ``controller`` applied to each input; returns what ``training.json`` records. An example lacking
+    a control the controller reads trains uncontrolled (counted), or with ``strict_controls`` is
+    refused."""
     import torch
 
     out_dir = Path(out)
@@ -99,7 +103,7 @@ def train(
 
     examples = source.load(split if source.splits else None)[:limit]  # a plain file is one split
     evaluation = source.load(eval_split) if eval_split else []
-    _check_controls(steering, examples + evaluation, dataset)
+    check_controls(steering, examples + evaluation, dataset, strict_controls)
     vectorizer = steering.topic_vectorizer
     spaces = _topic_spaces({vectorizer: get_vectorizer(vectorizer, **options.get(vectorizer, {}))} if vectorizer
                            else {}, topics, source, dataset)
@@ -178,9 +182,11 @@ def train(
                    "controller": steering.name, "topics": topics, "epochs": epochs, "max_steps": max_steps, "lr": lr,
                    "batch_size": batch_size, "grad_accum": grad_accum, "patience": patience,
                    "max_target_tokens": max_target_tokens, "limit": limit, "seed": seed,
+                   "strict_controls": strict_controls,
                    "options": {c.name: c.options for c in (source, model, *getattr(steering, "controllers", [steering]))}},
         "versions": versions(),
         "n_pairs": len(pairs),
+        "uncontrolled": uncontrolled(steering, examples),
         "steps": state["step"],
         "losses": state["losses"],
         "eval_losses": state["eval_losses"],
@@ -195,7 +201,7 @@ def train(
 
 def _pairs(controller, examples) -> list[tuple[ModelInput, str]]:
     """(controlled input, reference) for every reference of every example."""
-    return [(controller.apply(example, ModelInput(source=example.document)), reference)
+    return [(apply_control(controller, example, ModelInput(source=example.document)), reference)
             for example in examples for reference in example.references]
 
 

@@ -24,6 +24,7 @@ from itertools import islice
 from pathlib import Path
 
 from ctrlkit import ConfigurationError, Controller, CtrlkitError, Option, OptionError
+from ctrlkit.controls import given
 
 SYSTEM = "You summarize documents. Follow every requirement given for the summary and reply with the summary only."
 INSTRUCTION = "Summarize the following document."
@@ -68,6 +69,9 @@ class Prompt(Controller):
         # the controls a file template names are read too, so a run checks them before it starts
         named = [field for _, field in self.pieces if field not in (None, "document", "controls")]
         self.reads = tuple(dict.fromkeys([*self.selected, *named]))
+        # the built-in forms render whichever selected controls an example has; a template file
+        # needs every field it names, so an example lacking one is left uncontrolled
+        self.partial_controls = self.template != "file"
         self.demonstrations: list = []
 
     def fit(self, train_examples, topic_space):
@@ -98,7 +102,7 @@ class Prompt(Controller):
     def _controls(self, example) -> list[tuple[str, object]]:
         """``(name, value)`` of the rendered controls that ``example`` has, in render order."""
         names = self.selected or KNOWN
-        return [(name, example.controls[name]) for name in names if present(example.controls.get(name))]
+        return [(name, example.controls[name]) for name in names if given(example.controls.get(name))]
 
     def _demonstrate(self, example) -> list[dict[str, str]]:
         shots = self.options["shots"]
@@ -114,7 +118,7 @@ class Prompt(Controller):
         return messages
 
     def _fill(self, example, document, controls) -> str:
-        values = {name: as_text(name, value) for name, value in example.controls.items() if present(value)}
+        values = {name: as_text(name, value) for name, value in example.controls.items() if given(value)}
         values.update(document=document, controls="\n".join(requirements(controls)))
         parts = []
         for literal, field in self.pieces:
@@ -179,15 +183,6 @@ def word_count(value) -> str | None:
     except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond any float
         return None
     return str(int(number)) if number.is_integer() else str(number)
-
-
-def present(value) -> bool:
-    """Whether a control value is given: not None, not empty or blank."""
-    if isinstance(value, str):
-        return bool(value.strip())
-    if isinstance(value, (list, tuple)):
-        return bool(value)
-    return value is not None
 
 
 def load_template(path: str) -> list[tuple[str, str | None]]:

@@ -1,0 +1,77 @@
+"""Partial controls: the one rule for an example that lacks a control a component reads.
+
+Mixed-attribute datasets give a control on some examples only (a MACSum reference has a topic
+or not). A controller leaves such an example uncontrolled: its input passes through unchanged.
+A metric that reads a control scores only the examples that carry it, and the run records how
+many. A run is refused before any work only when no example carries a control a component
+reads, or, with ``strict``, when any example lacks one.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from .errors import ConfigurationError
+from .types import Example, ModelInput
+
+
+def given(value) -> bool:
+    """Whether a control value is given: not None, not a blank string, not an empty list."""
+    if isinstance(value, str):
+        return bool(value.strip())
+    if isinstance(value, (list, tuple)):
+        return bool(value)
+    return value is not None
+
+
+def carries(example: Example, attribute: str) -> bool:
+    """True when ``example`` has a value for control ``attribute``."""
+    return given(example.controls.get(attribute))
+
+
+def carries_all(component, example: Example) -> bool:
+    """True when ``example`` carries every control ``component`` reads."""
+    return all(carries(example, attribute) for attribute in component.reads)
+
+
+def applies_to(controller, example: Example) -> bool:
+    """True when ``controller`` changes ``example``'s input: it carries every control the
+    controller reads, or the controller renders whichever it has (``partial_controls``)."""
+    return getattr(controller, "partial_controls", False) or carries_all(controller, example)
+
+
+def apply_control(controller, example: Example, model_input: ModelInput) -> ModelInput:
+    """``controller.apply``, or ``model_input`` unchanged where the example lacks its controls.
+    A chain decides for each of its controllers."""
+    if hasattr(controller, "controllers") or applies_to(controller, example):
+        return controller.apply(example, model_input)
+    return model_input
+
+
+def uncontrolled(controller, examples: Sequence[Example]) -> dict[str, int]:
+    """For each controller (each link of a chain) that reads a control, how many of ``examples``
+    it leaves as they are. A ``partial_controls`` controller (prompt) renders whichever controls
+    an example has, so it leaves none."""
+    links = getattr(controller, "controllers", [controller])
+    return {link.name: sum(not applies_to(link, example) for example in examples)
+            for link in links if link.reads}
+
+
+def scored_indices(metric, examples: Sequence[Example]) -> list[int]:
+    """The positions of the examples ``metric`` scores: those carrying every control it reads."""
+    return [i for i, example in enumerate(examples) if carries_all(metric, example)]
+
+
+def check_controls(component, examples: Sequence[Example], dataset: str, strict: bool = False) -> None:
+    """Refuse, before any work, a control that no example carries, or with ``strict`` one that
+    any example lacks."""
+    kind = "metric" if hasattr(component, "compute") else "controller"
+    for attribute in component.reads:
+        lacking = [example.id for example in examples if not carries(example, attribute)]
+        if lacking and len(lacking) == len(examples):
+            raise ConfigurationError(f"{kind} '{component.name}' reads control '{attribute}', but no example "
+                                     f"of dataset '{dataset}' has it")
+        if lacking and strict:
+            more = f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else ""
+            raise ConfigurationError(f"{kind} '{component.name}' reads control '{attribute}', but example "
+                                     f"'{lacking[0]}'{more} of dataset '{dataset}' has none (strict controls)")
