@@ -57,10 +57,43 @@ def test_ctrlsum_reads_aligned_files_with_keyword_groups():
     dataset = ctrlkit.get_dataset("ctrlsum", path=str(folder))
     for split in ("train", "val", "test"):
         assert len(dataset.load(split)) == 100
+    assert dataset.options["keywords"] == "full"  # .oraclewordns is there
     first = dataset.load("val")[0]
-    assert first.controls["keyword_groups"] == [["$", "89", "6", "Boston"], ["warmer", "states"], ["selling"]]
-    assert first.controls["keywords"] == ["$", "89", "6", "Boston", "warmer", "states", "selling"]
+    assert first.controls["keyword_groups"] == [["$", "89", "ship", "6", "pounds", "Boston", "snow", "insulated",
+                                                 "Styrofoam", "box"], ["warmer", "states"], ["selling"]]
+    assert first.controls["keywords"][:4] == ["$", "89", "ship", "6"]
+    assert first.meta["keyword_file"] == "val.oraclewordns"
     assert first.references[0].startswith("A man in suburban Boston is selling snow online")
+
+
+@pytest.mark.parametrize("split", ["train", "val", "test"])
+def test_ctrlsum_full_keywords_by_default_and_dropout_by_option(split):
+    """Every line's keywords against the file read independently; the dropout keywords are a
+    subset of the full ones on every line (the released files' relation)."""
+    folder = shared_file("ctrlsum")
+
+    def words(kind):
+        lines = (folder / f"{split}.{kind}").read_text(encoding="utf-8").split("\n")[:100]
+        return [list(dict.fromkeys(line.replace("|", " ").split())) for line in lines]
+
+    full = ctrlkit.get_dataset("ctrlsum", path=str(folder)).load(split)
+    dropout = ctrlkit.get_dataset("ctrlsum", path=str(folder), keywords="dropout").load(split)
+    assert [e.controls["keywords"] for e in full] == words("oraclewordns")
+    assert [e.controls["keywords"] for e in dropout] == words("oracleword")
+    assert all(set(d.controls["keywords"]) <= set(f.controls["keywords"]) for d, f in zip(dropout, full))
+    assert sum(map(len, words("oraclewordns"))) > sum(map(len, words("oracleword")))
+
+
+def test_ctrlsum_without_full_keywords_falls_back_with_a_warning(tmp_path, caplog):
+    for kind, text in (("source", "doc one\n"), ("target", "sum one\n"), ("oracleword", "one\n")):
+        (tmp_path / f"test.{kind}").write_text(text)
+    dataset = ctrlkit.get_dataset("ctrlsum", path=str(tmp_path))
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        assert dataset.load("test")[0].controls["keywords"] == ["one"]
+    assert dataset.options["keywords"] == "dropout"
+    assert "has no test.oraclewordns" in caplog.text
+    with pytest.raises(DatasetError, match=r"test.oraclewordns: no such file"):
+        ctrlkit.get_dataset("ctrlsum", path=str(tmp_path), keywords="full").load("test")
 
 
 def test_ctrlsum_errors(tmp_path):
@@ -97,6 +130,16 @@ def test_fd_evaluates_and_meta_evaluates_without_a_predictions_file(tmp_path):
     report = meta_evaluate(result.samples, "given.human", ["scores.rouge.rougeL", "given.bert"])
     assert report["scores.rouge.rougeL"]["spearman"]["r"] == pytest.approx(0.2584, abs=1e-4)
     assert report["given.bert"]["spearman"]["r"] == pytest.approx(0.2457, abs=1e-4)
+
+
+def test_fd_correlations_with_the_default_rouge_are_the_ones_the_readme_quotes():
+    result = evaluate(dataset="fd", data=str(shared_file("fd/arxiv.json")), metrics=["rouge"],
+                      options={"rouge": {"types": "rouge1,rougeL"}})
+    from ctrlkit.meta_evaluation import meta_evaluate
+
+    report = meta_evaluate(result.samples, "given.human", ["scores.rouge.rougeL", "scores.rouge.rouge1"])
+    assert report["scores.rouge.rougeL"]["spearman"]["r"] == pytest.approx(0.287, abs=5e-4)
+    assert report["scores.rouge.rouge1"]["spearman"]["r"] == pytest.approx(0.325, abs=5e-4)
 
 
 def test_fd_names_a_missing_field(tmp_path):

@@ -50,7 +50,7 @@ def test_sr_reads_a_comma_separated_string_like_a_list():
     metric = ctrlkit.get_metric("sr")
     listed = metric.compute([summary], _examples("keywords", [as_list]))
     joined = metric.compute([summary], _examples("keywords", ["shares, recalls ,profit"]))
-    assert listed.per_example == joined.per_example == {"sr": [pytest.approx(2 / 3)]}
+    assert listed.per_example["sr"] == joined.per_example["sr"] == [pytest.approx(2 / 3)]
 
 
 def test_sr_on_ctrlsum_oracle_keywords_equals_the_written_out_definition():
@@ -67,10 +67,44 @@ def test_sr_on_ctrlsum_oracle_keywords_equals_the_written_out_definition():
     assert min(expected) == 0 and max(expected) == 1 and any(0 < v < 1 for v in expected)
 
 
-def test_sr_refuses_an_example_without_keywords_naming_it():
-    examples = _examples("keywords", [["goal"], " , ", ["x"]])
-    with pytest.raises(ctrlkit.CtrlkitError, match="example 'ex1' requests no keywords"):
-        ctrlkit.get_metric("sr").compute(["a goal", "b", "c"], examples)
+def test_sr_leaves_out_keywords_without_a_word_and_counts_them():
+    examples = _examples("keywords", [["goal", "$", "£"], " , ", ["x"], ["%", "-"]])
+    result = ctrlkit.get_metric("sr").compute(["a goal", "b", "c", "d"], examples)
+    assert result.per_example == {"sr": [1.0, None, 0.0, None], "left_out": [2, 0, 0, 2]}
+    assert result.corpus == {"sr": 0.5, "left_out": 4, "unscored": 2}
+    with pytest.raises(ctrlkit.ConfigurationError, match="no example requests a keyword with a word character"):
+        ctrlkit.get_metric("sr").check(_examples("keywords", [["$"], ["£", "%"]]))
+
+
+def test_sr_counts_each_distinct_keyword_once():
+    metric = ctrlkit.get_metric("sr")
+    result = metric.compute(["Apple"], _examples("keywords", [["apple", "apple", "banana"]]))
+    assert result.per_example["sr"] == [0.5]  # two distinct keywords, one found
+    # keywords that normalise and stem alike are one keyword
+    result = metric.compute(["Apples fell."], _examples("keywords", [["Apple", "apples", "APPLE", "pear"]]))
+    assert result.per_example["sr"] == [0.5]
+
+
+@pytest.mark.parametrize("summary, keyword", [
+    ("The \ufb01le was saved.", "file"),          # ligature fi, NFKC
+    ("Prices on the Stra\u00dfe rose.", "STRASSE"),   # casefold: sharp s
+    ("Model \uff38 won.", "x"),                    # full-width letter, NFKC
+    ("Caf\u0065\u0301 owners met.", "caf\u00e9"),    # combining accent against precomposed
+])
+def test_sr_matches_after_nfkc_and_casefolding(summary, keyword):
+    result = ctrlkit.get_metric("sr").compute([summary], _examples("keywords", [[keyword, "absent"]]))
+    assert result.per_example["sr"] == [0.5]
+
+
+@pytest.mark.parametrize("split", ["train", "val", "test"])
+def test_sr_runs_on_ctrlsum_files_with_symbol_only_keywords(split):
+    folder = shared_file("ctrlsum")
+    words = [line.replace("|", " ").split() for line in (folder / f"{split}.oraclewordns").read_text().splitlines()]
+    symbols = sum(not re.search(r"\w", word) for line in words for word in dict.fromkeys(line))
+    assert symbols > 0  # the files do hold "$", "\u00a3" ...
+    result = ctrlkit.run(dataset="ctrlsum", data=str(folder), split=split, metrics=["sr"], baseline=None, cache=False)
+    assert result.metrics["sr"]["left_out"] == symbols
+    assert 0 < result.metrics["sr"]["sr"] <= 1
 
 
 def test_sr_is_refused_before_work_when_the_dataset_has_no_keywords():
@@ -264,3 +298,44 @@ def test_entity_metric_and_guidance_share_one_alias_rule():
 def test_entity_success_refuses_a_blank_entity():
     with pytest.raises(ctrlkit.ConfigurationError, match="example 'ex0' requests no entity"):
         ctrlkit.get_metric("entity").compute(["text"], _examples("entity", ["  "]))
+
+
+def test_length_caps_bins_at_the_dataset_top_bin():
+    generated = [30, 260, 420, 180, 700]
+    requested = [25, 225, 225, 475, 125]  # CCSBench bin middles; 475 words is past the top bin
+    capped = ctrlkit.get_metric("length")
+    capped.use_dataset(SimpleNamespace(length_top_bin=4))
+    result = capped.compute([_text(n) for n in generated], _examples("length", requested))
+    gen, req = np.minimum(_bins(generated), 4), np.minimum(_bins(requested), 4)
+    assert result.per_example["abs_bin_error"] == np.abs(gen - req).tolist() == [0, 0, 0, 1, 2]
+    assert result.corpus["pcc"] == pytest.approx(pearsonr(gen, req).statistic)
+    uncapped = ctrlkit.get_metric("length").compute([_text(n) for n in generated], _examples("length", requested))
+    assert uncapped.per_example["abs_bin_error"] == np.abs(_bins(generated) - _bins(requested)).tolist()
+    by_option = ctrlkit.get_metric("length", top_bin=2)
+    by_option.use_dataset(SimpleNamespace(length_top_bin=4))
+    result = by_option.compute([_text(n) for n in generated], _examples("length", requested))
+    assert result.per_example["abs_bin_error"] == np.abs(np.minimum(_bins(generated), 2) -
+                                                         np.minimum(_bins(requested), 2)).tolist()
+
+
+def test_length_warns_once_when_levels_share_a_bin(caplog):
+    path = shared_file("macsum/macdoc_val.json")
+    dataset = ctrlkit.get_dataset("macsum", path=str(path))
+    examples = dataset.load(dataset.default_split)
+    metric = ctrlkit.get_metric("length")
+    metric.use_dataset(dataset)
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        metric.check(examples)
+        metric.check(examples)
+    lines = [record.getMessage() for record in caplog.records]
+    levels = dataset.length_levels
+    distinct = len({length_bin(words) for words in levels.values()})
+    assert distinct < len(levels)  # MACSum-Doc: short 24 and normal 30 words are both bin 0
+    assert len(lines) == 1 and f"fall into {distinct} 50-word bins for {len(levels)} levels" in lines[0]
+    assert f"short ({levels['short']:g} words) bin 0" in lines[0]
+    caplog.clear()
+    separated = ctrlkit.get_metric("length", levels="short=40,normal=90,long=140")
+    separated.use_dataset(dataset)
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        separated.check(examples)
+    assert not caplog.records

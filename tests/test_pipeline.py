@@ -157,7 +157,7 @@ def test_repeated_rouge_types_are_scored_once():
 
 @pytest.mark.parametrize("metric, controls, message", [
     ("length", {"length": "huge"}, "requests length level 'huge', which is not mapped"),
-    ("sr", {"keywords": ["-"]}, "has no word to match"),
+    ("sr", {"keywords": ["-"]}, "no example requests a keyword with a word character"),
     ("readability", {"readability": "low"}, "requests readability 'low'"),
     ("focus", {"focus": "sideways"}, "requests focus 'sideways'"),
 ])

@@ -1,3 +1,4 @@
+import unicodedata
 from functools import lru_cache
 from statistics import fmean
 
@@ -9,18 +10,25 @@ class SuccessRate(Metric):
     """Keyword success rate (SR, CCSBench): the fraction of an example's requested keywords found
     in its summary, by exact match after stemming.
 
-    Text is lowercased and split into runs of word characters (``\\w+``), each Porter-stemmed
-    (nltk); a keyword is found when its stemmed tokens occur contiguously in the summary's.
-    The ``keywords`` control is a list of strings or one comma-separated string; each listed
-    keyword counts once. An example that requests no keyword is refused (SR would be 0/0),
-    naming the example, before any is scored; so is a keyword without a word character.
+    Keywords and summary are normalised the same way: Unicode NFKC (so "ﬁle" is "file" and a
+    full-width "Ｘ" is "X"), then casefolded (so "Straße" matches "strasse"), then split into runs
+    of word characters (``\\w+``), each Porter-stemmed (nltk). A keyword is found when its stemmed
+    tokens occur contiguously in the summary's. The ``keywords`` control is a list of strings or
+    one comma-separated string. Each distinct keyword counts once: two keywords that normalise and
+    stem alike ("apple", "Apples") are one.
+
+    A keyword with no word character (CTRLsum's oracle keywords include "$" and "£") cannot be
+    matched as words; it is left out and counted (``left_out``). An example left with no keyword
+    is not scored (``unscored``, and its ``sr`` is null); a run where no example has a keyword to
+    match is refused before any work.
     """
 
     reads = ("keywords",)
 
     def check(self, examples):
-        for example in examples:
-            _keywords(example)
+        if examples and not any(_keywords(example)[0] for example in examples):
+            raise ConfigurationError(f"metric '{self.name}': no example requests a keyword with a word character "
+                                     f"to match (e.g. example '{examples[0].id}')")
 
     def compute(self, predictions, examples):
         from nltk.stem import PorterStemmer
@@ -28,27 +36,32 @@ class SuccessRate(Metric):
         stem = lru_cache(maxsize=None)(PorterStemmer().stem)
 
         def tokens(text):
-            return tuple(stem(word) for word in WORD.findall(text.lower()))
+            return tuple(stem(word) for word in WORD.findall(_normal(text)))
 
-        requested = [[tokens(keyword) for keyword in _keywords(example)] for example in examples]
-        rates = []
-        for prediction, keywords in zip(predictions, requested):
-            summary = tokens(prediction)
-            rates.append(fmean(_occurs(keyword, summary) for keyword in keywords))
-        return MetricResult(per_example={"sr": rates}, corpus={"sr": fmean(rates)})
+        rates, left_out = [], []
+        for prediction, example in zip(predictions, examples):
+            keywords, dropped = _keywords(example)
+            requested = set(map(tokens, keywords))
+            left_out.append(dropped)
+            summary = tokens(prediction) if requested else ()
+            rates.append(fmean(_occurs(keyword, summary) for keyword in requested) if requested else None)
+        scored = [rate for rate in rates if rate is not None]
+        return MetricResult(per_example={"sr": rates, "left_out": left_out},
+                            corpus={"sr": fmean(scored) if scored else None, "left_out": sum(left_out),
+                                    "unscored": len(rates) - len(scored)})
 
 
-def _keywords(example) -> list[str]:
+def _normal(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _keywords(example) -> tuple[list[str], int]:
+    """The requested keywords that have a word character, and how many others were left out."""
     value = example.controls.get("keywords")
     keywords = value.split(",") if isinstance(value, str) else list(value or [])
     keywords = [str(keyword).strip() for keyword in keywords if str(keyword).strip()]
-    if not keywords:
-        raise ConfigurationError(f"metric 'sr': example '{example.id}' requests no keywords")
-    wordless = [keyword for keyword in keywords if not WORD.search(keyword)]
-    if wordless:
-        raise ConfigurationError(f"metric 'sr': keyword {wordless[0]!r} of example '{example.id}' has no word "
-                                 "to match")
-    return keywords
+    kept = [keyword for keyword in keywords if WORD.search(_normal(keyword))]
+    return kept, len(keywords) - len(kept)
 
 
 def _occurs(keyword: tuple[str, ...], summary: tuple[str, ...]) -> bool:

@@ -1,3 +1,4 @@
+import logging
 import math
 import sys
 from statistics import fmean
@@ -6,6 +7,7 @@ from ctrlkit import ConfigurationError, Metric, MetricResult, Option, OptionErro
 from ctrlkit.text import word_count
 
 BIN_WORDS = 50
+logger = logging.getLogger("ctrlkit")
 
 
 def length_bin(words: float) -> int:
@@ -28,6 +30,12 @@ class Length(Metric):
     A numeric ``length`` control (or numeric string) is words or a bin, as ``unit`` says; a
     named level ("short") is mapped to words by the ``levels`` option, else by the dataset's
     ``length_levels``. Every request is checked before any example is scored.
+
+    A dataset that defines a top bin (CCSBench: bin 4, "above 200 words") sets
+    ``length_top_bin``; generated and requested bins are then capped at it, so a 400-word summary
+    for a bin-4 request has error 0, as the benchmark defines it (``top_bin`` overrides). When the
+    requested named levels fall into fewer bins than there are levels (MACSum-Doc: short 24 and
+    normal 30 words are both bin 0), a warning says so: MAD and PCC cannot separate those levels.
     """
 
     reads = ("length",)
@@ -35,23 +43,34 @@ class Length(Metric):
         Option("unit", str, "words", "how a numeric length control is read", choices=("words", "bin")),
         Option("levels", str, "", "named levels in words, e.g. short=50,normal=100,long=200 "
                                   "(over the dataset's own)"),
+        Option("top_bin", int, -1, "highest bin, holding every longer length (-1: the dataset's, else none)",
+               minimum=-1),
     )
 
     def __init__(self, **options):
         super().__init__(**options)
         self.given_levels = _parse_levels(self.options["levels"])
         self.levels = dict(self.given_levels)
+        self.top_bin = self.options["top_bin"] if self.options["top_bin"] >= 0 else None
+        self.warned = False
 
     def use_dataset(self, dataset):
         self.levels = {**(getattr(dataset, "length_levels", None) or {}), **self.given_levels}
+        if self.options["top_bin"] < 0:
+            self.top_bin = getattr(dataset, "length_top_bin", None)
+
+    def bin(self, words: float) -> int:
+        """The 50-word bin of a length, capped at the top bin when there is one."""
+        found = length_bin(words)
+        return found if self.top_bin is None else min(found, self.top_bin)
 
     def compute(self, predictions, examples):
         from scipy.stats import pearsonr
 
         requests = [self._request(example) for example in examples]
         words = [word_count(prediction) for prediction in predictions]
-        generated = [length_bin(n) for n in words]
-        wanted = [length_bin(target) if unit == "words" else target for target, unit in requests]
+        generated = [self.bin(n) for n in words]
+        wanted = [self.bin(target) if unit == "words" else self._cap(target) for target, unit in requests]
         bin_errors = [abs(g - w) for g, w in zip(generated, wanted)]
         word_errors = [abs(n - target) if unit == "words" else None for n, (target, unit) in zip(words, requests)]
         defined = len(set(generated)) > 1 and len(set(wanted)) > 1
@@ -66,9 +85,27 @@ class Length(Metric):
             },
         )
 
+    def _cap(self, requested_bin: int) -> int:
+        return requested_bin if self.top_bin is None else min(requested_bin, self.top_bin)
+
     def check(self, examples):
         for example in examples:
             self._request(example)
+        self._warn_collapsed_levels(examples)
+
+    def _warn_collapsed_levels(self, examples) -> None:
+        """One warning when the named levels requested fall into fewer bins than there are levels."""
+        requested = {example.controls["length"] for example in examples}
+        named = sorted((level for level in requested if isinstance(level, str) and level in self.levels),
+                       key=lambda level: self.levels[level])
+        bins = {level: self.bin(self.levels[level]) for level in named}
+        if self.warned or len(set(bins.values())) == len(bins):
+            return
+        self.warned = True
+        shown = ", ".join(f"{level} ({self.levels[level]:g} words) bin {bins[level]}" for level in named)
+        logger.warning("ctrlkit: metric '%s': the length levels fall into %d 50-word bins for %d levels (%s); "
+                       "MAD and PCC cannot separate levels in one bin (word_mad can)", self.name,
+                       len(set(bins.values())), len(bins), shown)
 
     def _request(self, example) -> tuple[float, str]:
         """``(target, unit)``: the requested words, or the requested bin, of one example."""
