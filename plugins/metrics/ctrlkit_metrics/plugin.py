@@ -11,6 +11,8 @@ def register_metrics(register):
     register("length", "ctrlkit_metrics.length:Length")
     register("readability", "ctrlkit_metrics.readability:Readability")
     register("entity", "ctrlkit_metrics.entity:EntitySuccess")
+    register("cer", "ctrlkit_metrics.macsum_control:ControlErrorRate")
+    register("cc", "ctrlkit_metrics.macsum_control:ControlCorrelation")
     register("bertscore", "ctrlkit_metrics.bertscore:BertScore")
     register("focus", "ctrlkit_metrics.focus:Focus")
     register("fm", "ctrlkit_metrics.fm:FacetMetric")
