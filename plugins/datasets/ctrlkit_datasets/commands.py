@@ -1,5 +1,8 @@
 """Commands the datasets plugin adds to ``ctrlkit``: ``ctrlkit data ...`` builds new datasets from
-installed ones, written as JSONL that the ``jsonl`` dataset reads back."""
+installed ones, written as JSONL that the ``jsonl`` dataset reads back, and counts what a dataset
+holds (``ctrlkit data stats``)."""
+
+import json
 
 import click
 
@@ -11,7 +14,7 @@ from ctrlkit.options import parse_assignments
 def register_commands(cli):
     @cli.group("data")
     def data():
-        """Build training data from a dataset."""
+        """Build training data from a dataset, or count what it holds."""
 
     @data.command("topic-mix")
     @click.option("-d", "--dataset", default="sample", show_default=True,
@@ -43,3 +46,27 @@ def register_commands(cli):
                    f"{used} examples in {out}")
         for topics, count in mix.unpaired_by_topics().items():
             click.echo(f"unpaired on {topics}: {count}")
+
+    @data.command("stats")
+    @click.option("-d", "--dataset", default="sample", show_default=True,
+                  help="Dataset to count (see: ctrlkit list datasets).")
+    @click.option("--data", "path", help="File or folder the dataset reads (its 'path' option).")
+    @click.option("--split", help="Only this split (default: every split the dataset has).")
+    @click.option("--set", "assignments", multiple=True, metavar="DATASET.OPTION=VALUE",
+                  help="Set a dataset option, e.g. --set ccsbench.length_unit=words (repeatable).")
+    @click.option("--skip-invalid", is_flag=True, help="Leave out invalid rows (counted) instead of stopping.")
+    @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+    def stats_command(dataset, path, split, assignments, skip_invalid, as_json):
+        """Examples per subset and split, and how many carry references and each control
+        (for CCSBench: rows per subset folder and split, as in the paper's Table 1)."""
+        from .stats import dataset_stats, format_stats
+
+        options = parse_assignments(assignments)
+        other = sorted(set(options) - {dataset})
+        if other:
+            raise ctrlkit.OptionError(f"--set {other[0]}.*: only options of dataset '{dataset}' apply here")
+        options = options.get(dataset, {})
+        if skip_invalid:
+            options["skip_invalid"] = True
+        stats = dataset_stats(dataset, path, [split] if split is not None else None, **options)
+        click.echo(json.dumps(stats, indent=2, ensure_ascii=False) if as_json else format_stats(stats))

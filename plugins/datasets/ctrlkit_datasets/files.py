@@ -7,6 +7,8 @@ from ctrlkit import Dataset, DatasetError, Example, Option
 from ctrlkit.options import SKIP_INVALID
 from ctrlkit.files import read_jsonl, require_text
 
+from .csvfiles import open_csv
+
 _PATH = Option("path", str, "", "the file to read (--data)")
 _ID = Option("id_field", str, "id", "field holding the example id (default: the line number)")
 _DOCUMENT = Option("document_field", str, "document", "field holding the source text")
@@ -105,7 +107,7 @@ class CsvDataset(_FileDataset):
         if not path.is_file():
             raise DatasetError(f"{path}: no such file")
         try:
-            with open(path, newline="", encoding="utf-8") as file:
+            with open_csv(path) as file:
                 reader = csv.DictReader(file, delimiter=self.options["delimiter"])
                 rows = [(reader.line_num, row) for row in reader]
         except (UnicodeDecodeError, csv.Error) as exc:
