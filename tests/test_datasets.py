@@ -1,3 +1,4 @@
+import csv
 import hashlib
 import json
 from collections import Counter
@@ -7,7 +8,7 @@ import pytest
 import ctrlkit
 from ctrlkit import DatasetError
 
-from conftest import shared_file
+from conftest import run_ctrlkit, shared_file
 
 
 def test_sample_has_sixty_articles_six_topics_two_examples_each():
@@ -51,12 +52,72 @@ def test_newts_topic_documents_come_from_train_summaries_and_descriptions():
 
 
 def test_newts_without_a_path_or_with_a_wrong_file(tmp_path):
-    with pytest.raises(DatasetError, match="needs the NEWTS CSV: --data PATH"):
+    with pytest.raises(DatasetError, match="needs the NEWTS CSV files: --data FOLDER or FILE"):
         ctrlkit.get_dataset("newts").load("test")
     wrong = tmp_path / "wrong.csv"
     wrong.write_text("a,b\n1,2\n")
     with pytest.raises(DatasetError, match=r"wrong.csv: column 'docId' is missing"):
         ctrlkit.get_dataset("newts", path=str(wrong)).load("test")
+
+
+def _newts_train_file(path, rows):
+    """A small file in the layout of NEWTS_train_2400.csv (not here): the first rows of the real
+    test file under new article and assignment ids."""
+    with open(shared_file("newts/NEWTS_test_600.csv"), newline="", encoding="utf-8") as file:
+        reader = csv.DictReader(file)
+        taken = [row for _, row in zip(range(rows), reader)]
+        columns = reader.fieldnames
+    with open(path, "w", newline="", encoding="utf-8") as file:
+        writer = csv.DictWriter(file, fieldnames=columns)
+        writer.writeheader()
+        for i, row in enumerate(taken):
+            writer.writerow({**row, "docId": f"train-doc-{i}", "AssignmentId": f"train-{i}"})
+
+
+def test_newts_folder_gives_the_official_splits(tmp_path):
+    test_file = shared_file("newts/NEWTS_test_600.csv")
+    folder = tmp_path / "newts"
+    folder.mkdir()
+    (folder / "NEWTS_test_600.csv").symlink_to(test_file)
+    _newts_train_file(folder / "NEWTS_train_2400.csv", 6)
+    dataset = ctrlkit.get_dataset("newts", path=str(folder))
+    test, train = dataset.load("test"), dataset.load("train")
+    with open(test_file, newline="", encoding="utf-8") as file:
+        rows = list(csv.DictReader(file))
+    assert len(test) == 2 * len(rows) == 1200 and len(train) == 12
+    assert [e.id for e in test[:2]] == [f"{rows[0]['AssignmentId']}-1", f"{rows[0]['AssignmentId']}-2"]
+    assert {e.meta["doc_id"] for e in train} == {f"train-doc-{i}" for i in range(6)}
+    assert dataset.describe_split("test") == "the official test file, NEWTS_test_600.csv"
+    summaries = ctrlkit.get_dataset("newts", path=str(folder), topic_documents="summaries").topic_documents()
+    assert sorted(summaries) == sorted((e.controls["topic"], e.references[0]) for e in train)
+    single = ctrlkit.get_dataset("newts", path=str(test_file))
+    assert "split by a hash of docId" in single.describe_split("test")
+
+
+def test_newts_folder_errors(tmp_path):
+    folder = tmp_path / "newts"
+    folder.mkdir()
+    with pytest.raises(DatasetError, match="no NEWTS_train_.*csv or NEWTS_test_.*csv file in this folder"):
+        ctrlkit.get_dataset("newts", path=str(folder)).load("test")
+    _newts_train_file(folder / "NEWTS_train_2400.csv", 2)
+    only_train = ctrlkit.get_dataset("newts", path=str(folder))
+    assert len(only_train.load("train")) == 4
+    with pytest.raises(DatasetError, match="no NEWTS_test_\\*.csv file for split 'test'"):
+        only_train.load("test")
+    _newts_train_file(folder / "newts_train_copy.csv", 2)
+    with pytest.raises(DatasetError, match="NEWTS_train_2400.csv and newts_train_copy.csv could both be the train"):
+        ctrlkit.get_dataset("newts", path=str(folder)).load("train")
+
+
+def test_a_run_says_which_split_it_used(tmp_path):
+    test_file = shared_file("newts/NEWTS_test_600.csv")
+    done = run_ctrlkit("run", "-d", "newts", "--data", str(test_file), "-m", "rouge", "--limit", "3",
+                       "--no-baseline", "--no-cache", "-o", str(tmp_path / "run"))
+    assert done.returncode == 0, done.stderr
+    assert ("3 examples of split 'test' (the test part of one file split by a hash of docId (test_fraction 0.5); "
+            "the official splits are two files: give their folder)") in done.stderr
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["config"]["split_origin"].startswith("the test part of one file")
 
 
 def test_jsonl_reads_references_as_list_or_string_and_maps_fields(tmp_path):
@@ -116,3 +177,20 @@ def test_file_datasets_have_no_splits_and_need_a_path(tmp_path):
         ctrlkit.get_dataset("jsonl", path="x.jsonl").load("train")
     with pytest.raises(DatasetError, match="missing.jsonl: no such file"):
         ctrlkit.get_dataset("jsonl", path=str(tmp_path / "missing.jsonl")).load(None)
+
+
+def test_csv_with_a_byte_order_mark_reads_its_first_column(tmp_path):
+    path = tmp_path / "excel.csv"
+    path.write_bytes("id,document,reference\nart-7,Some text here.,Text.\nart-9,More text.,More.\n"
+                     .encode("utf-8-sig"))
+    examples = ctrlkit.get_dataset("csv", path=str(path)).load(None)
+    assert [e.id for e in examples] == ["art-7", "art-9"]
+    assert examples[0].references == ["Text."]
+
+
+def test_csv_cells_of_any_size(tmp_path):
+    path = tmp_path / "long.csv"
+    long = "word " * 300_000  # 1.5 MB, past the csv module's default 131,072-character limit
+    path.write_text(f"id,document,reference\na,\"{long}\",Short.\n", encoding="utf-8")
+    examples = ctrlkit.get_dataset("csv", path=str(path)).load(None)
+    assert examples[0].document == long

@@ -93,3 +93,18 @@ def test_predictions_must_match_the_examples(tmp_path):
     path.write_text('{"id": "a"}\n')
     with pytest.raises(ctrlkit.DatasetError, match=r"p.jsonl:1: field 'prediction' must be a string"):
         evaluate(predictions=str(path), metrics=["rouge"])
+
+
+def test_meta_eval_without_score_finds_scores_present_in_any_row():
+    """The first row lacks 'sr' (its example had no keywords) and has 'rouge' null; later rows have both."""
+    rows = [{"given": {"h": 1.0}, "scores": {"rouge": {"rougeL": None}}},
+            {"given": {"h": 2.0}, "scores": {"rouge": {"rougeL": 0.2}, "sr": {"sr": 0.5}}},
+            {"given": {"h": 3.0}, "scores": {"rouge": {"rougeL": 0.3}, "sr": {"sr": 0.25}}},
+            {"given": {"h": 4.0}, "scores": {"rouge": {"rougeL": 0.5}, "sr": {"sr": 1.0}}},
+            {"given": {"h": 5.0}, "scores": {"rouge": {"rougeL": 0.4}, "sr": {"sr": 0.75}, "new": {"x": 1}}}]
+    report = meta_evaluate(rows, "given.h")
+    assert list(report) == ["scores.rouge.rougeL", "scores.sr.sr", "scores.new.x"]
+    assert report["scores.rouge.rougeL"]["n"] == 4 and report["scores.rouge.rougeL"]["left_out"] == 1
+    assert report["scores.sr.sr"]["n"] == 4 and report["scores.sr.sr"]["left_out"] == 1
+    assert report["scores.sr.sr"]["spearman"]["r"] == pytest.approx(0.6)  # ranks 2,1,4,3 against 1,2,3,4: 1 - 6*4/60
+    assert report["scores.new.x"]["undefined"] == "fewer than 3 pairs"

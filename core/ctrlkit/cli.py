@@ -94,7 +94,7 @@ def run(dataset, data, split, controller, backbone, metrics, topics, assignments
         out=out, cache=not no_cache, strict_controls=strict_controls, progress=True,
     )
     click.echo(result.table())
-    click.echo(f"\n{result.results['n_examples']} examples; results in {out}/results.json", err=True)
+    click.echo(f"\n{describe_examples(result.results)}; results in {out}/results.json", err=True)
 
 
 @cli.command()
@@ -126,7 +126,7 @@ def evaluate(predictions, dataset, data, split, metrics, topics, assignments, ju
         judge=judge, limit=limit, strict_controls=strict_controls, out=out,
     )
     click.echo(result.table())
-    click.echo(f"\n{result.results['n_examples']} examples; results in {out}/results.json", err=True)
+    click.echo(f"\n{describe_examples(result.results)}; results in {out}/results.json", err=True)
 
 
 @cli.command("meta-eval")
@@ -310,6 +310,17 @@ def analyze_interference(dataset, data, split, controller, backbone, attributes,
     )
     click.echo(format_matrix(report))
     click.echo(f"\n{report['n_examples']} examples; results in {out}/interference.json and interference.svg", err=True)
+
+def describe_examples(results: dict) -> str:
+    """``654 examples of split 'test' (how the split was made)``: what a run scored, in words."""
+    config = results["config"]
+    text = f"{results['n_examples']} examples"
+    if config.get("split"):
+        text += f" of split '{config['split']}'"
+    if config.get("split_origin"):
+        text += f" ({config['split_origin']})"
+    return text
+
 
 def _default_out(dataset: str, what: str) -> str:
     return f"runs/{dataset}-{what}-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}"

@@ -192,6 +192,11 @@ class Dataset(Configurable):
             examples.extend(built if isinstance(built, list) else [built])
         return examples
 
+    def describe_split(self, split: str | None) -> str | None:
+        """How ``split`` was made, in words, when that is not plain (an official file, or a part of
+        one file split by hash); recorded in results.json and printed after a run."""
+        return None
+
     def check_split(self, split: str | None) -> None:
         """Refuse a split this dataset does not have, naming the ones it has."""
         if split not in self.splits:

@@ -104,7 +104,7 @@ def evaluate(
     timings["total_s"] = time.perf_counter() - started
     results = {
         "config": {"mode": "evaluate", "predictions": predictions, "dataset": dataset, "data": data,
-                   "split": chosen_split, "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,
+                   "split": chosen_split, "split_origin": source.describe_split(chosen_split), "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,
                    "limit": limit, "strict_controls": strict_controls,
                    "options": {c.name: c.options for c in (source, *scorers, *vectorizers.values())}},
         "versions": versions(),

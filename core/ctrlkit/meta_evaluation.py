@@ -60,7 +60,8 @@ def meta_evaluate(rows: Iterable[dict], human: str, scores: Sequence[str] | None
     rows = list(rows)
     if not rows:
         raise CtrlkitError("meta-evaluation needs at least one row")
-    paths = list(scores) if scores else numeric_paths(rows[0])
+    # a score may be absent from some rows (a metric scores only the rows carrying its control)
+    paths = list(scores) if scores else list(dict.fromkeys(path for row in rows for path in numeric_paths(row)))
     if not paths:
         raise CtrlkitError("no metric scores found under 'scores'; name them with --score PATH")
     report = {}

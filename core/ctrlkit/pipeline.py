@@ -145,7 +145,8 @@ def run(
 
     results = {
         "config": {
-            "dataset": dataset, "data": data, "split": chosen_split, "controller": main.name,
+            "dataset": dataset, "data": data, "split": chosen_split,
+            "split_origin": source.describe_split(chosen_split), "controller": main.name,
             "backbone": backbone, "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,
             "baseline": other.name if other else None, "limit": limit, "seed": seed, "batch_size": batch_size,
             "strict_controls": strict_controls,

@@ -1,9 +1,12 @@
 """NEWTS (Bahrainian et al.): CNN/DailyMail articles, each with two LDA topics and a human
 topic-focused summary per topic. Each CSV row gives two examples, one per topic.
 
-Articles are split into train and test deterministically by a hash of ``docId``, so the topic
-space (built from train) never sees the articles evaluated (test). A topic is defined by the
-train summaries written for it and by its own description (words, phrases and sentence).
+The official splits are two files, ``NEWTS_train_2400.csv`` and ``NEWTS_test_600.csv``: point
+``--data`` at the folder holding both and each split is its file. Given one CSV file, its
+articles are split into train and test deterministically by a hash of ``docId``, so the topic
+space (built from train) never sees the articles evaluated (test); ``describe_split`` says
+which of the two a run used. A topic is defined by the train summaries written for it and by its
+own description (words, phrases and sentence).
 """
 
 import csv
@@ -12,6 +15,8 @@ from functools import cached_property
 from pathlib import Path
 
 from ctrlkit import Dataset, DatasetError, Example, Option
+
+from .csvfiles import open_csv
 
 _COLUMNS = ("docId", "article", "tid1", "tid2", "words1", "words2", "phrases1", "phrases2",
             "sentences1", "sentences2", "summary1", "summary2")
@@ -25,8 +30,10 @@ class Newts(Dataset):
     default_split = "test"
     controls = ("topic", "topic_id", "topic_words", "topic_phrases", "topic_sentences")
     options = (
-        Option("path", str, "", "the NEWTS CSV file (--data)"),
-        Option("test_fraction", float, 0.5, "share of articles in the test split", minimum=0.0, maximum=1.0),
+        Option("path", str, "", "the folder holding NEWTS_train_2400.csv and NEWTS_test_600.csv (the official "
+                                "splits), or one NEWTS CSV file, split by article (--data)"),
+        Option("test_fraction", float, 0.5, "share of articles in the test split of a single file",
+               minimum=0.0, maximum=1.0),
         Option("topic_label", str, "words", "what names a topic in the controls", choices=tuple(_LABELS)),
         Option("topic_documents", str, "both", "what defines a topic for the topic space",
                choices=("both", "summaries", "descriptions")),
@@ -34,7 +41,34 @@ class Newts(Dataset):
 
     def load(self, split):
         self.check_split(split)
+        if self.split_files is not None and split not in self.split_files:
+            raise DatasetError(f"{self.options['path']}: no NEWTS_{split}_*.csv file for split '{split}'")
         return [example for row in self.rows if self._split(row) == split for example in self._examples(row)]
+
+    def describe_split(self, split) -> str:
+        if self.split_files is not None:
+            return f"the official {split} file, {self.split_files[split].name}"
+        return (f"the {split} part of one file split by a hash of docId (test_fraction "
+                f"{self.options['test_fraction']:g}); the official splits are two files: give their folder")
+
+    @cached_property
+    def split_files(self) -> dict[str, Path] | None:
+        """``{split: file}`` when the path is a folder of official split files, else None."""
+        path = Path(self.options["path"]) if self.options["path"] else None
+        if path is None or not path.is_dir():
+            return None
+        files = {}
+        for split in self.splits:
+            found = sorted(f for f in path.iterdir() if f.is_file() and f.suffix.lower() == ".csv"
+                           and f.name.lower().startswith(f"newts_{split}"))
+            if len(found) > 1:
+                raise DatasetError(f"{path}: {found[0].name} and {found[1].name} could both be the {split} split; "
+                                   "keep one")
+            if found:
+                files[split] = found[0]
+        if not files:
+            raise DatasetError(f"{path}: no NEWTS_train_*.csv or NEWTS_test_*.csv file in this folder")
+        return files
 
     def topic_documents(self):
         which = self.options["topic_documents"]
@@ -51,14 +85,19 @@ class Newts(Dataset):
 
     @cached_property
     def rows(self) -> list[dict]:
-        """The CSV rows, checked; read once."""
-        path = Path(self.options["path"]) if self.options["path"] else None
-        if path is None:
-            raise DatasetError("dataset 'newts' needs the NEWTS CSV: --data PATH (from ali-bahrainian/NEWTS)")
+        """The CSV rows of every split file (or of the one file), checked; read once."""
+        if not self.options["path"]:
+            raise DatasetError("dataset 'newts' needs the NEWTS CSV files: --data FOLDER or FILE "
+                               "(from ali-bahrainian/NEWTS)")
+        if self.split_files is None:
+            return self._read(Path(self.options["path"]), None)
+        return [row for split, path in self.split_files.items() for row in self._read(path, split)]
+
+    def _read(self, path: Path, split: str | None) -> list[dict]:
         if not path.is_file():
             raise DatasetError(f"{path}: no such file")
         try:
-            with open(path, newline="", encoding="utf-8") as file:
+            with open_csv(path) as file:
                 reader = csv.DictReader(file)
                 missing = [column for column in _COLUMNS if column not in (reader.fieldnames or [])]
                 if missing:
@@ -72,12 +111,21 @@ class Newts(Dataset):
                     if short:  # the row ends before this column
                         raise DatasetError(f"{path}:{reader.line_num}: field '{short[0]}' is missing")
                     row["line"] = reader.line_num
+                    row["split"] = split or self._hashed_split(row)
                     rows.append(row)
         except (UnicodeDecodeError, csv.Error) as exc:
             raise DatasetError(f"{path}: cannot read as CSV ({exc})") from None
         return rows
 
-    def _split(self, row) -> str:
+    def _line_id(self, row) -> str:
+        """A row's line number, with its split file's name when there are two files."""
+        return f"{row['split']}:{row['line']}" if self.split_files is not None else str(row["line"])
+
+    @staticmethod
+    def _split(row) -> str:
+        return row["split"]
+
+    def _hashed_split(self, row) -> str:
         digest = hashlib.sha1(row["docId"].encode("utf-8")).digest()
         return "test" if int.from_bytes(digest[:8], "big") / 2**64 < self.options["test_fraction"] else "train"
 
@@ -87,7 +135,7 @@ class Newts(Dataset):
     def _examples(self, row):
         for k in "12":
             yield Example(
-                id=f"{row.get('AssignmentId') or row['line']}-{k}",
+                id=f"{row.get('AssignmentId') or self._line_id(row)}-{k}",
                 document=row["article"],
                 references=[row[f"summary{k}"]],
                 controls={
@@ -97,7 +145,7 @@ class Newts(Dataset):
                     "topic_phrases": _clean(row[f"phrases{k}"]),
                     "topic_sentences": _clean(row[f"sentences{k}"]),
                 },
-                meta={"doc_id": row["docId"], "line": row["line"]},
+                meta={"doc_id": row["docId"], "line": row["line"], "split": row["split"]},
             )
 
 
