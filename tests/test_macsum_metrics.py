@@ -109,7 +109,7 @@ def expected_errors(prediction, example):
 def test_registered_with_their_directions():
     cer, cc = ctrlkit.get_metric("cer"), ctrlkit.get_metric("cc")
     assert type(cer).__name__ == "ControlErrorRate" and type(cc).__name__ == "ControlCorrelation"
-    assert cer.higher_is_better is False and cc.higher_is_better is True
+    assert cer.higher_is_better is False
     assert cer.reads == () and cc.reads == ()
     assert cer.needs_references and not cc.needs_references
 
@@ -276,8 +276,11 @@ def test_cc_pairs_references_of_one_source_that_differ_in_one_attribute():
     examples, predictions = _cc_examples()
     result = ctrlkit.get_metric("cc").compute(predictions, examples)
     # (0, 1): (10 - 30) / (0 - 2) = 10 tokens per level; (0, 2): (0 - 1) / (0 - 1) = 1
-    assert result.corpus == {"length": pytest.approx(10.0), "n_length_pairs": 1,
-                             "extractiveness": pytest.approx(1.0), "n_extractiveness_pairs": 1}
+    # every reference is "r": the gold CC is 0, so the gaps are the CCs themselves
+    assert result.corpus == {"length": pytest.approx(10.0), "n_length_pairs": 1, "gold_length": 0.0,
+                             "length_gap": pytest.approx(10.0),
+                             "extractiveness": pytest.approx(1.0), "n_extractiveness_pairs": 1,
+                             "gold_extractiveness": 0.0, "extractiveness_gap": pytest.approx(1.0)}
     assert result.per_example["tokens"] == [10.0, 30.0, 3.0, 1.0, 50.0]
     assert result.per_example["extractive_precision"] == [0.0, 0.0, 1.0, 0.0, 0.0]
 
@@ -396,6 +399,15 @@ def test_cc_of_the_references_matches_the_rederivation_from_the_raw_file(release
         assert result.corpus[name] == pytest.approx(sum(found) / len(found), rel=1e-12)
     # the references' own CC: longer and more extractive when asked
     assert result.corpus["length"] > 0 and result.corpus["extractiveness"] > 0
+    # the references are their own gold: the gold CC is the same, the gap 0
+    for name in slopes:
+        assert result.corpus[f"gold_{name}"] == pytest.approx(result.corpus[name], rel=1e-12)
+        assert result.corpus[f"{name}_gap"] == pytest.approx(0, abs=1e-12)
+    # one summary for every request: CC 0, and the gap is the gold CC itself
+    same = ctrlkit.get_metric("cc").compute([example.document[:300] for example in examples], examples)
+    for name, found in slopes.items():
+        assert same.corpus[name] == 0
+        assert same.corpus[f"{name}_gap"] == pytest.approx(abs(sum(found) / len(found)), rel=1e-12)
 
 
 @pytest.mark.parametrize("relative", FILES)

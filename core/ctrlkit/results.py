@@ -14,7 +14,8 @@ from .files import atomic_write_json, atomic_write_jsonl
 from .plugins import plugin_versions
 
 
-LOWER_IS_BETTER = frozenset({"mad", "word_mad", "abs_bin_error", "abs_word_error", "failed", "empty"})
+LOWER_IS_BETTER = frozenset({"mad", "word_mad", "abs_bin_error", "abs_word_error", "failed", "empty",
+                             "length_gap", "extractiveness_gap"})
 """Metric values where smaller is better; every other value is better when larger."""
 
 

@@ -242,12 +242,13 @@ class ControlCorrelation(Metric):
     are formed among them only.
 
     Corpus: ``length`` and ``extractiveness``, each the mean over its pairs (None without one), and
-    ``n_length_pairs``, ``n_extractiveness_pairs``. Higher is better: a summarizer that follows
-    the control makes longer and more extractive summaries when asked; one that ignores it scores
-    0; the references themselves give the scale to reach. Per example: the measured ``tokens`` and
-    ``extractive_precision`` (E) of the summary. Topic and speaker have no order, so no CC;
-    specificity is not measured (see the module's departures). Only summaries are measured, so
-    references are not needed.
+    ``n_length_pairs``, ``n_extractiveness_pairs``. MACSum reads CC against the references: the
+    closer to the references' own CC, the better (a summarizer that ignores the control scores 0).
+    So the same pairs are measured on the examples' first references too: ``gold_length`` and
+    ``gold_extractiveness``, and ``length_gap`` and ``extractiveness_gap`` = |CC - gold CC|, lower
+    is better (None where an example of a pair has no reference). Per example: the measured
+    ``tokens`` and ``extractive_precision`` (E) of the summary. Topic and speaker have no order, so
+    no CC; specificity is not measured (see the module's departures).
     """
 
     def compute(self, predictions, examples):
@@ -261,19 +262,39 @@ class ControlCorrelation(Metric):
         for i, example in enumerate(examples):
             if example.meta.get("source_index") is not None:
                 by_source[example.meta["source_index"]].append(i)
-        slopes = {attribute: [] for attribute in LEVELS}
+        pairs = {attribute: [] for attribute in LEVELS}
         for members in by_source.values():
             for i, j in combinations(members, 2):
                 attribute = _sole_difference(examples[i].controls, examples[j].controls)
                 vi, vj = _level(examples[i], attribute), _level(examples[j], attribute)
                 if vi is not None and vj is not None and vi != vj:
-                    slopes[attribute].append((values[attribute][i] - values[attribute][j]) / (vi - vj))
+                    pairs[attribute].append((i, j, vi - vj))
         corpus = {}
-        for attribute, found in slopes.items():
-            corpus[attribute] = fmean(found) if found else None
+        for attribute, found in pairs.items():
+            slopes = [(values[attribute][i] - values[attribute][j]) / step for i, j, step in found]
+            corpus[attribute] = fmean(slopes) if slopes else None
             corpus[f"n_{attribute}_pairs"] = len(found)
+            gold = self._gold(measure, attribute, examples, found)
+            corpus[f"gold_{attribute}"] = gold
+            corpus[f"{attribute}_gap"] = None if gold is None or not slopes else abs(corpus[attribute] - gold)
         return MetricResult(per_example={"tokens": values["length"], "extractive_precision": values["extractiveness"]},
                             corpus=corpus)
+
+    @staticmethod
+    def _gold(measure, attribute, examples, pairs) -> float | None:
+        """The references' own CC over ``pairs``: what a summarizer's CC is read against."""
+        if not pairs or any(not examples[k].references for i, j, _ in pairs for k in (i, j)):
+            return None
+        cache = {}
+
+        def value(k):
+            if k not in cache:
+                reference = examples[k].references[0]
+                cache[k] = (measure.length(reference) if attribute == "length"
+                            else measure.extractiveness(reference, examples[k].document))
+            return cache[k]
+
+        return fmean((value(i) - value(j)) / step for i, j, step in pairs)
 
 
 def _level(example, attribute) -> int | None:
