@@ -41,7 +41,7 @@ def ccsbench(tmp_path):
         ccs_row(length="3", keywords="", readability="", focus="low"),
     ])
     write_csv(root / "compositional" / "train.csv", [ccs_row(length="2")])
-    write_csv(root / "compositional" / "val.csv", [ccs_row(length="4"), ccs_row(length="5")])
+    write_csv(root / "compositional" / "val.csv", [ccs_row(length="4"), ccs_row(length="0")])
     write_csv(root / "length" / "test.csv", [ccs_row(keywords="", readability="", focus="")])
     return root
 
@@ -58,13 +58,16 @@ def test_ccsbench_reads_the_four_controls_with_length_bins_as_words(ccsbench):
     assert second.controls == {"length": 25, "keywords": ["ROUGE", "arXiv"], "readability": "normal",
                                "focus": "low"}
     assert third.controls == {"length": 175, "focus": "low"}  # empty cells are absent controls
+    # length_unit=words forces the reading: a word count becomes its bin (1, 0 and 3 words: bin 0),
+    # in the same representation as a bin, with the count kept in meta
     words = ctrlkit.get_dataset("ccsbench", path=str(ccsbench), length_unit="words").load("test")
-    assert [e.controls["length"] for e in words] == [1, 0, 3] and "length_bin" not in words[0].meta
+    assert [e.controls["length"] for e in words] == [25, 25, 25]
+    assert [e.meta["length_words"] for e in words] == [1, 0, 3] and words[0].meta["length_bin"] == 0
 
 
 def test_ccsbench_splits_subsets_and_single_files(ccsbench):
     dataset = ctrlkit.get_dataset("ccsbench", path=str(ccsbench))
-    assert [e.meta["length_bin"] for e in dataset.load("validation")] == [4, 5]  # val.csv
+    assert [e.meta["length_bin"] for e in dataset.load("validation")] == [4, 0]  # val.csv
     assert [e.id for e in dataset.load("train")] == ["train:1"]
     with pytest.raises(DatasetError, match=r"has split\(s\) train, validation, test, not 'dev'"):
         dataset.load("dev")
@@ -225,6 +228,67 @@ def test_entsum_runs_with_the_entity_metric(entsum):
     result = ctrlkit.run(dataset="entsum", data=str(annotations), metrics=["entity"], baseline=None,
                          options={"entsum": {"texts": str(texts)}})
     assert result.results["n_examples"] == 3 and 0.0 <= result.results["metrics"]["entity"]["entity"] <= 1.0
+
+
+def test_entsum_keeps_salient_and_summary_sentences_as_controls(entsum, tmp_path):
+    _, texts = entsum
+    from ctrlkit.testing import check_dataset
+    from ctrlkit.text import sentences
+
+    split = sentences(NYT["1001"])
+    path = write_jsonl(tmp_path / "oracle.jsonl", [
+        {"doc_id": 1001, "entity": "Tim Cook", "summary": "x", "salient_sentences": [split[0], split[3]],
+         "summary_sentences": [[split[0]], [split[3], split[0]]]},   # per annotator
+        {"doc_id": 1001, "entity": "Tim Cook", "summary": "y", "salient_sentences": [[2, 0]],  # indices
+         "summary_sentences": None},
+        {"doc_id": 1001, "entity": "Microsoft", "summary": "z", "salient_sentences": []},
+        {"doc_id": 1002, "entity": "Aaron Judge", "summary": "w", "summary_sentences": [1]},
+    ])
+    cook, microsoft, judge = ctrlkit.get_dataset("entsum", path=str(path), texts=str(texts)).load(None)
+    assert cook.controls == {"entity": "Tim Cook", "salient_sentences": [split[0], split[3], split[2]],
+                             "summary_sentences": [split[0], split[3]]}
+    assert microsoft.controls == {"entity": "Microsoft"}  # an empty or absent field: no control
+    assert judge.controls == {"entity": "Aaron Judge", "summary_sentences": ["Aaron Judge hit two home runs."]}
+    assert ctrlkit.get_dataset("entsum").optional_controls == ("salient_sentences", "summary_sentences")
+    check_dataset(ctrlkit.get_dataset("entsum", path=str(path), texts=str(texts)))
+
+
+def test_entsum_sentence_fields_are_mappable(entsum, tmp_path):
+    _, texts = entsum
+    path = write_jsonl(tmp_path / "mapped.jsonl", [
+        {"doc_id": 1002, "entity": "Aaron Judge", "summary": "x", "salient": ["Aaron Judge hit two home runs."],
+         "oracle": [0]}])
+    [example] = ctrlkit.get_dataset("entsum", path=str(path), texts=str(texts), salient_field="salient",
+                                    summary_sentences_field="oracle").load(None)
+    assert example.controls == {"entity": "Aaron Judge", "salient_sentences": ["Aaron Judge hit two home runs."],
+                                "summary_sentences": ["The Yankees beat the Red Sox."]}
+
+
+@pytest.mark.parametrize("field, message", [
+    ({"salient_sentences": [0, 3]}, r"oracle.jsonl:2: field 'salient_sentences': sentence index 3 is out of range: "
+                                    r"document '1002' has 3 sentences"),
+    ({"summary_sentences": [-1]}, r"oracle.jsonl:2: field 'summary_sentences': sentence index -1 is out of range"),
+    ({"salient_sentences": "x"}, None),
+    ({"salient_sentences": {"a": 1}}, r":2: field 'salient_sentences' must be a list of sentences or sentence "
+                                      r"indices, got dict"),
+    ({"salient_sentences": [1.5]}, r":2: field 'salient_sentences' must hold sentences \(strings\), sentence "
+                                   r"indices \(integers\) or per-annotator lists of them, not float"),
+    ({"salient_sentences": [[[0]]]}, r"not list"),
+])
+def test_entsum_bad_sentence_fields_name_file_and_line(entsum, tmp_path, field, message):
+    _, texts = entsum
+    path = write_jsonl(tmp_path / "oracle.jsonl", [
+        {"doc_id": 1001, "entity": "Apple", "summary": "Apple shares rose."},
+        {"doc_id": 1002, "entity": "Aaron Judge", "summary": "x", **field}])
+    if message is None:  # one string: one sentence
+        assert ctrlkit.get_dataset("entsum", path=str(path), texts=str(texts)).load(None)[1].controls[
+            "salient_sentences"] == ["x"]
+        return
+    with pytest.raises(DatasetError, match=message) as raised:
+        ctrlkit.get_dataset("entsum", path=str(path), texts=str(texts)).load(None)
+    assert "\n" not in str(raised.value)
+    dataset = ctrlkit.get_dataset("entsum", path=str(path), texts=str(texts), skip_invalid=True)
+    assert [e.id for e in dataset.load(None)] == ["1001:Apple"] and dataset.skipped == 1
 
 
 # hf: any Hugging Face dataset, here one saved with save_to_disk.

@@ -5,7 +5,8 @@ import pytest
 import ctrlkit
 from ctrlkit import Example, ModelInput
 from ctrlkit.text import sentences
-from ctrlkit_controllers.guidance import aliases, entity_sentences
+from ctrlkit.testing import check_controller
+from ctrlkit_controllers.guidance import aliases, entity_sentences, oracle_sentences
 
 SAMPLE = ctrlkit.get_dataset("sample").load("test")
 
@@ -38,6 +39,87 @@ def test_guidance_sources():
     assert ctrlkit.get_controller("guidance", source="given").reads == ("guidance",)
 
 
+def test_entity_guidance_follows_the_alias_rule():
+    document = "Bank of America reported profit. America voted on Tuesday. Several nations met. Obama spoke."
+    guidance = ctrlkit.get_controller("guidance")
+
+    def guided(**controls):
+        return guidance.apply(Example("x", document, controls=controls), ModelInput(source=document)).guidance
+
+    assert guided(entity="Bank of America") == "Bank of America reported profit."
+    assert guided(entity="United Nations") == "United Nations"  # no sentence: the name itself
+    assert guided(entity="Barack Obama") == "Obama spoke."
+    assert guided(entity="Bank of America", aliases="America") == \
+        "Bank of America reported profit. America voted on Tuesday."
+    assert guided(entity="Barack Obama", aliases=[]) == "Barack Obama"  # an explicit empty list: no surname
+    assert entity_sentences(document, "Barack Obama", ["Bank"]) == ["Bank of America reported profit."]
+
+
+ORACLE_DOCUMENT = ("Maria Lopez was elected mayor on Tuesday. Turnout was the highest in two decades. "
+                   "Lopez promised to fix the city's roads. Her opponent conceded before midnight. "
+                   "The council will meet next week. Lopez named a transition team. Markets were calm.")
+
+
+def test_oracle_sources_give_the_documents_matching_sentences_in_document_order():
+    split = sentences(ORACLE_DOCUMENT)
+    example = Example("x", ORACLE_DOCUMENT, controls={
+        "entity": "Maria Lopez",
+        "salient_sentences": [split[5], "  Lopez   promised to fix the city's roads. ", split[1]],
+        "summary_sentences": [split[3]],
+    })
+    source = ModelInput(source=ORACLE_DOCUMENT)
+    salient = ctrlkit.get_controller("guidance", source="salient")
+    assert salient.reads == ("salient_sentences",)
+    assert salient.apply(example, source).guidance == " ".join([split[1], split[2], split[5]])
+    summary = ctrlkit.get_controller("guidance", source="summary_sentences")
+    assert summary.reads == ("summary_sentences",) and summary.apply(example, source).guidance == split[3]
+    check_controller(salient, examples=[example])
+    check_controller(summary, examples=[example])
+
+
+def test_oracle_sentences_tolerate_another_sentence_splitter():
+    split = sentences(ORACLE_DOCUMENT)
+    merged = split[0] + " " + split[1]  # the annotators' one sentence is two of ours
+    assert oracle_sentences(ORACLE_DOCUMENT, [merged]) == [split[0], split[1]]
+    fragment = "promised to fix the city's roads"  # one of theirs is part of one of ours
+    assert oracle_sentences(ORACLE_DOCUMENT, [fragment]) == [split[2]]
+    assert oracle_sentences(ORACLE_DOCUMENT, ["Markets"]) == []  # too short to match inside another
+    absent = Example("y", ORACLE_DOCUMENT, controls={"salient_sentences": ["A sentence from elsewhere."]})
+    assert ctrlkit.get_controller("guidance", source="salient").apply(
+        absent, ModelInput(source=ORACLE_DOCUMENT)).guidance == "A sentence from elsewhere."
+
+
+def test_oracle_lead3_ent_runs_on_entsum_annotations(tmp_path):
+    split = sentences(ORACLE_DOCUMENT)
+    second = "Rain fell on Monday. Jon Park opened a bakery. Park hired four workers. Sales were slow. Park smiled."
+    lines = [  # two annotators of one (document, entity), the second giving indices; a line without them
+        {"doc_id": "d1", "entity": "Maria Lopez", "summary": "Lopez won and named a team.",
+         "salient_sentences": [split[5], split[4]], "summary_sentences": [[split[5]], [split[2]]]},
+        {"doc_id": "d1", "entity": "Maria Lopez", "summary": "Lopez was elected.", "salient_sentences": [[1, 5]]},
+        {"doc_id": "d2", "entity": "Jon Park", "summary": "Park opened a bakery."},
+    ]
+    (tmp_path / "nyt_annotated_all_annotation.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (tmp_path / "texts.jsonl").write_text(json.dumps({"doc_id": "d1", "text": ORACLE_DOCUMENT}) + "\n"
+                                          + json.dumps({"doc_id": "d2", "text": second}) + "\n")
+    lead3 = {"guidance": "restrict", "selection": "lead", "max_sentences": 3, "max_words": 10000}
+
+    def run(source):
+        return ctrlkit.run(dataset="entsum", data=str(tmp_path), controller="guidance", metrics=["rouge"],
+                           baseline=None, options={"entsum": {"texts": str(tmp_path / "texts.jsonl")},
+                                                   "guidance": {"source": source}, "extractive": lead3})
+
+    # the oracle, computed here: the union of both annotators' salient sentences, in document order
+    oracle = [s for s in split if s in {split[5], split[4], split[1]}][:3]
+    predictions = {sample["id"]: sample["prediction"] for sample in run("salient").samples}
+    assert predictions["d1:Maria Lopez"] == " ".join(oracle) == " ".join([split[1], split[4], split[5]])
+    assert predictions["d2:Jon Park"] == " ".join(sentences(second)[:3])  # no oracle: left uncontrolled
+    summary = {sample["id"]: sample["prediction"] for sample in run("summary_sentences").samples}
+    assert summary["d1:Maria Lopez"] == " ".join([split[2], split[5]])
+    entity = {sample["id"]: sample["prediction"] for sample in run("entity").samples}  # plain Lead3-ent differs
+    assert entity["d1:Maria Lopez"] == " ".join([split[0], split[2], split[5]]) != predictions["d1:Maria Lopez"]
+    assert entity["d2:Jon Park"] == " ".join(sentences(second)[1:3] + sentences(second)[4:5])
+
+
 def _entity_dataset(path):
     rows = [
         {"id": "a", "document": _document("sample-001"), "references": ["Valdez coached the Rovers."],
@@ -64,7 +146,7 @@ def test_lead3_ent_is_the_first_three_sentences_that_mention_the_entity(tmp_path
 
 
 def test_guidance_needs_an_entity_in_the_dataset():
-    with pytest.raises(ctrlkit.ConfigurationError, match="'guidance' reads control 'entity', but example"):
+    with pytest.raises(ctrlkit.ConfigurationError, match="'guidance' reads control 'entity', but (no )?example"):
         ctrlkit.run(controller="guidance", metrics=["rouge"])
 
 

@@ -1,7 +1,10 @@
 """EntSUM (Maddela, Kulkarni and Preotiuc-Pietro, "EntSUM: A Data Set for Entity-Centric
 Extractive Summarization", ACL 2022): New York Times articles, each with human summaries
 centred on one named entity. One example per (document, entity): the control is
-``{"entity": name}`` and the references are that pair's summaries (one per annotator).
+``{"entity": name}``, the references are that pair's summaries (one per annotator), and, where
+the annotations give them, the controls ``salient_sentences`` and ``summary_sentences`` hold the
+annotators' salient sentences and summary sentences (the guidance controller's ``salient`` and
+``summary_sentences`` sources: the oracle Lead3-ent upper bound).
 
 The release (huggingface.co/datasets/bloomberg/entsum, also Zenodo record 6359875) is three
 JSONL files, ``nyt_annotated_one_annotation.jsonl``, ``..._two_annotation.jsonl`` and
@@ -11,11 +14,23 @@ article text is not released (it comes from the NYT Annotated Corpus, LDC2008T19
 supplies it with the ``texts`` option: a JSONL file with one object per document
 (``{"doc_id": ..., "text": ...}``), or a folder of ``DOC_ID.txt`` files.
 
-Assumed, not confirmed (the card does not name its keys): the document id, entity and summary
-are the fields ``doc_id``, ``entity`` and ``summary``; change them with the ``*_field``
-options. A summary is a string, a list of strings (one per annotator), or a list of lists
-of sentences (one per annotator). Lines for the same (document, entity) pair are merged into
-one example, their summaries pooled as references.
+Fields read from each annotation line (names assumed, not confirmed: the card does not name its
+keys; change each with its ``*_field`` option):
+
+- ``doc_id`` (required): the NYT document id, the key into ``texts``;
+- ``entity`` (required): the entity name;
+- ``summary`` (required): a string, a list of strings (one per annotator), or a list of lists
+  of sentences (one per annotator);
+- ``salient_sentences`` and ``summary_sentences`` (optional: absent, null or empty, the example
+  simply lacks that control): a list of sentences (strings), a list of lists of them (one per
+  annotator), or sentence indices (integers, 0-based, alone or in per-annotator lists) into the
+  article. An index is resolved to the article's sentences as ``ctrlkit.text.sentences`` (pysbd)
+  splits it, which need not be the annotators' splitter; an index outside the article is
+  refused, naming file and line. Give sentences as strings where the release has them.
+
+Any other field (the sentence ids) is ignored. Lines for the same (document, entity) pair are
+merged into one example: their summaries pooled as references, their salient and summary
+sentences pooled (each sentence once, in order of appearance).
 """
 
 from pathlib import Path
@@ -23,14 +38,18 @@ from pathlib import Path
 from ctrlkit import Dataset, DatasetError, Example, Option
 from ctrlkit.files import read_jsonl, require_text
 from ctrlkit.options import SKIP_INVALID
+from ctrlkit.text import sentences
 
 FILES = {name: f"nyt_annotated_{name}_annotation.jsonl" for name in ("one", "two", "all")}
+ORACLE_CONTROLS = {"salient_field": "salient_sentences", "summary_sentences_field": "summary_sentences"}
+"""Option naming the annotation field -> the control its sentences are stored in."""
 
 
 class EntSum(Dataset):
     """EntSUM annotation JSONL plus user-supplied article texts: entity-centric examples."""
 
     controls = ("entity",)
+    optional_controls = tuple(ORACLE_CONTROLS.values())
     options = (
         Option("path", str, "", "an EntSUM JSONL file, or the folder holding the release's three (--data)"),
         Option("annotations", str, "all", "which release file a folder gives", choices=tuple(FILES)),
@@ -41,6 +60,10 @@ class EntSum(Dataset):
         Option("doc_id_field", str, "doc_id", "annotation field holding the NYT document id"),
         Option("entity_field", str, "entity", "annotation field holding the entity name"),
         Option("summary_field", str, "summary", "annotation field holding the summary or summaries"),
+        Option("salient_field", str, "salient_sentences", "annotation field holding the salient sentences "
+                                                          "(strings or 0-based indices; optional)"),
+        Option("summary_sentences_field", str, "summary_sentences", "annotation field holding the summary "
+                                                                    "sentences (strings or 0-based indices; optional)"),
         SKIP_INVALID,
     )
 
@@ -98,14 +121,16 @@ class EntSum(Dataset):
         text = texts.get(doc_id)
         if not text or not text.strip():
             raise DatasetError(f"{where}: no text for document '{doc_id}' in {self.options['texts']}")
-        return Example(
-            id=f"{doc_id}:{entity}",
-            document=text,
-            references=_summaries(record.get(self.options["summary_field"]), f"{where}: field "
-                                                                          f"'{self.options['summary_field']}'"),
-            controls={"entity": entity},
-            meta={"doc_id": doc_id, "source": where},
-        )
+        references = _summaries(record.get(self.options["summary_field"]),
+                                f"{where}: field '{self.options['summary_field']}'")
+        controls = {"entity": entity}
+        for option, control in ORACLE_CONTROLS.items():
+            field = self.options[option]
+            found = _oracle_sentences(record.get(field), text, f"{where}: field '{field}'", doc_id)
+            if found:
+                controls[control] = found
+        return Example(id=f"{doc_id}:{entity}", document=text, references=references, controls=controls,
+                       meta={"doc_id": doc_id, "source": where})
 
 
 class _FolderTexts:
@@ -137,11 +162,45 @@ def _summaries(value, where) -> list[str]:
     return summaries
 
 
+def _oracle_sentences(value, document: str, where: str, doc_id: str) -> list[str]:
+    """Salient or summary sentences: None or absent gives none; strings are sentences; integers
+    are 0-based indices into ``sentences(document)``; a list may hold per-annotator lists of either.
+    Each sentence once, in order of appearance."""
+    if value is None:
+        return []
+    items = [value] if isinstance(value, (str, int)) and not isinstance(value, bool) else value
+    if not isinstance(items, list):
+        raise DatasetError(f"{where} must be a list of sentences or sentence indices, got {type(value).__name__}")
+    flat = [inner for item in items for inner in (item if isinstance(item, list) else [item])]
+    found = []
+    for item in flat:
+        if isinstance(item, bool) or not isinstance(item, (str, int)):
+            raise DatasetError(f"{where} must hold sentences (strings), sentence indices (integers) or "
+                               f"per-annotator lists of them, not {type(item).__name__}")
+        if isinstance(item, int):
+            split = sentences(document)
+            if not 0 <= item < len(split):
+                raise DatasetError(f"{where}: sentence index {item} is out of range: document '{doc_id}' has "
+                                   f"{len(split)} sentences (0 to {len(split) - 1}, split by ctrlkit.text.sentences)")
+            item = split[item]
+        item = item.strip()
+        if item and item not in found:
+            found.append(item)
+    return found
+
+
 def _merged(examples: list[Example]) -> list[Example]:
-    """One example per (document, entity): later lines' summaries join the first's references."""
+    """One example per (document, entity): later lines' summaries join the first's references,
+    and their salient and summary sentences the first's."""
     by_id: dict[str, Example] = {}
     for example in examples:
         first = by_id.setdefault(example.id, example)
-        if first is not example:
-            first.references.extend(r for r in example.references if r not in first.references)
+        if first is example:
+            continue
+        first.references.extend(r for r in example.references if r not in first.references)
+        for control in ORACLE_CONTROLS.values():
+            pooled = first.controls.get(control, [])
+            pooled += [s for s in example.controls.get(control, []) if s not in pooled]
+            if pooled:
+                first.controls[control] = pooled
     return list(by_id.values())

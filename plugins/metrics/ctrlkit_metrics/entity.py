@@ -1,23 +1,36 @@
 from statistics import fmean
 
 from ctrlkit import ConfigurationError, Metric, MetricResult
-from ctrlkit.entities import mentions
+from ctrlkit.entities import given_aliases, mentions
 
 
 class EntitySuccess(Metric):
     """Entity success (EntSUM entity control): 1.0 when the summary mentions the requested entity.
 
-    A mention is the full name or, for a name of several words, its last word, as whole words
-    in any case (``ctrlkit.entities``, the rule the guidance controller uses); else 0.0.
-    Corpus: the mean.
+    A mention follows ``ctrlkit.entities``, the rule the guidance controller uses: the full name
+    as whole words in any case; for a person-like name also its surname, capitalised ("Obama"
+    for "Barack Obama"; "America" never counts for "Bank of America"); or, when the example has
+    an ``aliases`` control, the full name and those names only. Else 0.0. Corpus: the mean.
     """
 
     reads = ("entity",)
+
+    def check(self, examples):
+        for example in examples:
+            self._aliases(example)
 
     def compute(self, predictions, examples):
         entities = [str(example.controls.get("entity") or "").strip() for example in examples]
         for example, entity in zip(examples, entities):
             if not entity:
                 raise ConfigurationError(f"metric '{self.name}': example '{example.id}' requests no entity")
-        found = [float(mentions(prediction, entity)) for prediction, entity in zip(predictions, entities)]
+        found = [float(mentions(prediction, entity, self._aliases(example)))
+                 for prediction, entity, example in zip(predictions, entities, examples)]
         return MetricResult(per_example={"entity": found}, corpus={"entity": fmean(found)})
+
+    def _aliases(self, example):
+        """The example's ``aliases`` control, normalised; a malformed one is refused naming the example."""
+        try:
+            return given_aliases(example.controls.get("aliases"))
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"metric '{self.name}', example '{example.id}': {exc}") from None
