@@ -52,6 +52,50 @@ def test_macsum_errors_name_the_source(tmp_path):
         ctrlkit.get_dataset("macsum", path=str(path)).load(None)
 
 
+def _references(sources):
+    return sum(len(source["references"]) for source in sources)
+
+
+def test_macsum_release_layout_gives_train_val_and_test_of_both_domains(tmp_path):
+    """The release's dataset/ folder: macdoc/ and macdial/, one file per split. Only the val files
+    are here, so train and test are written from parts of them."""
+    doc_file, dial_file = shared_file("macsum/macdoc_val.json"), shared_file("macsum/macdial_val.json")
+    doc, dial = json.loads(doc_file.read_text()), json.loads(dial_file.read_text())
+    root = tmp_path / "dataset"
+    for domain, real, sources in (("macdoc", doc_file, doc), ("macdial", dial_file, dial)):
+        (root / domain).mkdir(parents=True)
+        (root / domain / "val.json").symlink_to(real)
+        (root / domain / "train.json").write_text(json.dumps(sources[:3]))
+        (root / domain / "test.json").write_text(json.dumps(sources[3:5]))
+    by_folder = ctrlkit.get_dataset("macsum", path=str(root / "macdoc"))
+    assert [len(by_folder.load(split)) for split in ("train", "val", "test")] == [
+        _references(doc[:3]), _references(doc), _references(doc[3:5])]
+    assert by_folder.default_split == "test"
+    from_root = ctrlkit.get_dataset("macsum", path=str(root), domain="dial")
+    examples = from_root.load("val")
+    assert len(examples) == _references(dial) == 292
+    assert sum("speaker" in e.controls for e in examples) == sum(
+        bool(r["control_attribute"].get("speaker")) for s in dial for r in s["references"])
+    assert from_root.length_levels["normal"] == 60  # the Dial levels
+    shared = ctrlkit.get_dataset("macsum", path=str(doc_file.parent), domain="dial")
+    assert len(shared.load("val")) == 292  # macdial_val.json, found by its name
+
+
+def test_macsum_reads_attribute_keys_in_any_case_and_split_aliases(tmp_path):
+    source = {"metadata": {"dataset": "qmsum"}, "source": ["A: Hello there.", "B: Hi."],
+              "references": [{"summary": "They greet.", "control_attribute": {
+                  "length": "short", "extractiveness": "normal", "specificity": "normal", "topic": "greeting",
+                  "Speaker": "A"}}]}
+    (tmp_path / "valid.json").write_text(json.dumps([source]))
+    dataset = ctrlkit.get_dataset("macsum", path=str(tmp_path))
+    assert dataset.load("val")[0].controls["speaker"] == "A"
+    (tmp_path / "val.json").write_text(json.dumps([source]))
+    with pytest.raises(DatasetError, match="could both be MACSum's val split; keep one"):
+        dataset.load("val")
+    with pytest.raises(DatasetError, match=r"no MACSum train file \(train.json, macdoc/train.json"):
+        dataset.load("train")
+
+
 def test_ctrlsum_reads_aligned_files_with_keyword_groups():
     folder = shared_file("ctrlsum")
     dataset = ctrlkit.get_dataset("ctrlsum", path=str(folder))

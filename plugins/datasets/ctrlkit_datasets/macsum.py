@@ -9,6 +9,14 @@ MACSum's length levels are relative, not word counts. For the ``length`` metric 
 maps each level to the median word count of the released val references with that level
 (``length_levels``): MACSum-Doc short 24, normal 30, long 59; MACSum-Dial short 32, normal 60,
 long 77. ``--set length.levels=...`` overrides them.
+
+Where the files are: ``--data`` is one JSON file (its split is named by the file: ``val.json``,
+``macdoc_val.json``), a folder holding ``train.json``, ``val.json`` and ``test.json`` (the
+release's ``dataset/macdoc/``), or the release's ``dataset/`` folder itself, holding ``macdoc/``
+and ``macdial/`` (``macsum.domain`` picks one; ``macdoc_val.json``-style names are found the same
+way). ``--split`` picks the file; ``valid``, ``validation`` and ``dev`` are also read as ``val``.
+Attribute keys are read in any case (the release's description writes ``Speaker``, its files
+``speaker``).
 """
 
 from pathlib import Path
@@ -22,6 +30,7 @@ LENGTH_LEVELS = {
     "dial": {"short": 32, "normal": 60, "long": 77},
 }
 CONTROLS = ("length", "extractiveness", "specificity", "topic", "speaker")
+SPLIT_NAMES = {"train": ("train",), "val": ("val", "valid", "validation", "dev"), "test": ("test",)}
 
 
 class MacSum(Dataset):
@@ -31,7 +40,10 @@ class MacSum(Dataset):
     controls = ("length", "extractiveness", "specificity")
     optional_controls = ("topic", "speaker")
     options = (
-        Option("path", str, "", "a MACSum JSON file (macdoc/val.json) or a folder with train/val/test.json (--data)"),
+        Option("path", str, "", "a MACSum JSON file (macdoc/val.json), a folder with train/val/test.json, or the "
+                                "release's dataset/ folder holding macdoc/ and macdial/ (--data)"),
+        Option("domain", str, "doc", "which domain a folder holding both gives: doc (MACSum-Doc) or dial",
+               choices=("doc", "dial")),
         SKIP_INVALID,
     )
 
@@ -44,7 +56,7 @@ class MacSum(Dataset):
         """A file is its own split (named by the file, e.g. macdoc_val.json); a folder defaults to test."""
         path = Path(self.options["path"])
         if path.is_file():
-            return next((split for split in self.splits if split in path.stem.split("_")), None)
+            return _split_named(path)
         return "test"
 
     def load(self, split):
@@ -61,12 +73,27 @@ class MacSum(Dataset):
         path = Path(self.options["path"])
         if path.is_dir():
             self.check_split(split)
-            path = path / f"{split}.json"
+            path = self._split_file(path, split)
         elif split not in (None, self.default_split):
             raise DatasetError(f"--data is the file {path.name}; --split {split} does not apply to it")
         if not path.is_file():
             raise DatasetError(f"{path}: no such file")
         return path
+
+    def _split_file(self, folder: Path, split: str) -> Path:
+        """The split's file: ``{split}.json`` in the folder, in its ``mac{domain}/`` folder, or
+        named ``mac{domain}_{split}.json``; two candidates are refused rather than one picked."""
+        domain = f"mac{self.options['domain']}"
+        places = [folder, folder / domain]
+        found = [place / f"{prefix}{name}.json" for place in places for prefix in ("", f"{domain}_")
+                 for name in SPLIT_NAMES[split] if (place / f"{prefix}{name}.json").is_file()]
+        found = list(dict.fromkeys(found))
+        if len(found) > 1:
+            raise DatasetError(f"{folder}: {found[0]} and {found[1]} could both be MACSum's {split} split; keep one")
+        if not found:
+            raise DatasetError(f"{folder}: no MACSum {split} file ({split}.json, {domain}/{split}.json or "
+                               f"{domain}_{split}.json)")
+        return found[0]
 
     def _examples(self, path, index, source, dialogue) -> list[Example]:
         where = f"{path}: source {index}"
@@ -88,7 +115,14 @@ class MacSum(Dataset):
                 raise DatasetError(f"{where}, reference {j}: field 'summary' is missing or empty")
             if not isinstance(attributes, dict):
                 raise DatasetError(f"{where}, reference {j}: field 'control_attribute' must be an object")
+            attributes = {str(name).lower(): value for name, value in attributes.items()}
             controls = {name: attributes[name] for name in CONTROLS if attributes.get(name) not in (None, "")}
             examples.append(Example(id=f"{index}:{j}", document=document, references=[summary], controls=controls,
                                     meta={**source.get("metadata", {}), "source_index": index}))
         return examples
+
+
+def _split_named(path: Path) -> str | None:
+    """The split a file's name gives: ``val.json``, ``macdoc_valid.json`` -> ``val``."""
+    words = path.stem.lower().split("_")
+    return next((split for split, names in SPLIT_NAMES.items() if any(name in words for name in names)), None)
