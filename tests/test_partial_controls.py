@@ -74,7 +74,7 @@ def test_a_controller_leaves_examples_without_its_control_as_they_are(partial, t
     assert result.results["baseline"]["uncontrolled"] == {}
     assert [sample.get("uncontrolled") for sample in result.samples] == [None, None, ["prepend"], None, ["prepend"]]
     warnings = [r.getMessage() for r in caplog.records if "uncontrolled" in r.getMessage()]
-    assert len(warnings) == 1 and "'prepend' 2 of 5 (no 'topic')" in warnings[0]
+    assert len(warnings) == 1 and "controller 'prepend' left 2 of 5 examples uncontrolled (no 'topic' control)" in warnings[0]
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["uncontrolled"] == {"prepend": 2} and saved["config"]["strict_controls"] is False
 
@@ -145,7 +145,7 @@ def test_macsum_doc_runs_with_topics_on_some_references_only(tmp_path):
                        "--no-cache", "-o", str(out))
     assert done.returncode == 0, done.stderr
     warnings = [line for line in done.stderr.splitlines() if "uncontrolled" in line]
-    assert len(warnings) == 1 and f"'prepend' {without_topic} of {len(references)}" in warnings[0]
+    assert len(warnings) == 1 and f"controller 'prepend' left {without_topic} of {len(references)} examples" in warnings[0]
     results = json.loads((out / "results.json").read_text())
     assert results["uncontrolled"] == {"prepend": without_topic} and results["n_examples"] == len(references)
     refused = run_ctrlkit("run", "-d", "macsum", "--data", str(path), "-c", "prepend", "-m", "rouge",

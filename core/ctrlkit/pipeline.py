@@ -197,11 +197,10 @@ def _scored(outcome, i, controller, example) -> dict:
 def report_uncontrolled(counts: dict[str, int], total: int, controller) -> None:
     """One warning line naming each controller that left examples uncontrolled, and how many."""
     links = {link.name: link for link in getattr(controller, "controllers", [controller])}
-    parts = [f"'{name}' {n} of {total} (no {' or '.join(repr(a) for a in links[name].reads)})"
-             for name, n in counts.items() if n]
+    parts = [f"controller '{name}' left {n} of {total} examples uncontrolled (no "
+             f"{' or '.join(repr(a) for a in links[name].reads)} control)" for name, n in counts.items() if n]
     if parts:
-        logger.warning("ctrlkit: examples lacking a control, left uncontrolled by controller %s; "
-                       "--strict-controls refuses such a run", "; ".join(parts))
+        logger.warning("ctrlkit: %s; --strict-controls refuses such a run", "; ".join(parts))
 
 
 def report_skipped(source, dataset: str) -> None:

@@ -18,6 +18,9 @@ LOWER_IS_BETTER = frozenset({"mad", "word_mad", "abs_bin_error", "abs_word_error
                              "length_gap", "extractiveness_gap"})
 """Metric values where smaller is better; every other value is better when larger."""
 
+COUNTS = frozenset({"left_out", "unscored", "failed", "empty"})
+"""Metric values that count things; so do those named ``n_...``."""
+
 
 def versions() -> dict:
     """Versions of Python, ctrlkit and every loaded plugin distribution, and ctrlkit's git commit."""
@@ -78,11 +81,13 @@ def format_table(results: dict) -> str:
         scored = (results.get("scored") or {}).get(metric, total)
         count = f" (n={scored} of {total})" if scored != total else ""
         for name, value in values.items():
-            row = [(f"{metric}.{name}" if name != metric else metric) + count, _show(value)]
+            counted = _is_count(name)
+            row = [(f"{metric}.{name}" if name != metric else metric) + count, _show(value, counted)]
             if baseline:
                 other = baseline["metrics"][metric][name]
                 difference = None if value is None or other is None else value - other
-                row += [_show(other), "" if difference is None else f"{difference:+.4f}"]
+                row += [_show(other, counted), "" if difference is None else
+                        f"{difference:+.0f}" if counted else f"{difference:+.4f}"]
             rows.append(row)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
@@ -90,5 +95,12 @@ def format_table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def _show(value) -> str:
-    return "undefined" if value is None else f"{value:.4f}"
+def _is_count(name: str) -> bool:
+    """Values that count things (``n_topic``, ``left_out``), shown as whole numbers."""
+    return name.startswith("n_") or name in COUNTS
+
+
+def _show(value, counted: bool = False) -> str:
+    if value is None:
+        return "undefined"
+    return f"{value:.0f}" if counted else f"{value:.4f}"
