@@ -353,3 +353,22 @@ def test_ccsbench_fuzz_never_reads_a_length_outside_the_bins(tmp_path_factory, c
         if "length" in example.controls:
             assert 0 <= example.meta["length_bin"] <= 4
             assert example.controls["length"] == 50 * example.meta["length_bin"] + 25
+
+
+def test_the_length_metric_caps_at_ccsbenchs_top_bin_end_to_end(tmp_path):
+    """A bin-4 request ("above 200 words") met by a 400-word summary has no bin error; so does a
+    300-word request, which CCSBench also files in bin 4."""
+    path = tmp_path / "test.csv"
+    rows = [{"text": "A paper. " * 20, "summary": "A summary.", "length": length, "keywords": "", "readability": "",
+             "focus": ""} for length in ("200", "250", "300")]
+    with open(path, "w", newline="", encoding="utf-8") as file:
+        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("".join(json.dumps({"id": f"test:{i}", "prediction": "word " * words}) + "\n"
+                                   for i, words in ((1, 180), (2, 400), (3, 230))))
+    result = ctrlkit.evaluate(predictions=str(predictions), dataset="ccsbench", data=str(path), metrics=["length"])
+    # requested bins 3, 4, 4 (capped); generated 180 -> 3, 400 -> 7 capped to 4, 230 -> 4
+    assert [s["scores"]["length"]["abs_bin_error"] for s in result.samples] == [0, 0, 0]
+    assert result.metrics["length"]["mad"] == 0
