@@ -278,3 +278,24 @@ def test_training_output_folder_is_checked_before_training(models, tmp_path):
     (tmp_path / "a-file").write_text("")
     with pytest.raises(ctrlkit.CtrlkitError, match="cannot create output folder"):
         train(backbone=f"hf:{models['bart']}", out=str(tmp_path / "a-file" / "sub"), split="test", limit=4)
+
+
+def test_training_leaves_examples_without_the_control_uncontrolled(models, tmp_path, caplog):
+    from ctrlkit.training import _pairs, train
+
+    data = tmp_path / "partial.jsonl"
+    data.write_text("".join(json.dumps({"id": f"e{i}", "document": f"Article {i} about things.",
+                                        "references": [f"Summary {i}."],
+                                        "controls": {"topic": "sports"} if i % 3 == 0 else {}}) + "\n"
+                            for i in range(6)))
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        record = train(backbone=f"hf:{models['bart']}", out=str(tmp_path / "m"), dataset="jsonl", data=str(data),
+                       split=None, controller="prepend", max_steps=1, batch_size=2)
+    assert record["uncontrolled"] == {"prepend": 4}
+    assert "controller 'prepend' left 4 of 6 examples uncontrolled" in caplog.text
+    examples = ctrlkit.get_dataset("jsonl", path=str(data)).load(None)
+    sources = [model_input.source for model_input, _ in _pairs(ctrlkit.create_controller("prepend", {}), examples)]
+    assert sources == [f"sports <sep> {e.document}" if e.controls else e.document for e in examples]
+    with pytest.raises(ctrlkit.ConfigurationError, match="strict controls"):
+        train(backbone=f"hf:{models['bart']}", out=str(tmp_path / "strict"), dataset="jsonl", data=str(data),
+              split=None, controller="prepend", max_steps=1, strict_controls=True)

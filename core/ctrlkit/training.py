@@ -22,7 +22,7 @@ from .api import backbone_name, create_controller, get_backbone, get_dataset, ge
 from .errors import ConfigurationError, CtrlkitError
 from .controls import apply_control, check_controls, uncontrolled
 from .files import atomic_write_json
-from .pipeline import _check_topics, _seed_everything, _topic_spaces, fit_or_restore
+from .pipeline import _check_topics, _seed_everything, _topic_spaces, fit_or_restore, report_uncontrolled
 from .results import prepare_output, versions
 from .types import ModelInput
 
@@ -112,6 +112,8 @@ def train(
     fit_or_restore(steering, model, source, spaces.get(vectorizer))
     steering.prepare(model)
     pairs = _pairs(steering, examples)
+    left = uncontrolled(steering, examples)
+    report_uncontrolled(left, len(examples), steering)
     eval_pairs = _pairs(steering, evaluation)
     if not pairs:
         raise ConfigurationError(f"split '{split}' of dataset '{dataset}' has no references to train on")
@@ -186,7 +188,7 @@ def train(
                    "options": {c.name: c.options for c in (source, model, *getattr(steering, "controllers", [steering]))}},
         "versions": versions(),
         "n_pairs": len(pairs),
-        "uncontrolled": uncontrolled(steering, examples),
+        "uncontrolled": left,
         "steps": state["step"],
         "losses": state["losses"],
         "eval_losses": state["eval_losses"],
