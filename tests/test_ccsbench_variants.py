@@ -16,7 +16,7 @@ from ctrlkit import DatasetError
 from ctrlkit.testing import check_dataset
 from ctrlkit_datasets import ccsbench as module
 
-COLUMNS = ["text", "summary", "length", "keywords", "readability", "focus"]
+from test_datasets_external import CCS_COLUMNS as COLUMNS, write_csv
 
 
 def row(**changes):
@@ -24,14 +24,6 @@ def row(**changes):
             "keywords": "method", "readability": "high", "focus": "empirical"}
     return {**base, **changes}
 
-
-def write_csv(path, rows, columns=COLUMNS):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as file:
-        writer = csv.DictWriter(file, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
 
 
 def lengths_file(tmp_path, values, name="test.csv"):
