@@ -19,7 +19,7 @@ def test_unknown_metric_from_python_is_a_key_error():
         ctrlkit.get_metric("stsa")
     assert isinstance(raised.value, UnknownComponentError)
     assert str(raised.value) == ("Unknown metric 'stsa'. Did you mean: stas? "
-                                 "Available: bertscore, entity, fm, focus, length, readability, rouge, sr, stas")
+                                 "Available: bertscore, cc, cer, entity, fm, focus, length, readability, rouge, sr, stas")
 
 
 def test_options_from_python_keywords_and_from_set():
