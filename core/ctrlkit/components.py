@@ -6,12 +6,12 @@ methods, so that listing components stays fast.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from .controls import apply_control
 from .errors import ConfigurationError, DatasetError
 from .options import Configurable
+from .secrets import is_secret, mask_secrets
 from .types import Example, MetricResult, ModelInput
 
 if TYPE_CHECKING:
@@ -100,9 +100,6 @@ class ControllerChain(Controller):
             controller.load_state(state.get(controller.name, {}))
 
 
-_SECRET = re.compile(r"(^|_)(api_key|key|token|secret|password)$")
-
-
 class Backbone(Configurable):
     """A summarizer: turns a batch of model inputs into one summary each."""
 
@@ -116,10 +113,11 @@ class Backbone(Configurable):
 
     def identity(self) -> dict:
         """What makes this backbone's outputs differ from another's: the key of its cached
-        generations (and judgements). Secrets never enter it, so they never reach the disk."""
+        generations (and judgements). Secrets never enter it (a new key still finds what the old
+        one generated), so they never reach the disk."""
         options = {name: value for name, value in self.options.items()
-                   if name not in self.transport_options and not _SECRET.search(name)}
-        return {"backbone": self.name, "options": options}
+                   if name not in self.transport_options and not is_secret(name)}
+        return {"backbone": self.name, "options": mask_secrets(options)}
 
     def add_special_tokens(self, tokens: Iterable[str]) -> None:
         """Make ``tokens`` atomic for the model; backbones without a vocabulary ignore it."""

@@ -19,6 +19,7 @@ from .files import read_jsonl
 from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _timed, _topic_spaces, backbone_name,
                        bind_metrics, check_metrics, create_metrics, report_skipped, score, _refuse_unused_options)
 from .results import prepare_output, versions, write_run
+from .secrets import mask_secrets
 
 
 def read_predictions(path: str) -> dict[str, dict]:
@@ -103,10 +104,10 @@ def evaluate(
         scores = score(scorers, texts, examples)
     timings["total_s"] = time.perf_counter() - started
     results = {
-        "config": {"mode": "evaluate", "predictions": predictions, "dataset": dataset, "data": data,
+        "config": mask_secrets({"mode": "evaluate", "predictions": predictions, "dataset": dataset, "data": data,
                    "split": chosen_split, "split_origin": source.describe_split(chosen_split), "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,
                    "limit": limit, "strict_controls": strict_controls,
-                   "options": {c.name: c.options for c in (source, *scorers, *vectorizers.values())}},
+                   "options": {c.name: c.options for c in (source, *scorers, *vectorizers.values())}}),
         "versions": versions(),
         "n_examples": len(examples),
         "n_skipped": source.skipped,

@@ -30,6 +30,7 @@ from .pipeline import (_check_topics, _names, _refuse_unused_options, _resolved_
                        _topic_spaces, bind_metrics, check_metrics, create_metrics, fit_or_restore, generate,
                        report_skipped, score)
 from .results import prepare_output, versions
+from .secrets import mask_secrets
 from .types import Example
 
 logger = logging.getLogger("ctrlkit")
@@ -143,7 +144,7 @@ def interference(
         "n_examples": len(examples),
         "n_left_out": len(loaded) - len(examples),
         "cache": cache_stats if cache else None,
-        "config": config,
+        "config": mask_secrets(config),
         "versions": versions(),
     }
     if out is not None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .errors import OptionError
+from .secrets import MASK, is_secret
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -27,27 +28,28 @@ class Option:
     def coerce(self, value: Any, owner: str) -> Any:
         """Convert ``value`` (a string from the command line, or a Python value) to this option's type."""
         where = f"option '{owner}.{self.name}'"
+        shown = MASK if is_secret(self.name) else repr(value)  # errors are logged and shared too
         if isinstance(value, str) and self.type is not str:
             text = value.strip().lower()
             if self.type is bool:
                 if text not in _TRUE | _FALSE:
-                    raise OptionError(f"{where} expects true or false, got {value!r}")
+                    raise OptionError(f"{where} expects true or false, got {shown}")
                 value = text in _TRUE
             else:
                 try:
                     value = self.type(value)
                 except ValueError:
-                    raise OptionError(f"{where} expects {self.type.__name__}, got {value!r}") from None
+                    raise OptionError(f"{where} expects {self.type.__name__}, got {shown}") from None
         elif self.type is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, self.type) or (self.type is int and isinstance(value, bool)):
-            raise OptionError(f"{where} expects {self.type.__name__}, got {value!r}")
+            raise OptionError(f"{where} expects {self.type.__name__}, got {shown}")
         if self.choices is not None and value not in self.choices:
-            raise OptionError(f"{where} must be one of {', '.join(map(str, self.choices))}; got {value!r}")
+            raise OptionError(f"{where} must be one of {', '.join(map(str, self.choices))}; got {shown}")
         if self.minimum is not None and value < self.minimum:
-            raise OptionError(f"{where} must be at least {self.minimum}, got {value!r}")
+            raise OptionError(f"{where} must be at least {self.minimum}, got {shown}")
         if self.maximum is not None and value > self.maximum:
-            raise OptionError(f"{where} must be at most {self.maximum}, got {value!r}")
+            raise OptionError(f"{where} must be at most {self.maximum}, got {shown}")
         return value
 
 

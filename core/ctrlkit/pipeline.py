@@ -20,6 +20,7 @@ from .cache import Cache
 from .controls import apply_control, carries, check_controls, scored_indices, uncontrolled
 from .errors import ConfigurationError, CtrlkitError, OptionError
 from .results import format_table, number, prepare_output, versions, write_run
+from .secrets import mask_secrets
 from .topics import TopicSpace, load_topic_documents
 from .types import Example, ModelInput
 
@@ -144,14 +145,14 @@ def run(
     report_uncontrolled(left["run"], len(examples), main)
 
     results = {
-        "config": {
+        "config": mask_secrets({
             "dataset": dataset, "data": data, "split": chosen_split,
             "split_origin": source.describe_split(chosen_split), "controller": main.name,
             "backbone": backbone, "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,
             "baseline": other.name if other else None, "limit": limit, "seed": seed, "batch_size": batch_size,
             "strict_controls": strict_controls,
             "options": _resolved_options(source, main, other, model, scorers, vectorizers.values()),
-        },
+        }),
         "versions": versions(),
         "n_examples": len(examples),
         "n_skipped": source.skipped,

@@ -24,6 +24,7 @@ from .controls import apply_control, check_controls, uncontrolled
 from .files import atomic_write_json
 from .pipeline import _check_topics, _seed_everything, _topic_spaces, fit_or_restore, report_uncontrolled
 from .results import prepare_output, versions
+from .secrets import mask_secrets
 from .types import ModelInput
 
 CONTROLLER_FILE = "ctrlkit_controller.json"
@@ -79,10 +80,12 @@ def train(
     name = backbone_name(backbone)
     # train in float32 unless asked otherwise: AdamW steps on bf16 weights round small updates away
     backbone_options = {"dtype": "float32", **options.get(name, {})}
-    settings = {"backbone": backbone, "controller": controller, "dataset": dataset, "data": data, "split": split,
-                "eval_split": eval_split, "topics": topics, "options": options, "epochs": epochs,
-                "max_steps": max_steps, "lr": lr, "batch_size": batch_size, "grad_accum": grad_accum,
-                "patience": patience, "max_target_tokens": max_target_tokens, "limit": limit, "seed": seed}
+    # recorded in the checkpoint and compared on resume with secrets masked (a new key resumes)
+    settings = mask_secrets({"backbone": backbone, "controller": controller, "dataset": dataset, "data": data,
+                             "split": split, "eval_split": eval_split, "topics": topics, "options": options,
+                             "epochs": epochs, "max_steps": max_steps, "lr": lr, "batch_size": batch_size,
+                             "grad_accum": grad_accum, "patience": patience, "max_target_tokens": max_target_tokens,
+                             "limit": limit, "seed": seed})
     if resuming:
         saved_settings = json.loads((checkpoint / "trainer_state.json").read_text())["settings"]
         changed = sorted(key for key in settings if json.dumps(settings[key]) != json.dumps(saved_settings.get(key)))
@@ -180,12 +183,12 @@ def train(
     # with an eval split, out_dir already holds the best model (saved by _evaluate)
     save_controller(out_dir, steering)
     record = {
-        "config": {"backbone": backbone, "dataset": dataset, "data": data, "split": split, "eval_split": eval_split,
-                   "controller": steering.name, "topics": topics, "epochs": epochs, "max_steps": max_steps, "lr": lr,
-                   "batch_size": batch_size, "grad_accum": grad_accum, "patience": patience,
-                   "max_target_tokens": max_target_tokens, "limit": limit, "seed": seed,
-                   "strict_controls": strict_controls,
-                   "options": {c.name: c.options for c in (source, model, *getattr(steering, "controllers", [steering]))}},
+        "config": mask_secrets({
+            "backbone": backbone, "dataset": dataset, "data": data, "split": split, "eval_split": eval_split,
+            "controller": steering.name, "topics": topics, "epochs": epochs, "max_steps": max_steps, "lr": lr,
+            "batch_size": batch_size, "grad_accum": grad_accum, "patience": patience,
+            "max_target_tokens": max_target_tokens, "limit": limit, "seed": seed, "strict_controls": strict_controls,
+            "options": {c.name: c.options for c in (source, model, *getattr(steering, "controllers", [steering]))}}),
         "versions": versions(),
         "n_pairs": len(pairs),
         "uncontrolled": left,

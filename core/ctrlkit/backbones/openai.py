@@ -7,7 +7,8 @@ retried with exponential backoff, because hosted and local servers both shed loa
 Other 4xx answers and malformed bodies are not retried: asking again would get the same answer.
 
 The API key stays in a private attribute: ``self.options`` is recorded in results.json, so a key
-given as an option is masked there, and every error message is scrubbed of it.
+given as an option is masked there (as are credentials in ``base_url``), and every error message
+is scrubbed of it.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from ..components import Backbone
 from ..errors import ConfigurationError, CtrlkitError
 from ..options import Option
+from ..secrets import MASK, scrub_text
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-MASK = "***"
 _DETAIL_CHARS = 200
 
 
@@ -61,6 +62,7 @@ class OpenAIBackbone(Backbone):
             self.options["api_key"] = MASK
         base_url = self.options["base_url"] or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self._url = base_url.rstrip("/") + "/chat/completions"
+        self.options["base_url"] = scrub_text(self.options["base_url"])
         self._jitter = random.Random()  # not the global generator, which a run seeds for reproducibility
 
     def generate(self, inputs):
@@ -137,7 +139,7 @@ class OpenAIBackbone(Backbone):
     def _error(self, index: int, what: str) -> CtrlkitError:
         """One line naming the input; the key is scrubbed even where a server echoes it."""
         message = f"backbone '{self.name}': request for input {index} {what}"
-        return CtrlkitError(message.replace(self._api_key, MASK) if self._api_key else message)
+        return CtrlkitError(scrub_text(message.replace(self._api_key, MASK) if self._api_key else message))
 
 
 class _Transient(Exception):

@@ -1,0 +1,60 @@
+"""Secrets out of everything ctrlkit records: results.json, sweep.json, training.json,
+interference.json, table files, reports and error messages.
+
+Options and configurations are recorded so that a run can be read and repeated; an API key in
+them would be shared with every copy of a results folder. ``mask_secrets`` is the one place that
+decides what a secret is: the value of an option whose name says so (``api_key``, ``token``,
+``hf_token``, ``password``, ``authorization``, ...), and, inside any text, the credentials of a
+URL (``https://user:KEY@host``), a secret query parameter (``?api_key=KEY``) and a bearer token.
+A masked value reads ``***``, so a record still says that a secret was given.
+"""
+
+from __future__ import annotations
+
+import re
+
+MASK = "***"
+
+_SECRET_WORDS = r"api_?key|key|token|secret|password|passwd|passphrase|pass|authorization|auth|credentials?|cookie"
+_SECRET_NAME = re.compile(rf"(?:^|_)(?:{_SECRET_WORDS})$")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s@]+@")
+_QUERY_SECRET = re.compile(rf"(?i)([?&;](?:[a-z0-9]+[_-])*(?:{_SECRET_WORDS})=)[^&#;\s]+")
+_BEARER = re.compile(r"\b([Bb]earer\s+)[A-Za-z0-9._~+/=-]{8,}")
+
+
+def is_secret(name: str) -> bool:
+    """Whether an option or field called ``name`` holds a secret: ``api_key``, ``hf_token``,
+    ``apiKey``, ``db-password`` (a name ending in a secret word), not ``max_tokens`` or ``keywords``."""
+    return bool(_SECRET_NAME.search(_CAMEL.sub("_", str(name)).lower().replace("-", "_")))
+
+
+def mask_secrets(value):
+    """A copy of ``value`` (options, a configuration: nested dicts, lists and scalars) fit to be
+    recorded: every non-empty value under a secret name is ``***``, and every string is scrubbed
+    of URL credentials, secret query parameters and bearer tokens. Nothing else changes."""
+    if isinstance(value, dict):
+        return {key: _masked(item) if is_secret(key) else mask_secrets(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [mask_secrets(item) for item in value]
+    if isinstance(value, str):
+        return scrub_text(value)
+    return value
+
+
+def scrub_text(text: str) -> str:
+    """``text`` with URL credentials, secret query parameters and bearer tokens replaced by ``***``."""
+    text = _URL_USERINFO.sub(rf"\1{MASK}@", text)
+    text = _QUERY_SECRET.sub(rf"\1{MASK}", text)
+    return _BEARER.sub(rf"\1{MASK}", text)
+
+
+def _masked(value):
+    """Every leaf of a secret's value masked; empty ones kept, so a record says none was given."""
+    if isinstance(value, dict):
+        return {key: _masked(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_masked(item) for item in value]
+    if value is None or value == "" or isinstance(value, bool):
+        return value
+    return MASK
