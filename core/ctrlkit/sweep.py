@@ -2,7 +2,8 @@
 with the same metrics, and the table a paper prints (rows: cells, columns: metric values).
 
 Each cell is a run folder under ``OUT/cells/``. A cell whose results.json already holds the
-same configuration is reused; any other cell runs again, and the shared generation cache
+same configuration (secrets aside: a new API key gives the same outputs) is reused; any other
+cell, or one whose results.json is damaged, runs again, and the shared generation cache
 makes that cheap: rerunning a sweep with one more metric generates nothing. A sweep killed at
 any moment resumes the same way.
 """
@@ -11,17 +12,21 @@ from __future__ import annotations
 
 import csv
 import io
-import json
+import logging
 import re
 import tomllib
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .errors import ConfigurationError
-from .files import atomic_write_json, atomic_write_text
+from .errors import ConfigurationError, CtrlkitError, OptionError
+from .files import atomic_write_json, atomic_write_text, read_json
+from .options import Option
 from .api import backbone_name
 from .pipeline import DEFAULT_METRICS, run
 from .results import LOWER_IS_BETTER, prepare_output, versions
+from .secrets import mask_secrets, scrub_text
+
+logger = logging.getLogger("ctrlkit")
 
 SETTINGS = ("controllers", "metrics", "backbones", "datasets", "data", "split", "topics", "options", "judge",
             "limit", "seed", "batch_size")
@@ -85,7 +90,7 @@ def sweep(
                 "datasets": list(datasets), "data": dict(data or {}), "split": split, "topics": topics,
                 "options": {k: dict(v) for k, v in (options or {}).items()}, "judge": judge, "limit": limit,
                 "seed": seed, "batch_size": batch_size}
-    atomic_write_json(out_dir / "sweep.json", {"settings": settings, "versions": versions()})
+    atomic_write_json(out_dir / "sweep.json", {"settings": mask_secrets(settings), "versions": versions()})
     rows = []
     for dataset in datasets:
         for backbone in backbones:
@@ -95,8 +100,9 @@ def sweep(
                                 controller=controller, backbone=backbone, metrics=list(metrics), topics=topics,
                                 options=settings["options"], judge=judge, limit=limit, seed=seed,
                                 batch_size=batch_size, progress=progress)
-                rows.append({"controller": controller, "backbone": backbone, "dataset": dataset, "run": cell,
-                             "metrics": results["metrics"], "cache": results.get("cache"), "reused": reused})
+                rows.append({**mask_secrets({"controller": controller, "backbone": backbone, "dataset": dataset}),
+                             "run": cell, "metrics": results["metrics"], "cache": results.get("cache"),
+                             "reused": reused})
     write_table(out_dir, rows)
     return rows
 
@@ -105,22 +111,50 @@ def _cell(folder: Path, **arguments) -> tuple[dict, bool]:
     """The cell's results, and whether they were reused (its results.json has this configuration)
     rather than run now."""
     done = folder / "results.json"
-    if done.is_file():
-        results = json.loads(done.read_text(encoding="utf-8"))
-        if _same_configuration(results["config"], arguments):
-            return results, True
+    results = _recorded(done) if done.is_file() else None
+    if results is not None and _same_configuration(results["config"], mask_secrets(arguments)):
+        return results, True
     return run(baseline=None, out=str(folder), strict_options=False, **arguments).results, False
 
 
+def _recorded(done: Path) -> dict | None:
+    """A cell's results.json, or None when it is damaged (cut short, or of another shape): one
+    warning line naming it, and the cell runs again (from the generation cache)."""
+    try:
+        results = read_json(done, dict)
+    except CtrlkitError as exc:
+        logger.warning("ctrlkit: %s; running the cell again", exc)
+        return None
+    config = results.get("config")
+    if not isinstance(config, dict) or not isinstance(config.get("options"), dict) \
+            or not all(isinstance(values, dict) for values in config["options"].values()) \
+            or not isinstance(results.get("metrics"), dict):
+        logger.warning("ctrlkit: %s: not the results of a run (no 'config' with 'options', or no 'metrics'); "
+                       "running the cell again", done)
+        return None
+    return results
+
+
 def _same_configuration(config: dict, arguments: dict) -> bool:
+    """Whether a cell's recorded ``config`` is what ``arguments`` (secrets masked, as recorded) ask for."""
     keys = ("dataset", "data", "controller", "backbone", "metrics", "topics", "judge", "limit", "seed", "batch_size")
     if any(config.get(key) != arguments[key] for key in keys):
         return False
     if arguments["split"] not in (None, config.get("split")):  # None: the dataset's default, as recorded
         return False
-    return all(config["options"][name].get(option) == value  # the options this cell's components took
+    return all(_same_value(config["options"][name].get(option), value)  # the options this cell's components took
                for name, values in arguments["options"].items() if name in config["options"]
                for option, value in values.items())
+
+
+def _same_value(recorded, given) -> bool:
+    """Whether an option value as given (``--set`` gives strings) is the one recorded (typed)."""
+    if isinstance(given, str) and isinstance(recorded, (bool, int, float)):
+        try:
+            given = Option("given", type(recorded), None, "").coerce(given, "sweep")
+        except OptionError:
+            return False
+    return recorded == given
 
 
 def columns(rows: Sequence[dict]) -> list[tuple[str, str]]:
@@ -168,4 +202,5 @@ def write_table(out_dir: Path, rows: Sequence[dict]) -> None:
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", text).strip("_") or "_"
+    """A folder name for a spec, without credentials it may hold."""
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", scrub_text(text)).strip("_") or "_"
