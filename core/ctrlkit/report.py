@@ -3,7 +3,11 @@
 Reports get shared, and the predictions in them are model output, so nobody should have to
 trust them: every text that comes from data is HTML-escaped, the page has no JavaScript (its
 charts are SVG drawn in :mod:`ctrlkit.charts`) and its Content-Security-Policy forbids scripts
-and loads from anywhere, in case an escape is ever missed.
+and loads from anywhere, in case an escape is ever missed. Secrets in a folder's recorded
+configuration (one written before they were masked) are masked again here.
+
+A damaged folder (a file of another shape, a field of the wrong type, a cut-short file) is one
+error line naming the file (and line) and the field, never a traceback or a silently wrong page.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from .charts import escape, show
 from .errors import CtrlkitError
 from .files import atomic_write_text, read_json, read_jsonl
 from .results import LOWER_IS_BETTER
+from .secrets import mask_secrets
 
 DEFAULT_EXAMPLES = 5
 # Error-like values, where smaller is better; every other value is a score where larger is.
@@ -34,9 +39,13 @@ class Arm:
     scores: dict = field(default_factory=dict)
     predictions: dict = field(default_factory=dict)
 
-    def add(self, identifier: str, scored: dict) -> None:
-        self.predictions[identifier] = scored.get("prediction")
-        for path, value in flatten(scored.get("scores") or {}).items():
+    def add(self, identifier: str, scored: dict, where: str) -> None:
+        """Add one sample's prediction and scores; ``where`` (file:line) names it in errors."""
+        prediction = scored.get("prediction")
+        if prediction is not None and not isinstance(prediction, str):
+            raise CtrlkitError(f"{where}: field 'prediction' must be a string or null, got {_kind(prediction)}")
+        self.predictions[identifier] = prediction
+        for path, value in flatten(scored.get("scores"), where, "scores").items():
             self.scores.setdefault(path, []).append(value)
 
 
@@ -71,41 +80,49 @@ def write_report(directory, out=None, examples: int = DEFAULT_EXAMPLES) -> tuple
 def load(directory) -> Report:
     """A sweep folder (table.json) or a run folder (results.json), with interference.json if any."""
     folder = Path(directory)
-    if (folder / "table.json").is_file():
-        report = _load_sweep(folder)
-    elif (folder / "results.json").is_file():
-        report = _load_run(folder)
-    else:
-        raise CtrlkitError(f"{folder}: no results.json (a run) or table.json (a sweep) to report on")
-    if (folder / "interference.json").is_file():
-        report.interference = _interference(folder / "interference.json")
+    try:
+        if (folder / "table.json").is_file():
+            report = _load_sweep(folder)
+        elif (folder / "results.json").is_file():
+            report = _load_run(folder)
+        else:
+            raise CtrlkitError(f"{folder}: no results.json (a run) or table.json (a sweep) to report on")
+        if (folder / "interference.json").is_file():
+            report.interference = _interference(folder / "interference.json")
+    except OSError as exc:  # a file that cannot be opened (permissions, a folder in its place)
+        raise CtrlkitError(f"cannot read {exc.filename or folder}: {exc.strerror or exc}") from None
     return report
 
 
 def _load_run(folder: Path) -> Report:
-    results = read_json(folder / "results.json", dict)
-    config = results.get("config") or {}
+    path = folder / "results.json"
+    results = read_json(path, dict)
+    config = mask_secrets(_object(results.get("config"), path, "config"))
     group = str(config.get("dataset", ""))
-    arms = [Arm(str(config.get("controller") or "run"), group, flatten(results.get("metrics") or {}))]
-    if results.get("baseline"):
-        baseline = results["baseline"]
-        arms.append(Arm(f"{baseline.get('controller')} (baseline)", group, flatten(baseline.get("metrics") or {})))
+    arms = [Arm(str(config.get("controller") or "run"), group, flatten(results.get("metrics"), path))]
+    baseline = _object(results.get("baseline"), path, "baseline")
+    if baseline:
+        arms.append(Arm(f"{baseline.get('controller')} (baseline)", group,
+                        flatten(baseline.get("metrics"), path, "baseline.metrics")))
     controls = _read_samples(folder / "samples.jsonl", arms)
-    facts = {"dataset": config.get("dataset"), "backbone": config.get("backbone"), "split": config.get("split"),
-             "examples": results.get("n_examples"), "created": results.get("created")}
+    facts = mask_secrets({"dataset": config.get("dataset"), "backbone": config.get("backbone"),
+                          "split": config.get("split"), "examples": results.get("n_examples"),
+                          "created": results.get("created")})
     return Report(folder.resolve().name, facts, arms, {group: controls}, config)
 
 
 def _load_sweep(folder: Path) -> Report:
-    table = read_json(folder / "table.json", (list, dict))
+    path = folder / "table.json"
+    table = read_json(path, (list, dict))
     rows = table.get("rows") if isinstance(table, dict) else table  # a bare list, or {"rows": [...], ...}
     if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
-        raise CtrlkitError(f"{folder / 'table.json'}: expected a list of row objects")
+        raise CtrlkitError(f"{path}: expected a list of row objects")
+    rows = [_row(row, path, i) for i, row in enumerate(rows)]
     varying = [key for key in ("controller", "backbone", "dataset") if len({str(r.get(key)) for r in rows}) > 1]
     arms, controls = [], {}
-    for row in rows:
+    for i, row in enumerate(rows):
         label = " · ".join(str(row.get(key)) for key in varying or ["controller"])
-        arm = Arm(label, str(row.get("dataset", "")), flatten(row.get("metrics") or {}))
+        arm = Arm(label, str(row.get("dataset", "")), flatten(row.get("metrics"), path, f"rows[{i}].metrics"))
         if any(other.label == label for other in arms):
             arm.label = f"{label} ({row.get('run')})"
         samples = folder / str(row.get("run", "")) / "samples.jsonl"
@@ -117,7 +134,14 @@ def _load_sweep(folder: Path) -> Report:
              for key in ("controller", "backbone", "dataset")}
     facts["runs"] = len(rows)
     config = read_json(folder / "sweep.json", dict) if (folder / "sweep.json").is_file() else {}
-    return Report(folder.resolve().name, facts, arms, controls, config)
+    return Report(folder.resolve().name, facts, arms, controls, mask_secrets(config))
+
+
+def _row(row: dict, path: Path, index: int) -> dict:
+    """A table row with its names masked of secrets; a ``run`` that is not a folder name is refused."""
+    if row.get("run") is not None and not isinstance(row["run"], str):
+        raise CtrlkitError(f"{path}: field 'rows[{index}].run' must be a string, got {_kind(row['run'])}")
+    return {**row, **mask_secrets({key: row[key] for key in ("controller", "backbone", "dataset") if key in row})}
 
 
 def _read_samples(path: Path, arms: list[Arm]) -> dict:
@@ -126,31 +150,65 @@ def _read_samples(path: Path, arms: list[Arm]) -> dict:
     controls = {}
     if not path.is_file():
         return controls
-    for _, sample in read_jsonl(path):
+    for line, sample in read_jsonl(path):
+        where = f"{path}:{line}"
         identifier = str(sample.get("id"))
-        controls[identifier] = sample.get("controls") or {}
-        arms[0].add(identifier, sample)
-        if len(arms) > 1 and isinstance(sample.get("baseline"), dict):
-            arms[1].add(identifier, sample["baseline"])
+        controls[identifier] = _object(sample.get("controls"), where, "controls")
+        arms[0].add(identifier, sample, where)
+        baseline = _object(sample.get("baseline"), where, "baseline")
+        if len(arms) > 1 and baseline:
+            arms[1].add(identifier, baseline, where)
     return controls
 
 
 def _interference(path: Path) -> dict:
     data = read_json(path, dict)
-    if not isinstance(data.get("attributes"), list) or not isinstance(data.get("values"), list) \
-            or not isinstance(data.get("matrix"), dict):
-        raise CtrlkitError(f"{path}: expected 'attributes' and 'values' lists and a 'matrix' object")
-    return data
+    for field in ("attributes", "values"):
+        if not isinstance(data.get(field), list) or not all(isinstance(name, str) for name in data[field]):
+            raise CtrlkitError(f"{path}: field '{field}' must be a list of names, got {_kind(data.get(field))}")
+    if not isinstance(data.get("matrix"), dict):
+        raise CtrlkitError(f"{path}: field 'matrix' must be an object, got {_kind(data.get('matrix'))}")
+    for attribute, row in data["matrix"].items():
+        for value, cell in _object(row, path, f"matrix.{attribute}").items():
+            _check_number(cell, path, f"matrix.{attribute}.{value}")
+    return {**data, "config": mask_secrets(data.get("config"))}
 
 
-def flatten(metrics: dict) -> dict:
+def flatten(metrics, where="", field: str = "metrics") -> dict:
     """``{metric: {value: x}}`` as ``{"metric.value": x}`` (just ``metric`` when the value is named
-    after it), the names format_table and interference.json use; non-numbers become None."""
+    after it), the names format_table and interference.json use. Anything but an object of
+    objects of numbers (or nulls) is an error naming ``where`` (the file) and the field."""
     flat = {}
-    for metric, values in metrics.items():
-        for name, value in (values.items() if isinstance(values, dict) else []):
+    for metric, values in _object(metrics, where, field).items():
+        for name, value in _object(values, where, f"{field}.{metric}").items():
+            _check_number(value, where, f"{field}.{metric}.{name}")
             flat[metric if name == metric else f"{metric}.{name}"] = _number(value)
     return flat
+
+
+def _object(value, where, field: str) -> dict:
+    """``value`` when it is a JSON object (absent or null: an empty one); else one error line."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise CtrlkitError(f"{where}: field '{field}' must be an object, got {_kind(value)}")
+    return value
+
+
+def _check_number(value, where, field: str) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise CtrlkitError(f"{where}: field '{field}' must be a number or null, got {_kind(value)}")
+
+
+def _kind(value) -> str:
+    """The JSON name of a value's type, as an error message shows it."""
+    if value is None:
+        return "null"
+    for kind, name in ((bool, "a boolean"), ((int, float), "a number"), (str, "a string"), (list, "a list"),
+                       (dict, "an object")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
 
 
 def _number(value):
