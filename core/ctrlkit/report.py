@@ -104,7 +104,8 @@ def _load_run(folder: Path) -> Report:
     if baseline:
         arms.append(Arm(f"{baseline.get('controller')} (baseline)", group,
                         flatten(baseline.get("metrics"), path, "baseline.metrics")))
-    controls = _read_samples(folder / "samples.jsonl", arms)
+    controls, count = _read_samples(folder / "samples.jsonl", arms)
+    _check_count(folder / "samples.jsonl", count, results.get("n_examples"))
     facts = mask_secrets({"dataset": config.get("dataset"), "backbone": config.get("backbone"),
                           "split": config.get("split"), "examples": results.get("n_examples"),
                           "created": results.get("created")})
@@ -127,7 +128,7 @@ def _load_sweep(folder: Path) -> Report:
             arm.label = f"{label} ({row.get('run')})"
         samples = folder / str(row.get("run", "")) / "samples.jsonl"
         if row.get("run") and samples.is_file():
-            for identifier, found in _read_samples(samples, [arm]).items():
+            for identifier, found in _read_samples(samples, [arm])[0].items():
                 controls.setdefault(arm.group, {}).setdefault(identifier, found)
         arms.append(arm)
     facts = {key + "s": ", ".join(dict.fromkeys(str(r.get(key)) for r in rows))
@@ -144,13 +145,15 @@ def _row(row: dict, path: Path, index: int) -> dict:
     return {**row, **mask_secrets({key: row[key] for key in ("controller", "backbone", "dataset") if key in row})}
 
 
-def _read_samples(path: Path, arms: list[Arm]) -> dict:
+def _read_samples(path: Path, arms: list[Arm]) -> tuple[dict, int]:
     """Add each line's scores and prediction to ``arms[0]`` (and its baseline's to ``arms[1]``);
-    return the controls by example id. A folder without samples.jsonl just has no examples."""
-    controls = {}
+    return the controls by example id, and how many samples there were. A folder without
+    samples.jsonl just has no examples."""
+    controls, count = {}, 0
     if not path.is_file():
-        return controls
+        return controls, count
     for line, sample in read_jsonl(path):
+        count += 1
         where = f"{path}:{line}"
         identifier = str(sample.get("id"))
         controls[identifier] = _object(sample.get("controls"), where, "controls")
@@ -158,7 +161,14 @@ def _read_samples(path: Path, arms: list[Arm]) -> dict:
         baseline = _object(sample.get("baseline"), where, "baseline")
         if len(arms) > 1 and baseline:
             arms[1].add(identifier, baseline, where)
-    return controls
+    return controls, count
+
+
+def _check_count(path: Path, found: int, expected) -> None:
+    """Refuse a samples.jsonl with fewer or more samples than results.json counts examples: one
+    cut short at a line's end reads as valid JSONL, and would show a smaller corpus without a word."""
+    if path.is_file() and isinstance(expected, int) and not isinstance(expected, bool) and found != expected:
+        raise CtrlkitError(f"{path}: {found} samples, but results.json counts {expected} examples (cut short?)")
 
 
 def _interference(path: Path) -> dict:
