@@ -15,7 +15,7 @@ import pytest
 
 import ctrlkit
 from ctrlkit.interference import interference
-from ctrlkit.options import Option
+from ctrlkit.options import Option, parse_assignments
 from ctrlkit.report import write_report
 from ctrlkit.secrets import MASK, is_secret, mask_secrets, scrub_text
 from ctrlkit_datasets.files import JsonlDataset
@@ -153,6 +153,13 @@ def test_an_option_error_never_shows_a_secret_value(option, value):
     with pytest.raises(ctrlkit.OptionError) as failure:
         option.coerce(value, "hub")
     assert KEY_A not in str(failure.value) and MASK in str(failure.value) and f"'hub.{option.name}'" in str(failure.value)
+
+
+@pytest.mark.parametrize("assignment", [f"openai_api_key={KEY_A}", f"api_key={KEY_A}", f".api_key={KEY_A}"])
+def test_a_malformed_set_never_shows_its_value(assignment):
+    with pytest.raises(ctrlkit.OptionError, match="--set expects COMPONENT.OPTION=VALUE") as failure:
+        parse_assignments([assignment])
+    assert KEY_A not in str(failure.value) and assignment.partition("=")[0] in str(failure.value)
 
 
 def test_credentials_in_the_openai_base_url_are_used_but_never_recorded():

@@ -91,6 +91,7 @@ def parse_assignments(assignments: list[str] | tuple[str, ...]) -> dict[str, dic
         target, sep, value = assignment.partition("=")
         component, dot, option = target.strip().partition(".")
         if not sep or not dot or not component or not option:
-            raise OptionError(f"--set expects COMPONENT.OPTION=VALUE, got {assignment!r}")
+            shown = f"{target}=..." if sep else assignment  # the value may be a key given to the wrong name
+            raise OptionError(f"--set expects COMPONENT.OPTION=VALUE, got {shown!r}")
         parsed.setdefault(component, {})[option] = value
     return parsed
