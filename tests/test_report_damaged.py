@@ -154,7 +154,8 @@ CASES = {
     "a sample baseline is a list": ("run", _sample_line(2, _set("baseline", [])), "samples.jsonl:2", "'baseline'"),
     "a baseline score is a string": ("run", _sample_line(1, _set("baseline", "scores", "stas", "stas", "high")),
                                      "samples.jsonl:1", "'scores.stas.stas'"),
-    "table.json is a string": ("sweep", _replace("table.json", '"rows"'), "table.json", "expected a JSON list or object"),
+    "table.json is a string": ("sweep", _replace("table.json", '"rows"'), "table.json",
+                               "expected a JSON list or object"),
     "table rows is an object": ("sweep", _edit_json("table.json", _set("rows", {"a": 1})), "table.json",
                                 "expected a list of row objects"),
     "a table row is a number": ("sweep", _edit_json("table.json", _set("rows", [1, 2])), "table.json",
@@ -238,6 +239,10 @@ def test_a_cell_whose_results_json_was_cut_short_still_reports(tmp_path):
     (_edit_json(f"{CELL}/results.json", _set("config", "options", ["x"])), "not the results of a run"),
     (_edit_json(f"{CELL}/results.json", _set("config", "options", "tag", 5)), "not the results of a run"),
     (_edit_json(f"{CELL}/results.json", _set("metrics", None)), "not the results of a run"),
+    (_edit_json(f"{CELL}/results.json", _set("metrics", "stas", "stas", "0.5")),
+     "'metrics.stas.stas' must be a number"),
+    (_edit_json(f"{CELL}/results.json", _set("metrics", "stas", [])), "'metrics.stas' must be an object"),
+    (_edit_json(f"{CELL}/results.json", _set("cache", [])), "not the results of a run"),
 ])
 def test_a_sweep_reruns_a_damaged_cell_and_reuses_the_others(tmp_path, monkeypatch, caplog, damage, said):
     monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))

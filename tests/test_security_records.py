@@ -133,9 +133,12 @@ def test_names_that_are_not_secret(name):
     ({"headers": {"Authorization": "Bearer sk-abcdefgh"}}, {"headers": {"Authorization": MASK}}),
     ({"credentials": {"user": "me", "password": "pw"}}, {"credentials": {"user": MASK, "password": MASK}}),
     ({"base_url": "https://me:pw@host:8/v1"}, {"base_url": "https://***@host:8/v1"}),
-    ({"url": "http://host/v1?api_key=sk-9&access_token=t0&n=1"}, {"url": "http://host/v1?api_key=***&access_token=***&n=1"}),
-    ({"note": ["curl -H 'Authorization: Bearer sk-abcdefghij' x"]}, {"note": ["curl -H 'Authorization: Bearer ***' x"]}),
-    ({"metrics": ["rouge", "stas"], "limit": 3, "data": None}, {"metrics": ["rouge", "stas"], "limit": 3, "data": None}),
+    ({"url": "http://host/v1?api_key=sk-9&access_token=t0&n=1"},
+     {"url": "http://host/v1?api_key=***&access_token=***&n=1"}),
+    ({"note": ["curl -H 'Authorization: Bearer sk-abcdefghij' x"]},
+     {"note": ["curl -H 'Authorization: Bearer ***' x"]}),
+    ({"metrics": ["rouge", "stas"], "limit": 3, "data": None},
+     {"metrics": ["rouge", "stas"], "limit": 3, "data": None}),
 ])
 def test_mask_secrets(given, recorded):
     assert mask_secrets(given) == recorded
@@ -152,7 +155,8 @@ def test_scrub_text_leaves_ordinary_text_alone():
 def test_an_option_error_never_shows_a_secret_value(option, value):
     with pytest.raises(ctrlkit.OptionError) as failure:
         option.coerce(value, "hub")
-    assert KEY_A not in str(failure.value) and MASK in str(failure.value) and f"'hub.{option.name}'" in str(failure.value)
+    message = str(failure.value)
+    assert KEY_A not in message and MASK in message and f"'hub.{option.name}'" in message
 
 
 @pytest.mark.parametrize("assignment", [f"openai_api_key={KEY_A}", f"api_key={KEY_A}", f".api_key={KEY_A}"])
@@ -177,8 +181,8 @@ def test_run_evaluate_and_interference_write_no_secret_anywhere(server, vault, w
     root, data = work
     options = {"openai": {"base_url": server.url, "api_key": KEY_A, "backoff": "0.01"},
                "vault": {"hf_token": TOKEN, "mirror": MIRROR}, "prompt": {"controls": "length"}}
-    run = ctrlkit.run(dataset="vault", data=data, controller="prompt", backbone="openai:gen", metrics=["rouge", "focus"],
-                      judge="openai:judge", options=options, out=str(root / "run"))
+    run = ctrlkit.run(dataset="vault", data=data, controller="prompt", backbone="openai:gen",
+                      metrics=["rouge", "focus"], judge="openai:judge", options=options, out=str(root / "run"))
     recorded = run.results["config"]["options"]
     assert recorded["openai"]["api_key"] == MASK and recorded["vault"]["hf_token"] == MASK
     assert recorded["vault"]["mirror"] == "https://***@mirror.example/data?api_key=***&x=1 (Authorization: Bearer ***)"
@@ -215,6 +219,8 @@ def test_a_sweep_records_no_key_and_a_rerun_with_another_key_reuses_every_cell(s
     write_report(root / "sweep")
 
     assert set(server.seen) == {f"Bearer {KEY_A}"}  # not vacuous: the key was sent
+    for result in (first, again, from_environment):
+        assert not [secret for secret in SECRETS if secret in result.stdout + result.stderr]
     settings = json.loads((root / "sweep" / "sweep.json").read_text())["settings"]
     assert settings["options"]["openai"]["max_retries"] == "1"  # the other options as given
     written = {path.name for path in (root / "sweep").rglob("*")}

@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 from .errors import ConfigurationError, CtrlkitError, OptionError
 from .files import atomic_write_json, atomic_write_text, read_json
 from .options import Option
+from .report import flatten
 from .api import backbone_name
 from .pipeline import DEFAULT_METRICS, run
 from .results import LOWER_IS_BETTER, prepare_output, versions
@@ -122,13 +123,14 @@ def _recorded(done: Path) -> dict | None:
     warning line naming it, and the cell runs again (from the generation cache)."""
     try:
         results = read_json(done, dict)
+        flatten(results.get("metrics"), done)  # the table needs numbers (or nulls) there
     except CtrlkitError as exc:
         logger.warning("ctrlkit: %s; running the cell again", exc)
         return None
     config = results.get("config")
     if not isinstance(config, dict) or not isinstance(config.get("options"), dict) \
             or not all(isinstance(values, dict) for values in config["options"].values()) \
-            or not isinstance(results.get("metrics"), dict):
+            or not isinstance(results.get("metrics"), dict) or not isinstance(results.get("cache"), (dict, type(None))):
         logger.warning("ctrlkit: %s: not the results of a run (no 'config' with 'options', or no 'metrics'); "
                        "running the cell again", done)
         return None
