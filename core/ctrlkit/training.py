@@ -21,7 +21,7 @@ from typing import Any, Mapping
 from .api import backbone_name, create_controller, get_backbone, get_dataset, get_vectorizer
 from .errors import ConfigurationError, CtrlkitError
 from .controls import apply_control, check_controls, uncontrolled
-from .files import atomic_write_json
+from .files import atomic_write_json, read_json
 from .pipeline import _check_topics, _seed_everything, _topic_spaces, fit_or_restore, report_uncontrolled
 from .results import prepare_output, versions
 from .secrets import mask_secrets
@@ -87,7 +87,7 @@ def train(
                              "grad_accum": grad_accum, "patience": patience, "max_target_tokens": max_target_tokens,
                              "limit": limit, "seed": seed})
     if resuming:
-        saved_settings = json.loads((checkpoint / "trainer_state.json").read_text())["settings"]
+        saved_settings = _read_trainer_state(checkpoint)["settings"]
         changed = sorted(key for key in settings if json.dumps(settings[key]) != json.dumps(saved_settings.get(key)))
         if changed:
             raise CtrlkitError(f"{checkpoint} was made with different settings ({', '.join(changed)}); "
@@ -126,7 +126,7 @@ def train(
     state = {"step": 0, "epoch": 0, "batch": 0, "losses": [], "eval_losses": [], "best_eval": None, "bad_evals": 0,
              "done": False, "settings": settings}
     if resuming:
-        state = json.loads((checkpoint / "trainer_state.json").read_text())
+        state = _read_trainer_state(checkpoint)
         optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", weights_only=True))
 
     def save_checkpoint():
@@ -228,3 +228,16 @@ def _evaluate(model, pairs, batch_size, max_target_tokens, state, patience, out_
     else:
         state["bad_evals"] += 1
     return bool(patience) and state["bad_evals"] >= patience
+
+
+def _read_trainer_state(checkpoint: Path) -> dict:
+    """The checkpoint's training state; a damaged one is one line saying how to start over."""
+    path = checkpoint / "trainer_state.json"
+    state = read_json(path, dict, what="a training checkpoint's state")
+    kinds = {"settings": dict, "step": int, "epoch": int, "batch": int, "losses": list, "eval_losses": list,
+             "bad_evals": int, "done": bool}
+    wrong = [key for key, kind in kinds.items() if not isinstance(state.get(key), kind)]
+    if wrong:
+        raise CtrlkitError(f"{path}: damaged checkpoint (field {wrong[0]!r} missing or of the wrong type); "
+                           f"remove {checkpoint} to train from the start")
+    return state
