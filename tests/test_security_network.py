@@ -14,7 +14,10 @@ and server_close() joins every handler thread.
 import html
 import json
 import re
+import shutil
 import sqlite3
+import ssl
+import subprocess
 import threading
 import time
 import urllib.parse
@@ -116,8 +119,10 @@ def serve(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     running = []
 
-    def start(behave) -> _Hostile:
+    def start(behave, tls: ssl.SSLContext | None = None) -> _Hostile:
         server = _Hostile(behave)
+        if tls:
+            server.socket = tls.wrap_socket(server.socket, server_side=True)
         thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02})
         thread.start()
         running.append((server, thread))
@@ -253,6 +258,12 @@ def test_a_key_echoed_in_an_answer_never_becomes_part_of_the_summary(serve, form
     server = serve(lambda handler, body: handler.reply(200, completion(f"Summary. {echoed_forms(KEY)[form]} End.")))
     summaries = within(10, lambda: backbone(server).generate([ModelInput("doc")]))
     assert summaries == ["Summary. *** End."] and leaks(summaries[0]) == []
+
+
+def test_fewer_than_8_characters_of_the_key_are_left_alone(serve):
+    answer = f"Summary about {KEY[:7]} tokens and {KEY[9:16]}, written {KEY[-7:]}."
+    server = serve(lambda handler, body: handler.reply(200, completion(answer)))
+    assert within(10, lambda: backbone(server).generate([ModelInput("doc")])) == [answer]
 
 
 def test_without_a_key_answers_are_left_alone(serve):
@@ -428,3 +439,34 @@ def test_the_new_limits_are_transport_options_outside_the_cache_key():
     small = ctrlkit.get_backbone("openai:m", max_response_bytes=2048, max_retry_wait=1)
     assert small.identity() == ctrlkit.get_backbone("openai:m").identity()
     assert ctrlkit.get_backbone("openai:m").options["max_response_bytes"] == 4 * 1024 * 1024
+
+
+def test_over_https_the_deadline_holds_too(serve, tmp_path, monkeypatch):
+    """Hosted endpoints are HTTPS: the watched connection must still verify and speak TLS, and
+    the watchdog must wake a read blocked inside TLS."""
+    if not shutil.which("openssl"):
+        pytest.skip("needs the openssl command to make a certificate")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(tmp_path / "key.pem"),
+                    "-out", str(tmp_path / "cert.pem")], check=True, capture_output=True, timeout=60)
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "cert.pem"))  # the client trusts this certificate only
+    data = completion("over TLS")
+
+    def answer(handler, body):
+        handler.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(data))
+        if len(handler.server.seen) == 1:
+            handler.wfile.write(data)
+            return
+        for byte in data:  # the second time, trickled
+            if not handler.pause(0.05):
+                return
+            handler.wfile.write(bytes([byte]))
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    server = serve(answer, tls=context)
+    model = backbone(server, base_url=server.url.replace("http://", "https://"), timeout=1.0)
+    assert within(10, lambda: model.generate([ModelInput("doc")])) == ["over TLS"]
+    started = time.monotonic()
+    assert failure_of(model, seconds=8).endswith("failed after 1 attempts: no response within 1 s")
+    assert time.monotonic() - started < 3

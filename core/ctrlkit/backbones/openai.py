@@ -60,8 +60,8 @@ class OpenAIBackbone(Backbone):
                minimum=0.1),
         Option("max_retries", int, 5, "retries after a 429, 5xx, connection error or timeout", minimum=0),
         Option("backoff", float, 1.0, "base seconds of the exponential backoff (Retry-After wins)", minimum=0.0),
-        Option("max_retry_wait", float, 60.0, "most seconds to wait before a retry, whatever Retry-After asks",
-               minimum=0.0),
+        Option("max_retry_wait", float, 60.0, "most seconds to wait before a retry, whatever Retry-After or the "
+               "backoff asks", minimum=0.0),
         Option("max_response_bytes", int, 4 * 1024 * 1024, "largest answer accepted, in bytes; a larger one "
                "is an error", minimum=1024),
         Option("instruction", str, "Summarize the following document.", "user message before a text input"),
