@@ -325,6 +325,31 @@ def test_an_echoed_key_reaches_no_file_through_summaries_or_judge_verdicts(serve
     assert found == {}
 
 
+def test_a_key_read_with_its_line_break_is_sent_without_it(serve, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", f"{KEY}\r\n")  # as read from a key file
+    server = serve(lambda handler, body: handler.reply(200, completion("fine")))
+    assert within(10, lambda: backbone(server, api_key="").generate([ModelInput("doc")])) == ["fine"]
+    assert server.seen[0]["headers"]["Authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize("bad", ["\n", "\x00", " ", "\u00e9"])
+def test_a_key_a_header_cannot_carry_is_refused_without_quoting_it(serve, tmp_path, bad):
+    # http.client's own refusal is a traceback that quotes the header: the key
+    key = KEY[:20] + bad + KEY[20:]
+    with pytest.raises(ctrlkit.ConfigurationError) as refused:
+        backbone(serve(lambda handler, body: None), api_key=key)
+    assert "API key" in str(refused.value) and leaks(str(refused.value)) == [] and KEY[:20] not in str(refused.value)
+    if bad == "\x00":
+        return  # no environment variable can hold it
+    data = tmp_path / "docs.jsonl"
+    data.write_text(json.dumps({"id": "a", "document": "One. Two.", "references": "One."}) + "\n")
+    result = run_ctrlkit("run", "-d", "jsonl", "--data", str(data), "-b", "openai:m", "-m", "rouge", "--no-baseline",
+                         "--set", "openai.base_url=http://127.0.0.1:9/v1", "-o", str(tmp_path / "out"),
+                         env={"OPENAI_API_KEY": key, "no_proxy": "*"}, cwd=tmp_path)
+    assert result.returncode != 0 and "Traceback" not in result.stderr and "API key" in result.stderr
+    assert leaks(result.stdout + result.stderr) == []
+
+
 # ------------------------------------------------------------------------------ 3. size, time, waits
 
 

@@ -74,9 +74,13 @@ class OpenAIBackbone(Backbone):
         for name in ("temperature", "timeout", "backoff", "max_retry_wait"):
             if not math.isfinite(self.options[name]):  # NaN passes every minimum
                 raise OptionError(f"option '{self.name}.{name}' must be a finite number, got {self.options[name]!r}")
-        self._api_key = self.options["api_key"] or os.environ.get("OPENAI_API_KEY", "")
+        self._api_key = (self.options["api_key"] or os.environ.get("OPENAI_API_KEY", "")).strip()
         if self.options["api_key"]:
             self.options["api_key"] = MASK
+        if not all("!" <= char <= "~" for char in self._api_key):  # http.client's refusal would quote the key
+            raise ConfigurationError(f"backbone '{self.name}': the API key (--set {self.name}.api_key or "
+                                     "$OPENAI_API_KEY) holds whitespace, a control or a non-ASCII character, "
+                                     "which a header cannot carry; it was not sent")
         base_url = self.options["base_url"] or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self._url = base_url.rstrip("/") + "/chat/completions"
         self._jitter = random.Random()  # not the global generator, which a run seeds for reproducibility
