@@ -415,6 +415,16 @@ def test_an_answer_trickled_a_byte_at_a_time_ends_at_the_timeout(serve, phase):
     assert len(server.seen) == 2
 
 
+def test_endless_interim_responses_end_at_the_timeout(serve):
+    def stall(handler, body):
+        while handler.pause(0.05):  # "100 Continue" forever: the client skips each and waits for the next
+            handler.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    started = time.monotonic()
+    assert failure_of(backbone(serve(stall), timeout=1.0), seconds=8).endswith("no response within 1 s")
+    assert time.monotonic() - started < 3
+
+
 @pytest.mark.parametrize("retry_after", ["99999999", "Fri, 31 Dec 9999 23:59:59 GMT", "3600.5"])
 def test_a_retry_after_of_years_waits_no_longer_than_max_retry_wait(serve, retry_after):
     def throttle(handler, body):
