@@ -13,6 +13,7 @@ and server_close() joins every handler thread.
 
 import html
 import json
+import random
 import re
 import shutil
 import sqlite3
@@ -29,6 +30,7 @@ import pytest
 
 import ctrlkit
 from ctrlkit import CtrlkitError, ModelInput, OptionError
+from ctrlkit.redaction import redact
 
 from chat_server import JsonHandler
 from conftest import run_ctrlkit
@@ -71,6 +73,27 @@ def test_the_leak_check_sees_every_form():
     for name, form in echoed_forms(KEY).items():
         assert leaks(f"before {form} after"), name
     assert leaks("nothing here, sk-proj and *** only") == []
+
+
+def test_masking_covers_exactly_the_runs_of_8_or_more_characters_of_the_key():
+    # against a brute force over every window, on small alphabets where runs overlap and repeat
+    rng = random.Random(14)
+    for trial in range(2000):
+        alphabet = "abc" if trial % 2 else "abcdefgh"
+        key = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 20)))
+        run = min(8, len(key))
+        pieces = []
+        for _ in range(rng.randint(0, 8)):
+            start = rng.randint(0, len(key))
+            pieces.append(key[start : rng.randint(start, len(key))] if rng.random() < 0.4
+                          else "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10))))
+        text = "".join(pieces)
+        covered = [False] * len(text)
+        for i in range(len(text) - run + 1):
+            if text[i : i + run] in key:
+                covered[i : i + run] = [True] * run
+        expected = re.sub(r"1+", "***", "".join("1" if c else ch for c, ch in zip(covered, text)))
+        assert redact(text, key) == expected, (text, key)
 
 
 # ------------------------------------------------------------------------------ hostile servers

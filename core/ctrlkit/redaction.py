@@ -41,23 +41,50 @@ def redact(text: str, secret: str, mask: str = MASK) -> str:
         return text
     wanted = _plain(secret)
     run = min(MIN_RUN, len(wanted))
-    pieces = {wanted[start : start + run] for start in range(len(wanted) - run + 1)}
+    pieces = list(dict.fromkeys(wanted[start : start + run] for start in range(len(wanted) - run + 1)))
     quick = _plain(text)
     if not any(piece in quick for piece in pieces):
         return text  # the usual case, found fast; mapping back to the original is slower
     decoded = _Decoded(text)
-    covered = bytearray(len(decoded.text))
-    for piece in pieces:
-        found = decoded.text.find(piece)
-        while found >= 0:
-            covered[found : found + run] = b"\x01" * run
-            found = decoded.text.find(piece, found + 1)
     parts, kept = [], 0
-    for hit in re.finditer(rb"\x01+", covered):
+    for hit in re.finditer(rb"\x01+", _covered(decoded.text, wanted, pieces)):
         begin, end = decoded.origin(hit.start())[0], decoded.origin(hit.end() - 1)[1]
         parts += [text[kept:begin], mask]
         kept = end
     return "".join(parts) + text[kept:] if parts else text
+
+
+def _covered(text: str, wanted: str, pieces: list[str]) -> bytearray:
+    """1 for each character of ``text`` inside an occurrence of one of ``pieces`` (the runs of
+    ``wanted``, in order). An occurrence is extended along ``wanted`` as far as it goes, and
+    occurrences inside what is covered already are skipped, so a text that repeats the secret
+    costs about one step per repetition rather than one per repetition and piece."""
+    covered = bytearray(len(text))
+    for piece in pieces:
+        run, at = len(piece), wanted.find(piece)
+        found = text.find(piece)
+        while found >= 0:
+            if covered.find(0, found, found + run) < 0:  # covered already: search on from where that ends
+                end = covered.find(0, found)
+                found = -1 if end < 0 else text.find(piece, max(found + 1, end - run + 1))
+                continue
+            length = _common_length(text, found, wanted, at)
+            covered[found : found + length] = b"\x01" * length
+            found = text.find(piece, found + 1)
+    return covered
+
+
+def _common_length(text: str, start: int, wanted: str, at: int) -> int:
+    """How many characters ``text[start:]`` and ``wanted[at:]`` share from their starts (by
+    bisection, comparing slices)."""
+    low, high = 0, min(len(text) - start, len(wanted) - at)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if text[start : start + middle] == wanted[at : at + middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 class _Decoded:
