@@ -1,12 +1,16 @@
 """Masking a secret in text a server sent back, in the forms that servers and logs turn it into.
 
 A hostile or careless server can echo an API key in an error or even in an answer: verbatim,
-broken across lines, JSON-escaped (``\\n``, ``\\u0073``), percent-encoded (once or twice), as
-HTML character references, or cut short. ``redact`` undoes those forms, then masks every run
+broken across lines or spaced out (whitespace, ``+`` or invisible characters between any two
+characters), JSON-escaped (``\\n``, ``\\u0073``), percent-encoded (once or twice), as HTML
+character references, or cut short. ``redact`` undoes those forms, then masks every run
 of the text that spells ``MIN_RUN`` or more consecutive characters of the secret (the whole
 secret when it is shorter), so a prefix left at the end of a message cut for length is masked
 too. Call it before cutting anything: cutting first can leave most of a key with only its tail
 missing, which a search for the whole key does not find.
+
+What no masking can catch: a server that re-encodes the key on purpose (base64, reversed,
+other separators). It holds the key already; this guards against keys copied by accident.
 """
 
 from __future__ import annotations
@@ -35,8 +39,8 @@ _UNIT = re.compile(_ESCAPES + r"""
 """, re.VERBOSE)
 
 
-def redact(text: str, secret: str, mask: str = MASK) -> str:
-    """``text`` with every run of ``secret`` (in any form above) replaced by ``mask``."""
+def redact(text: str, secret: str) -> str:
+    """``text`` with every run of ``secret`` (in any form above) replaced by ``***``."""
     if not secret or not text:
         return text
     wanted = _plain(secret)
@@ -49,7 +53,7 @@ def redact(text: str, secret: str, mask: str = MASK) -> str:
     parts, kept = [], 0
     for hit in re.finditer(rb"\x01+", _covered(decoded.text, wanted, pieces)):
         begin, end = decoded.origin(hit.start())[0], decoded.origin(hit.end() - 1)[1]
-        parts += [text[kept:begin], mask]
+        parts += [text[kept:begin], MASK]
         kept = end
     return "".join(parts) + text[kept:] if parts else text
 
