@@ -373,6 +373,15 @@ def test_a_key_a_header_cannot_carry_is_refused_without_quoting_it(serve, tmp_pa
     assert leaks(result.stdout + result.stderr) == []
 
 
+@pytest.mark.parametrize("base_url", ["file:///etc", "ftp://127.0.0.1/v1", "data:,x", "127.0.0.1:8000/v1"])
+def test_a_base_url_that_is_not_http_is_refused(base_url, monkeypatch):
+    with pytest.raises(ctrlkit.ConfigurationError, match=r"base_url .* must start with http:// or https://"):
+        ctrlkit.get_backbone("openai:m", base_url=base_url)
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    with pytest.raises(ctrlkit.ConfigurationError):
+        ctrlkit.get_backbone("openai:m")
+
+
 # ------------------------------------------------------------------------------ 3. size, time, waits
 
 

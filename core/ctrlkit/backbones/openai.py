@@ -83,6 +83,11 @@ class OpenAIBackbone(Backbone):
                                      "which a header cannot carry; it was not sent")
         base_url = self.options["base_url"] or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self._url = base_url.rstrip("/") + "/chat/completions"
+        scheme = urllib.parse.urlsplit(self._url).scheme
+        if scheme.lower() not in ("http", "https"):  # urllib would also open file:, ftp: and data: URLs
+            raise ConfigurationError(f"backbone '{self.name}': base_url (--set {self.name}.base_url or "
+                                     f"$OPENAI_BASE_URL) must start with http:// or https://, got "
+                                     f"{scheme + ':' if scheme else 'no scheme'}")
         self._jitter = random.Random()  # not the global generator, which a run seeds for reproducibility
         self._opener = bounded_http.opener()
 
