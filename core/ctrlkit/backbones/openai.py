@@ -6,9 +6,15 @@ concurrently; rate limits (429), server errors (5xx), refused connections and ti
 retried with exponential backoff, because hosted and local servers both shed load that way.
 Other 4xx answers and malformed bodies are not retried: asking again would get the same answer.
 
+The server is not trusted (``ctrlkit.bounded_http``): a redirect is refused rather than followed
+(it would carry the key to another origin), each attempt ends within ``timeout`` however slowly
+the server sends, an answer larger than ``max_response_bytes`` is refused after reading at most
+that much, and a wait the server asks for is cut to ``max_retry_wait``.
+
 The API key stays in a private attribute: ``self.options`` is recorded in results.json, so a key
-given as an option is masked there (as are credentials in ``base_url``), and every error message
-is scrubbed of it.
+given as an option is masked there (as are credentials in ``base_url``). Every error message,
+and every answer (which becomes a summary or a judge's verdict, and so reaches samples.jsonl and
+the cache), is scrubbed of it (``ctrlkit.redaction``), before anything is cut for length.
 """
 
 from __future__ import annotations
@@ -16,16 +22,18 @@ from __future__ import annotations
 import email.utils
 import http.client
 import json
+import math
 import os
 import random
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 
+from .. import bounded_http
 from ..components import Backbone
-from ..errors import ConfigurationError, CtrlkitError
+from ..errors import ConfigurationError, CtrlkitError, OptionError
 from ..options import Option
+from ..redaction import redact
 from ..secrets import MASK, scrub_text
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -49,21 +57,41 @@ class OpenAIBackbone(Backbone):
         Option("temperature", float, 0.0, "sampling temperature", minimum=0.0),
         Option("max_tokens", int, 256, "most tokens per summary", minimum=1),
         Option("concurrency", int, 4, "requests in flight at once", minimum=1),
-        Option("timeout", float, 60.0, "seconds to wait for each response", minimum=0.1),
+        Option("timeout", float, 60.0, "seconds one attempt may take in all, however slowly the server sends",
+               minimum=0.1),
         Option("max_retries", int, 5, "retries after a 429, 5xx, connection error or timeout", minimum=0),
         Option("backoff", float, 1.0, "base seconds of the exponential backoff (Retry-After wins)", minimum=0.0),
+        Option("max_retry_wait", float, 60.0, "most seconds to wait before a retry, whatever Retry-After or the "
+               "backoff asks", minimum=0.0),
+        Option("max_response_bytes", int, 4 * 1024 * 1024, "largest answer accepted, in bytes; a larger one "
+               "is an error", minimum=1024),
         Option("instruction", str, "Summarize the following document.", "user message before a text input"),
     )
 
+    transport_options = Backbone.transport_options | {"max_retry_wait", "max_response_bytes"}
+
     def __init__(self, **options):
         super().__init__(**options)
-        self._api_key = self.options["api_key"] or os.environ.get("OPENAI_API_KEY", "")
+        for name in ("temperature", "timeout", "backoff", "max_retry_wait"):
+            if not math.isfinite(self.options[name]):  # NaN passes every minimum
+                raise OptionError(f"option '{self.name}.{name}' must be a finite number, got {self.options[name]!r}")
+        self._api_key = (self.options["api_key"] or os.environ.get("OPENAI_API_KEY", "")).strip()
         if self.options["api_key"]:
             self.options["api_key"] = MASK
+        if not all("!" <= char <= "~" for char in self._api_key):  # http.client's refusal would quote the key
+            raise ConfigurationError(f"backbone '{self.name}': the API key (--set {self.name}.api_key or "
+                                     "$OPENAI_API_KEY) holds whitespace, a control or a non-ASCII character, "
+                                     "which a header cannot carry; it was not sent")
         base_url = self.options["base_url"] or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self._url = base_url.rstrip("/") + "/chat/completions"
+        scheme = urllib.parse.urlsplit(self._url).scheme
+        if scheme.lower() not in ("http", "https"):  # urllib would also open file:, ftp: and data: URLs
+            raise ConfigurationError(f"backbone '{self.name}': base_url (--set {self.name}.base_url or "
+                                     f"$OPENAI_BASE_URL) must start with http:// or https://, got "
+                                     f"{scheme + ':' if scheme else 'no scheme'}")
         self.options["base_url"] = scrub_text(self.options["base_url"])
         self._jitter = random.Random()  # not the global generator, which a run seeds for reproducibility
+        self._opener = bounded_http.opener()
 
     def generate(self, inputs):
         if not self.options["model"].strip():
@@ -97,49 +125,64 @@ class OpenAIBackbone(Backbone):
             except _Transient as failure:
                 if attempt + 1 == attempts:
                     raise self._error(index, f"failed after {attempts} attempts: {failure}") from None
-                time.sleep(failure.retry_after if failure.retry_after is not None else self._delay(attempt))
+                wait = failure.retry_after if failure.retry_after is not None else self._delay(attempt)
+                time.sleep(min(wait, self.options["max_retry_wait"]))
 
     def _post(self, index: int, payload: bytes) -> bytes:
         """The response body of one attempt; raises _Transient for what is worth another try."""
         headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "ctrlkit"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        request = urllib.request.Request(self._url, data=payload, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.options["timeout"]) as response:
-                return response.read()
-        except urllib.error.HTTPError as error:
-            with error:
-                status = f"HTTP {error.code} {error.reason}"
-                if error.code == 429 or error.code >= 500:
-                    raise _Transient(status, _retry_after(error.headers.get("Retry-After"))) from None
-                raise self._error(index, f"failed: {status}: {_server_message(error)}") from None
+            answer = bounded_http.post(self._opener, self._url, payload, headers, timeout=self.options["timeout"],
+                                       max_bytes=self.options["max_response_bytes"])
         except (OSError, http.client.HTTPException) as error:
             reason = getattr(error, "reason", error)  # URLError wraps the socket's error
-            if isinstance(reason, TimeoutError):
+            if isinstance(reason, TimeoutError):  # a read timed out, or the whole attempt did
                 raise _Transient(f"no response within {self.options['timeout']:g} s") from None
-            raise _Transient(f"connection error: {str(reason) or type(reason).__name__}") from None
+            raise _Transient(f"connection error: {self._shown(str(reason) or type(reason).__name__)}") from None
+        status = f"HTTP {answer.status} {self._shown(answer.reason, 80)}".rstrip()
+        if answer.status == 429 or answer.status >= 500:
+            raise _Transient(status, _retry_after(answer.headers.get("Retry-After")))
+        if 300 <= answer.status < 400:
+            raise self._error(index, f"failed: {status}: redirects are not followed (Location: "
+                                     f"{self._shown(_origin(self._url, answer.headers.get('Location')), 80)}); "
+                                     f"set base_url to the endpoint itself")
+        if answer.status >= 400:
+            raise self._error(index, f"failed: {status}: {self._shown(_server_message(answer.body))}")
+        if not answer.complete:
+            cap = self.options["max_response_bytes"]
+            size = f"{answer.length} bytes, more than" if answer.length is not None else "more bytes than"
+            raise self._error(index, f"failed: the answer has {size} max_response_bytes={cap} allows "
+                                     f"(raise it with --set {self.name}.max_response_bytes=N)")
+        return answer.body
 
     def _content(self, index: int, body: bytes) -> str:
         """``choices[0].message.content``. Not retried: a server that answers 200 with something
         else (an HTML page from a wrong base_url, a null content) would answer it again."""
         try:
             content = json.loads(body)["choices"][0]["message"]["content"]
-        except (ValueError, LookupError, TypeError):
+        except (ValueError, LookupError, TypeError, RecursionError):  # RecursionError: [[[[...]]]]
             content = None
         if not isinstance(content, str):
-            shown = _one_line(body.decode("utf-8", "replace")) or "an empty body"
+            shown = self._shown(body.decode("utf-8", "replace")) or "an empty body"
             raise self._error(index, f"got a malformed response (no choices[0].message.content string): {shown}")
-        return content
+        return redact(content, self._api_key)  # a summary or a verdict, bound for samples.jsonl and the cache
 
     def _delay(self, attempt: int) -> float:
         """Exponential backoff with jitter, so concurrent requests do not retry in lockstep."""
-        return self.options["backoff"] * 2 ** attempt * self._jitter.uniform(0.5, 1.5)
+        return self.options["backoff"] * 2 ** min(attempt, 64) * self._jitter.uniform(0.5, 1.5)
+
+    def _shown(self, text: str, limit: int = _DETAIL_CHARS) -> str:
+        """Server-supplied text fit for a one-line error: scrubbed of the key, THEN cut, since a
+        cut can leave most of a key that a search for the whole key no longer finds."""
+        text = " ".join(redact(text, self._api_key).split())
+        return text if len(text) <= limit else text[: limit - 3] + "..."
 
     def _error(self, index: int, what: str) -> CtrlkitError:
-        """One line naming the input; the key is scrubbed even where a server echoes it."""
-        message = f"backbone '{self.name}': request for input {index} {what}"
-        return CtrlkitError(scrub_text(message.replace(self._api_key, MASK) if self._api_key else message))
+        """One line naming the input; ``what`` holds server text only as ``_shown``."""
+        message = redact(f"backbone '{self.name}': request for input {index} {what}", self._api_key)
+        return CtrlkitError(scrub_text(message))
 
 
 class _Transient(Exception):
@@ -151,37 +194,42 @@ class _Transient(Exception):
 
 
 def _retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header, which holds either seconds or an HTTP date."""
+    """Seconds from a Retry-After header, which holds either seconds or an HTTP date (one past
+    is 0). A negative, infinite or unreadable value is ignored, leaving the backoff to decide."""
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
-        pass
+        try:
+            return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError, OverflowError, IndexError):
+            return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def _origin(url: str, location: str | None) -> str:
+    """scheme://host:port of where a redirect points: never its path or query, which may hold anything."""
+    if not location:
+        return "none given"
     try:
-        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
+        parts = urllib.parse.urlsplit(urllib.parse.urljoin(url, location))
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "unreadable"
+    host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}{port}" if parts.scheme and host else "unreadable"
 
 
-def _server_message(error: urllib.error.HTTPError) -> str:
-    """The error text of a refusal: ``{"error": {"message": ...}}`` (OpenAI, llama.cpp),
+def _server_message(body: bytes) -> str:
+    """The error text of a refusal, whole: ``{"error": {"message": ...}}`` (OpenAI, llama.cpp),
     ``{"error": "..."}`` (Ollama), ``{"message": ...}`` (older vLLM), else the raw body."""
-    try:
-        text = error.read().decode("utf-8", "replace")
-    except (OSError, http.client.HTTPException):
-        return "(no body)"
+    text = body.decode("utf-8", "replace")
     try:
         data = json.loads(text)
-    except ValueError:
-        return _one_line(text) or "(empty body)"
+    except (ValueError, RecursionError):
+        return text if text.strip() else "(empty body)"
     detail = data.get("error", data) if isinstance(data, dict) else data
     if isinstance(detail, dict):
         detail = detail.get("message", detail)
-    return _one_line(detail if isinstance(detail, str) else json.dumps(detail))
-
-
-def _one_line(text: str) -> str:
-    """Whitespace collapsed and cut to about 200 characters, to fit a one-line error."""
-    text = " ".join(text.split())
-    return text if len(text) <= _DETAIL_CHARS else text[: _DETAIL_CHARS - 3] + "..."
+    return detail if isinstance(detail, str) else json.dumps(detail)
