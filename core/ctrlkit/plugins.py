@@ -17,7 +17,9 @@ import importlib
 import inspect
 import logging
 import os
-from importlib.metadata import Distribution, entry_points
+import re
+from importlib import metadata
+from importlib.metadata import Distribution
 
 import pluggy
 
@@ -87,24 +89,34 @@ def load_plugins() -> None:
             failures[name] = error
             logger.warning("ctrlkit: plugin '%s' failed to load (%s); continuing without it", name, error)
             continue
-        if entry_point.dist is not None:
+        if dist_name:  # a distribution whose metadata has no Name is known by its entry point
             distributions[name] = entry_point.dist
     for name in sorted((wanted or set()) - available):
         logger.warning("ctrlkit: CTRLKIT_LOAD_PLUGINS names '%s', which is not installed (installed: %s)",
                        name, ", ".join(sorted(available)) or "none")
 
 
-def _entry_points():
-    """The group's entry points; distribution metadata that cannot be read is reported, not fatal."""
-    try:
-        return list(entry_points(group=GROUP))
-    except Exception as exc:  # a malformed entry_points.txt of some installed distribution
-        error = f"the installed entry points cannot be read ({describe_exception(exc)})"
-        if _strict():
-            raise PluginLoadError(f"Plugins failed to load: {error}") from None
-        failures["entry points"] = error
-        logger.warning("ctrlkit: %s; continuing with the built-ins only", error)
-        return []
+def _entry_points() -> list:
+    """The group's entry points, read one distribution at a time (the first of a name on
+    ``sys.path`` wins, as in ``importlib.metadata.entry_points``), so that a distribution whose
+    metadata cannot be read is reported and the others still load."""
+    seen, found = set(), []
+    for dist in metadata.distributions():
+        label = str(getattr(dist, "_path", "a distribution"))
+        try:
+            label = dist.name or label
+            key = re.sub(r"[-_.]+", "_", dist.name or "").lower()
+            if key and key in seen:
+                continue
+            seen.add(key)
+            found.extend(dist.entry_points.select(group=GROUP))
+        except Exception as exc:  # e.g. an entry_points.txt that is not UTF-8
+            error = f"metadata cannot be read: {describe_exception(exc)}"
+            if _strict():
+                raise PluginLoadError(f"Plugin '{label}' failed to load: {error}") from None
+            failures[label] = error
+            logger.warning("ctrlkit: plugin '%s' failed to load (%s); continuing without it", label, error)
+    return found
 
 
 def _register_checked(plugin, name: str) -> None:

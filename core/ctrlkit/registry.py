@@ -14,7 +14,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import DuplicateComponentError, PluginLoadError, UnknownComponentError
+from .errors import CtrlkitError, DuplicateComponentError, PluginLoadError, UnknownComponentError
 from .options import resolve_options
 
 
@@ -125,11 +125,19 @@ class Registry:
             raise UnknownComponentError(self._unknown_message(name)) from None
 
     def create(self, name: str, **options: Any) -> Any:
-        """Instantiate ``name`` with its options checked against the ones it declares."""
-        factory = self.entry(name).load(self.kind)
-        resolved = resolve_options(name, getattr(factory, "options", ()), options)
-        component = factory(**resolved)
-        component.name = name
+        """Instantiate ``name`` with its options checked against the ones it declares; a
+        plugin's class that fails in its declarations or ``__init__`` is one ``CtrlkitError``."""
+        entry = self.entry(name)
+        factory = entry.load(self.kind)
+        try:
+            resolved = resolve_options(name, getattr(factory, "options", ()), options)
+            component = factory(**resolved)
+            component.name = name
+        except CtrlkitError:
+            raise
+        except Exception as exc:
+            raise PluginLoadError(f"{self.kind} '{name}' of plugin '{entry.plugin}' cannot be created: "
+                                  f"{describe_exception(exc)}") from exc
         return component
 
     def _unknown_message(self, name: str) -> str:
