@@ -196,8 +196,8 @@ def add_plugin_commands(group) -> None:
         group.commands = {**before, **({name: after[name] for name in after if name not in before}
                                        if succeeded else {})}
         for name in sorted(name for name in before if after.get(name) is not before[name]):
-            _report_problem(impl.plugin_name, f"register_commands replaces the command '{name}', which "
-                                              "ctrlkit already has; the existing one is kept")
+            _report_problem(impl.plugin_name, f"register_commands replaces or removes the command '{name}', "
+                                              "which ctrlkit already has; the existing one is kept")
 
 
 def plugin_report(include_builtins: bool = False) -> list[dict]:

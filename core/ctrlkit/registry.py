@@ -82,7 +82,7 @@ def describe_exception(exc: BaseException) -> str:
     """``Type: message`` on one line, however many lines the message has."""
     try:
         message = " ".join(str(exc).split())
-    except Exception:  # an exception whose __str__ raises
+    except BaseException:  # noqa: B036 - a plugin's exception whose __str__ raises (or exits)
         message = ""
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
