@@ -80,6 +80,30 @@ def test_whatever_a_plugin_does_at_import_it_is_one_reported_line_and_every_comm
         assert rows["ctrlkit-" + key.replace("_", "-")]["error"].startswith(error)
 
 
+def test_a_malformed_entry_point_and_a_module_loaded_twice_are_one_line_each(tmp_path):
+    env = _distributions(tmp_path, malformed="", first="""
+        import ctrlkit
+
+
+        @ctrlkit.hookimpl
+        def register_controllers(register):
+            register("first-one", "ctrlkit_controllers.tag:Tag")
+    """)
+    (tmp_path / "zoo_malformed-0.1.dist-info" / "entry_points.txt").write_text("[ctrlkit]\nctrlkit-malformed = a:b:c\n")
+    again = tmp_path / "zoo_again-0.1.dist-info"
+    again.mkdir()
+    (again / "METADATA").write_text("Metadata-Version: 2.1\nName: ctrlkit-again\nVersion: 0.1\n")
+    (again / "entry_points.txt").write_text("[ctrlkit]\nctrlkit-again = zoo_first\n")
+    listing = run_ctrlkit("list", "controllers", env=env)
+    assert listing.returncode == 0 and "  first-one  (" in listing.stdout and "  tag  (" in listing.stdout
+    assert _lines_naming(listing.stderr, "ctrlkit-malformed") == [
+        "ctrlkit: plugin 'ctrlkit-malformed' failed to load (its entry point value 'a:b:c' is not 'module' or "
+        "'module:attr'); continuing without it"]
+    loaded_twice = [line for line in listing.stderr.splitlines() if "is the same object as plugin" in line]
+    assert len(loaded_twice) == 1, listing.stderr
+    assert "'ctrlkit-again'" in loaded_twice[0] and "'ctrlkit-first'" in loaded_twice[0]
+
+
 HOOK_FAILURES = """
     import sys
 

@@ -41,6 +41,8 @@ def import_timeout() -> float:
 def import_entry_point(entry_point, timeout: float):
     """``entry_point.load()``, or :class:`PluginImportFailed` when it raises anything or takes
     longer than ``timeout`` seconds (the import is then left running in its daemon thread)."""
+    if entry_point.pattern.match(entry_point.value) is None:
+        raise PluginImportFailed(f"its entry point value {entry_point.value!r} is not 'module' or 'module:attr'")
     outcome: dict = {}
 
     def load():

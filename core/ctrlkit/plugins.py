@@ -121,6 +121,8 @@ def _entry_points() -> list:
 
 def _register_checked(plugin, name: str) -> None:
     """Register ``plugin``; unregister it again when a hook it implements is not a ctrlkit hook."""
+    if pm.is_registered(plugin):  # two entry points naming one module
+        raise PluginImportFailed(f"it is the same object as plugin '{pm.get_name(plugin)}', which is loaded")
     pm.register(plugin, name=name)
     try:
         pm.check_pending()
