@@ -27,7 +27,7 @@ class Entry:
 
     def load(self, kind: str = "component") -> Any:
         if self.error is not None:
-            raise self.error
+            raise self.error.with_traceback(None)
         if isinstance(self.factory, str):
             module_name, _, attr = self.factory.partition(":")
             try:
@@ -73,7 +73,7 @@ def _dotted(text: str) -> bool:
 def _short_repr(value: Any) -> str:
     try:
         text = repr(value)
-    except Exception:  # a plugin's object whose repr raises
+    except BaseException:  # noqa: B036 - a plugin's object whose repr raises (or exits)
         text = f"<{type(value).__name__}>"
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -101,19 +101,19 @@ class Registry:
         if problem:
             raise PluginLoadError(f"plugin '{plugin}' registers a {self.kind} that is refused: {problem}")
         if name in self._entries:
-            other = self._entries[name].plugin
-            if other != plugin:
-                other = f"both plugin '{other}' and plugin '{plugin}'"
-            else:
-                other = f"plugin '{plugin}' twice"
-            error = DuplicateComponentError(f"{self.kind} '{name}' is registered by {other}")
-            self._entries[name] = Entry(name, None, self._entries[name].plugin, error)
-            raise error
+            first = self._entries[name].plugin
+            by = f"plugin '{plugin}' twice" if first == plugin else f"both plugin '{first}' and plugin '{plugin}'"
+            self._refuse(name, first, DuplicateComponentError(f"{self.kind} '{name}' is registered by {by}"))
         problem = factory_problem(factory)
-        error = problem and PluginLoadError(f"{self.kind} '{name}' of plugin '{plugin}' is refused: {problem}")
-        self._entries[name] = Entry(name, None if error else factory, plugin, error or None)
-        if error:
-            raise error
+        if problem:
+            self._refuse(name, plugin, PluginLoadError(f"{self.kind} '{name}' of plugin '{plugin}' is refused: "
+                                                       f"{problem}"))
+        self._entries[name] = Entry(name, factory, plugin)
+
+    def _refuse(self, name: str, plugin: str, error: CtrlkitError) -> None:
+        """Leave ``name`` bound to ``error``, which every later use raises, and raise it now."""
+        self._entries[name] = Entry(name, None, plugin, error)
+        raise error
 
     def names(self) -> list[str]:
         return sorted(self._entries)
