@@ -10,6 +10,8 @@ import gc
 import json
 import logging
 import os
+import signal
+import subprocess
 import sys
 import textwrap
 import time
@@ -173,6 +175,29 @@ def test_strict_plugins_turns_an_exit_or_a_hang_at_import_into_one_line(tmp_path
         assert result.returncode == 1
         assert result.stderr.startswith(f"Error: Plugin 'ctrlkit-{key}' failed to load: {error}")
         assert len(result.stderr.splitlines()) == 1, result.stderr
+
+
+def test_ctrl_c_while_a_plugin_hangs_at_import_still_interrupts_at_once(tmp_path):
+    started = tmp_path / "import-started"
+    env = _distributions(tmp_path / "site", hangs=f"""
+        import pathlib
+        import time
+
+        pathlib.Path({str(started)!r}).touch()
+        time.sleep(600)
+    """)
+    process = subprocess.Popen([sys.executable, "-m", "ctrlkit", "--help"], env={**os.environ, **env},
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists()
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=5)  # well before the 10 s default timeout
+    finally:
+        process.kill()
+    assert process.returncode != 0 and stderr.strip() == "Aborted!", stderr  # click's answer to Ctrl-C
 
 
 @pytest.mark.parametrize("value", ["abc", "0", "-1", "nan", "inf"])
