@@ -403,7 +403,7 @@ def test_a_name_that_cannot_be_typed_is_refused_and_the_rest_listed(throwaway_pl
     throwaway_plugins(_plugin(pairs=[(name, Fine)], fine=Fine), plugin)
     with caplog.at_level(logging.WARNING, logger="ctrlkit"):
         registry = get_registry("controllers")
-    assert f"plugin '{plugin}': plugin '{plugin}' registers a controller that is refused: {problem}" in caplog.text
+    assert f"plugin '{plugin}': a controller of plugin '{plugin}' is refused: {problem}" in caplog.text
     assert "fine" in registry.names() and "tag" in registry.names() and name not in registry.names()
     assert "  fine  (" in describe("controllers", registry)
 

@@ -99,7 +99,7 @@ class Registry:
         saying why, and (unless the name itself is unusable) leaves ``name`` bound to that error."""
         problem = name_problem(name)
         if problem:
-            raise PluginLoadError(f"plugin '{plugin}' registers a {self.kind} that is refused: {problem}")
+            raise PluginLoadError(f"a {self.kind} of plugin '{plugin}' is refused: {problem}")
         if name in self._entries:
             first = self._entries[name].plugin
             by = f"plugin '{plugin}' twice" if first == plugin else f"both plugin '{first}' and plugin '{plugin}'"
