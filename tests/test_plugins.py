@@ -88,7 +88,7 @@ def test_registering_an_existing_name_names_both_plugins(throwaway_plugins):
     throwaway_plugins(Rival(), "rival-plugin")
     with pytest.raises(DuplicateComponentError, match="'tag' is registered by both plugin 'ctrlkit-controllers' "
                                                       "and plugin 'rival-plugin'"):
-        get_registry("controllers")
+        get_registry("controllers").create("tag")
 
 
 def test_each_registration_hook_adds_components(throwaway_plugins):

@@ -13,7 +13,7 @@ from .cli_options import (BATCH_SIZE, DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CA
                           STRICT_CONTROLS, TOPICS)
 from .errors import CtrlkitError
 from .options import parse_assignments
-from .plugins import KINDS, get_registry, load_plugins, pm
+from .plugins import KINDS, add_plugin_commands, get_registry
 
 
 class CtrlkitGroup(click.Group):
@@ -25,10 +25,9 @@ class CtrlkitGroup(click.Group):
         if not CtrlkitGroup._plugin_commands_added:
             CtrlkitGroup._plugin_commands_added = True
             try:
-                load_plugins()
+                add_plugin_commands(self)
             except CtrlkitError as exc:
                 raise click.ClickException(str(exc)) from None
-            pm.hook.register_commands(cli=self)
 
     def list_commands(self, ctx):
         self._add_plugin_commands(ctx)

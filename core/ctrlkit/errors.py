@@ -21,7 +21,8 @@ class OptionError(CtrlkitError, ValueError):
 
 
 class PluginLoadError(CtrlkitError):
-    """A plugin failed to load while CTRLKIT_STRICT_PLUGINS=1."""
+    """A plugin failed to load (an error while CTRLKIT_STRICT_PLUGINS=1), or a component it
+    registered cannot be imported, refuses its registration, or fails to be created."""
 
 
 class ConfigurationError(CtrlkitError):
