@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 
 from .errors import ConfigurationError
 from .files import atomic_write_json, atomic_write_text
+from .markdown import escape_markdown, markdown_table
 from .api import backbone_name
 from .pipeline import DEFAULT_METRICS, run
 from .results import LOWER_IS_BETTER, prepare_output, versions
@@ -155,15 +156,15 @@ def write_table(out_dir: Path, rows: Sequence[dict]) -> None:
         writer.writerow([row["dataset"], row["backbone"], row["controller"],
                          *("" if v is None else v for v in (row["metrics"].get(m, {}).get(n) for m, n in cols))])
     atomic_write_text(out_dir / "table.csv", buffer.getvalue())
-    lines = ["| dataset | backbone | controller | " + " | ".join(labels) + " |",
-             "|---|---|---|" + "---:|" * len(labels)]
+    body = []
     for row in rows:
         cells = []
         for (metric, name), label in zip(cols, labels):
             value = row["metrics"].get(metric, {}).get(name)
             text = "undefined" if value is None else f"{value:.4f}"
             cells.append(f"**{text}**" if value is not None and value == bests[label] else text)
-        lines.append(f"| {row['dataset']} | {row['backbone']} | {row['controller']} | " + " | ".join(cells) + " |")
+        body.append([escape_markdown(row[key]) for key in ("dataset", "backbone", "controller")] + cells)
+    lines = markdown_table(["dataset", "backbone", "controller", *map(escape_markdown, labels)], body, text_columns=3)
     atomic_write_text(out_dir / "table.md", "\n".join(lines) + "\n")
 
 
