@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 from .api import backbone_name, create_controller, get_backbone, get_dataset, get_metric, get_vectorizer
 from .cache import Cache
 from .controls import apply_control, carries, check_controls, scored_indices, uncontrolled
+from .digest import data_digest
 from .errors import ConfigurationError, CtrlkitError, OptionError
 from .results import format_table, number, prepare_output, versions, write_run
 from .topics import TopicSpace, load_topic_documents
@@ -110,6 +111,7 @@ def run(
                                      f"which backbone '{backbone}' lacks")
 
     with _timed(timings, "load_s"):
+        digest = data_digest(source.options.get("path"))  # before reading: a later change reruns a sweep cell
         chosen_split = split if split is not None else source.default_split
         examples = source.load(chosen_split)[:limit]
     report_skipped(source, dataset)
@@ -145,7 +147,7 @@ def run(
 
     results = {
         "config": {
-            "dataset": dataset, "data": data, "split": chosen_split,
+            "dataset": dataset, "data": data, "data_digest": digest, "split": chosen_split,
             "split_origin": source.describe_split(chosen_split), "controller": main.name,
             "backbone": backbone, "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,
             "baseline": other.name if other else None, "limit": limit, "seed": seed, "batch_size": batch_size,
