@@ -18,18 +18,21 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .errors import ConfigurationError
+from .digest import data_digest
 from .files import atomic_write_json, atomic_write_text
 from .markdown import escape_markdown, markdown_table
 from .api import backbone_name
 from .pipeline import DEFAULT_METRICS, run
 from .results import LOWER_IS_BETTER, prepare_output, versions
+from .sweep_settings import check_settings
 
-SETTINGS = ("controllers", "metrics", "backbones", "datasets", "data", "split", "topics", "options", "judge",
-            "limit", "seed", "batch_size")
+MAX_CONFIG_BYTES = 64 * 1024  # a hand-written configuration is a few hundred bytes; PyYAML reads ~100 KB/s
 
 
 def load_config(path: str | Path) -> dict:
-    """A sweep configuration from TOML or YAML (parsed as data only, never executed)."""
+    """A sweep configuration from TOML or YAML (parsed as data only, never executed), each
+    setting checked (:mod:`ctrlkit.sweep_settings`). YAML aliases are refused: a few lines of
+    nested aliases name billions of values (the "billion laughs"), and a configuration needs none."""
     path = Path(path)
     yaml_file = path.suffix in (".yaml", ".yml")
     if yaml_file:
@@ -38,17 +41,43 @@ def load_config(path: str | Path) -> dict:
         except ImportError:
             raise ConfigurationError(f"{path}: YAML needs PyYAML (pip install pyyaml), or use TOML") from None
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigurationError(f"{path}: a sweep configuration must be at most {MAX_CONFIG_BYTES} bytes")
+        text = raw.decode("utf-8")
+        if yaml_file:
+            _refuse_yaml_hazards(yaml, text, path)
         config = yaml.safe_load(text) if yaml_file else tomllib.loads(text)  # safe_load: data, never objects
-    except (OSError, UnicodeDecodeError, ValueError, *((yaml.YAMLError,) if yaml_file else ())) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError, *((yaml.YAMLError,) if yaml_file else ())) \
+            as exc:
         raise ConfigurationError(f"{path}: cannot read the sweep configuration ({' '.join(str(exc).split())})") \
             from None
     if not isinstance(config, dict):
         raise ConfigurationError(f"{path}: expected a table of settings")
-    unknown = sorted(set(config) - set(SETTINGS))
-    if unknown:
-        raise ConfigurationError(f"{path}: unknown setting '{unknown[0]}' (known: {', '.join(SETTINGS)})")
-    return config
+    return check_settings(config, str(path))
+
+
+MAX_YAML_DEPTH = 16  # a configuration nests three deep (options.component.option)
+
+
+def _refuse_yaml_hazards(yaml, text: str, path: Path) -> None:
+    """Refuse aliases (nested ones name billions of values, the "billion laughs") and deep nesting
+    (PyYAML's time grows with the square of the depth, then its recursion overflows), reading the
+    tokens only as far as the first one."""
+    depth = 0
+    for token in yaml.scan(text):
+        if isinstance(token, yaml.AliasToken):
+            raise ConfigurationError(f"{path}, line {token.start_mark.line + 1}: YAML aliases (*{token.value}) are "
+                                     f"not accepted in a sweep configuration; write the value out")
+        if isinstance(token, (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken, yaml.BlockSequenceStartToken,
+                              yaml.BlockMappingStartToken)):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                raise ConfigurationError(f"{path}, line {token.start_mark.line + 1}: nested more than "
+                                         f"{MAX_YAML_DEPTH} deep, more than a sweep configuration needs")
+        elif isinstance(token, (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken, yaml.BlockEndToken)):
+            depth -= 1
 
 
 def sweep(
@@ -89,39 +118,47 @@ def sweep(
     atomic_write_json(out_dir / "sweep.json", {"settings": settings, "versions": versions()})
     rows = []
     for dataset in datasets:
+        path = settings["data"].get(dataset) or settings["options"].get(dataset, {}).get("path")
+        digest = data_digest(path)  # what the dataset's file holds now; a cell made from other bytes runs again
         for backbone in backbones:
             for controller in controllers:
                 cell = f"cells/{_slug(dataset)}--{_slug(backbone)}--{_slug(controller)}"
-                results, reused = _cell(out_dir / cell, dataset=dataset, data=settings["data"].get(dataset), split=split,
-                                controller=controller, backbone=backbone, metrics=list(metrics), topics=topics,
-                                options=settings["options"], judge=judge, limit=limit, seed=seed,
-                                batch_size=batch_size, progress=progress)
+                results, reused = _cell(out_dir / cell, digest, dataset=dataset, data=settings["data"].get(dataset),
+                                        split=split, controller=controller, backbone=backbone, metrics=list(metrics),
+                                        topics=topics, options=settings["options"], judge=judge, limit=limit,
+                                        seed=seed, batch_size=batch_size, progress=progress)
                 rows.append({"controller": controller, "backbone": backbone, "dataset": dataset, "run": cell,
                              "metrics": results["metrics"], "cache": results.get("cache"), "reused": reused})
     write_table(out_dir, rows)
     return rows
 
 
-def _cell(folder: Path, **arguments) -> tuple[dict, bool]:
-    """The cell's results, and whether they were reused (its results.json has this configuration)
-    rather than run now."""
+def _cell(folder: Path, digest: str | None, **arguments) -> tuple[dict, bool]:
+    """The cell's results, and whether they were reused (its results.json has this configuration
+    and was made from data holding the same bytes) rather than run now."""
     done = folder / "results.json"
     if done.is_file():
         results = json.loads(done.read_text(encoding="utf-8"))
-        if _same_configuration(results["config"], arguments):
+        if _same_configuration(results["config"], arguments, digest):
             return results, True
     return run(baseline=None, out=str(folder), strict_options=False, **arguments).results, False
 
 
-def _same_configuration(config: dict, arguments: dict) -> bool:
-    keys = ("dataset", "data", "controller", "backbone", "metrics", "topics", "judge", "limit", "seed", "batch_size")
+def _same_configuration(config: dict, arguments: dict, digest: str | None) -> bool:
+    """Same settings, and data with the same digest: the same bytes at another path (a moved or
+    copied file) reuse the cell, as its results would not change. Data without a digest (a
+    dataset that reads no file, or a Hub name) is compared by its path, as given."""
+    if config.get("data_digest") != digest or (digest is None and config.get("data") != arguments["data"]):
+        return False
+    keys = ("dataset", "controller", "backbone", "metrics", "topics", "judge", "limit", "seed", "batch_size")
     if any(config.get(key) != arguments[key] for key in keys):
         return False
     if arguments["split"] not in (None, config.get("split")):  # None: the dataset's default, as recorded
         return False
+    moved = {(arguments["dataset"], "path")} if digest is not None else set()  # the digest spoke for it
     return all(config["options"][name].get(option) == value  # the options this cell's components took
                for name, values in arguments["options"].items() if name in config["options"]
-               for option, value in values.items())
+               for option, value in values.items() if (name, option) not in moved)
 
 
 def columns(rows: Sequence[dict]) -> list[tuple[str, str]]:
