@@ -2,9 +2,9 @@
 with the same metrics, and the table a paper prints (rows: cells, columns: metric values).
 
 Each cell is a run folder under ``OUT/cells/``. A cell whose results.json already holds the
-same configuration is reused; any other cell runs again, and the shared generation cache
-makes that cheap: rerunning a sweep with one more metric generates nothing. A sweep killed at
-any moment resumes the same way.
+same configuration, made from data holding the same bytes (``data_digest``), is reused; any
+other cell runs again, and the shared generation cache makes that cheap: rerunning a sweep with
+one more metric generates nothing. A sweep killed at any moment resumes the same way.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from .results import LOWER_IS_BETTER, prepare_output, versions
 from .sweep_settings import check_settings
 
 MAX_CONFIG_BYTES = 64 * 1024  # a hand-written configuration is a few hundred bytes; PyYAML reads ~100 KB/s
+MAX_YAML_DEPTH = 16  # a configuration nests three deep (options.component.option)
 
 
 def load_config(path: str | Path) -> dict:
@@ -56,9 +57,6 @@ def load_config(path: str | Path) -> dict:
     if not isinstance(config, dict):
         raise ConfigurationError(f"{path}: expected a table of settings")
     return check_settings(config, str(path))
-
-
-MAX_YAML_DEPTH = 16  # a configuration nests three deep (options.component.option)
 
 
 def _refuse_yaml_hazards(yaml, text: str, path: Path) -> None:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 from .errors import ConfigurationError
 
-DEFAULT_DATASETS = ("sample",)
+DEFAULT_DATASETS = ("sample",)  # what ctrlkit.sweep.sweep runs when no datasets are given
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
@@ -34,7 +34,7 @@ def _text(value: Any) -> str:
     if not value.strip():
         raise _Refused("must not be empty")
     if _UNPRINTABLE.search(value):
-        raise _Refused(f"must be one line of printable text, got {value!r}")
+        raise _Refused(f"must be one line of printable text, got {_shown(value)}")
     return value.strip()
 
 
@@ -83,7 +83,7 @@ def _options(value: Any) -> dict[str, dict[str, Any]]:
             if not isinstance(setting, (str, int, float)):  # bool is an int
                 raise _Refused(f"must be a string, number or true/false, got {_kind(setting)}", below)
             if isinstance(setting, str) and _UNPRINTABLE.search(setting):
-                raise _Refused(f"must be one line of printable text, got {setting!r}", below)
+                raise _Refused(f"must be one line of printable text, got {_shown(setting)}", below)
             checked[name][_key(option)] = setting
     return checked
 
@@ -105,7 +105,7 @@ def _data(value: Any) -> dict[str, str] | str:
 
 def _key(value: Any) -> str:
     if not isinstance(value, str) or not value.strip() or _UNPRINTABLE.search(value):
-        raise _Refused(f"has a key that is not a name: {value!r}")
+        raise _Refused(f"has a key that is not a name: {_shown(value)}")
     return value.strip()
 
 
