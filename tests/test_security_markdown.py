@@ -164,8 +164,9 @@ def test_a_sweep_table_of_hostile_names_renders_as_text(throwaway_plugins, tmp_p
     assert [_plain(cell) for cell in report_tables[0][0][1:]] == [_normalized(f"{METRIC}.{v}") for v in VALUES]
 
 
-def test_a_run_report_keeps_hostile_controls_ids_and_predictions_as_text(tmp_path):
-    """Control names start a line in the Markdown report: a heading, list or quote there is refused."""
+def test_a_run_report_keeps_hostile_controls_ids_interference_and_predictions_as_text(tmp_path):
+    """Control names start a line in the Markdown report: a heading, list or quote there is refused;
+    interference attributes and values stay in their cells."""
     folder = tmp_path / "run"
     folder.mkdir()
     controls = {"# heading": "1. item", "- bullet": "> quote", "1) number": "=== underline"}
@@ -175,12 +176,21 @@ def test_a_run_report_keeps_hostile_controls_ids_and_predictions_as_text(tmp_pat
     (folder / "samples.jsonl").write_text(json.dumps({
         "id": "1. first ###", "controls": controls, "prediction": "- predicted\n# heading",
         "scores": {"rouge": {"rouge1": 0.5}}}) + "\n")
+    attributes, values = ["# topic", "len|gth"], ["[v](http://127.0.0.1:9/)", "two\nlines"]
+    (folder / "interference.json").write_text(json.dumps({
+        "attributes": attributes, "values": values, "n_examples": "- 1",
+        "matrix": {a: {v: 0.5 for v in values} for a in attributes}}))
     _, markdown_path = write_report(folder)
     tokens = _render(markdown_path.read_text(encoding="utf-8"))
+    interference = _tables(tokens)[1]
+    assert [_plain(cell) for cell in interference[0]] == ["attribute", *map(_normalized, values)]
+    assert [[_plain(cell) for cell in row] for row in interference[1:]] == [[a, "0.5000", "0.5000"] for a in attributes]
     assert [t.type for t in tokens if t.type.endswith("_open") and t.type.startswith(("bullet", "ordered"))] \
         == ["bullet_list_open"]  # only the report's own list of outputs
     headings = [tokens[i + 1] for i, t in enumerate(tokens) if t.type == "heading_open"]
-    assert [_plain(h) for h in headings] == ["ctrlkit report: run", "Scores", "Examples", "1. first ###"]
+    assert [_plain(h) for h in headings] == ["ctrlkit report: run", "Scores", "Interference", "Examples",
+                                             "1. first ###"]
     paragraphs = [_plain(tokens[i + 1]) for i, t in enumerate(tokens) if t.type == "paragraph_open" and not t.level]
     assert "# heading: 1. item; - bullet: > quote; 1) number: === underline" in paragraphs
+    assert "Examples: - 1" in paragraphs
     assert not any(t.type in ("blockquote_open", "hr") for t in tokens)
