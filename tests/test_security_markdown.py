@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ctrlkit
-from ctrlkit.components import Dataset
 from ctrlkit.markdown import escape_markdown
 from ctrlkit.report import write_report
 from ctrlkit.sweep import sweep
