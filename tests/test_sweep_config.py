@@ -274,6 +274,23 @@ def test_a_touched_moved_or_copied_data_file_with_the_same_bytes_reuses_its_cell
     assert reused["reused"] and reused["metrics"] == first[0]["metrics"]
 
 
+def test_a_cell_runs_again_when_its_topic_documents_change_but_not_when_they_move(tmp_path, private_cache):
+    bundled = ROOT / "plugins" / "datasets" / "ctrlkit_datasets" / "data" / "sample_topics.jsonl"
+    topics = Path(shutil.copy(bundled, tmp_path / "t.jsonl"))
+    arguments = dict(out=str(tmp_path / "s"), controllers=["tag"], metrics=["stas"], limit=4)
+    first = sweep(**arguments, topics=str(topics))[0]
+    assert _recorded(tmp_path / "s", first)["topics_digest"] == data_digest(topics)
+    assert sweep(**arguments, topics=str(Path(shutil.copy(topics, tmp_path / "moved.jsonl"))))[0]["reused"]
+    lines = topics.read_text().splitlines(keepends=True)
+    topics.write_text("".join(lines[:-1]))  # one topic document fewer
+    again = sweep(**arguments, topics=str(topics))[0]
+    assert not again["reused"] and _recorded(tmp_path / "s", again)["topics_digest"] == data_digest(topics)
+
+
+def _recorded(out: Path, row: dict) -> dict:
+    return json.loads((out / row["run"] / "results.json").read_text())["config"]
+
+
 def test_a_cell_recorded_without_a_digest_runs_again(tmp_path, private_cache):
     data = _write_data(tmp_path / "d.jsonl")
     first = _sweep(tmp_path / "s", data)

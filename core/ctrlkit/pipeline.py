@@ -111,7 +111,8 @@ def run(
                                      f"which backbone '{backbone}' lacks")
 
     with _timed(timings, "load_s"):
-        digest = data_digest(source.options.get("path"))  # before reading: a later change reruns a sweep cell
+        # taken before reading: a file changed after this makes a sweep run the cell again
+        digests = {"data_digest": data_digest(source.options.get("path")), "topics_digest": data_digest(topics)}
         chosen_split = split if split is not None else source.default_split
         examples = source.load(chosen_split)[:limit]
     report_skipped(source, dataset)
@@ -147,9 +148,10 @@ def run(
 
     results = {
         "config": {
-            "dataset": dataset, "data": data, "data_digest": digest, "split": chosen_split,
+            "dataset": dataset, "data": data, "data_digest": digests["data_digest"], "split": chosen_split,
             "split_origin": source.describe_split(chosen_split), "controller": main.name,
-            "backbone": backbone, "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,
+            "backbone": backbone, "metrics": [m.name for m in scorers], "topics": topics,
+            "topics_digest": digests["topics_digest"], "judge": judge,
             "baseline": other.name if other else None, "limit": limit, "seed": seed, "batch_size": batch_size,
             "strict_controls": strict_controls,
             "options": _resolved_options(source, main, other, model, scorers, vectorizers.values()),

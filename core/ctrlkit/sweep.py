@@ -115,13 +115,15 @@ def sweep(
                 "seed": seed, "batch_size": batch_size}
     atomic_write_json(out_dir / "sweep.json", {"settings": settings, "versions": versions()})
     rows = []
+    topics_digest = data_digest(topics)
     for dataset in datasets:
         path = settings["data"].get(dataset) or settings["options"].get(dataset, {}).get("path")
-        digest = data_digest(path)  # what the dataset's file holds now; a cell made from other bytes runs again
+        # what the files hold now: a cell made from other bytes runs again
+        digests = {"data": data_digest(path), "topics": topics_digest}
         for backbone in backbones:
             for controller in controllers:
                 cell = f"cells/{_slug(dataset)}--{_slug(backbone)}--{_slug(controller)}"
-                results, reused = _cell(out_dir / cell, digest, dataset=dataset, data=settings["data"].get(dataset),
+                results, reused = _cell(out_dir / cell, digests, dataset=dataset, data=settings["data"].get(dataset),
                                         split=split, controller=controller, backbone=backbone, metrics=list(metrics),
                                         topics=topics, options=settings["options"], judge=judge, limit=limit,
                                         seed=seed, batch_size=batch_size, progress=progress)
@@ -131,29 +133,30 @@ def sweep(
     return rows
 
 
-def _cell(folder: Path, digest: str | None, **arguments) -> tuple[dict, bool]:
+def _cell(folder: Path, digests: dict, **arguments) -> tuple[dict, bool]:
     """The cell's results, and whether they were reused (its results.json has this configuration
-    and was made from data holding the same bytes) rather than run now."""
+    and was made from files holding the same bytes) rather than run now."""
     done = folder / "results.json"
     if done.is_file():
         results = json.loads(done.read_text(encoding="utf-8"))
-        if _same_configuration(results["config"], arguments, digest):
+        if _same_configuration(results["config"], arguments, digests):
             return results, True
     return run(baseline=None, out=str(folder), strict_options=False, **arguments).results, False
 
 
-def _same_configuration(config: dict, arguments: dict, digest: str | None) -> bool:
-    """Same settings, and data with the same digest: the same bytes at another path (a moved or
-    copied file) reuse the cell, as its results would not change. Data without a digest (a
-    dataset that reads no file, or a Hub name) is compared by its path, as given."""
-    if config.get("data_digest") != digest or (digest is None and config.get("data") != arguments["data"]):
-        return False
-    keys = ("dataset", "controller", "backbone", "metrics", "topics", "judge", "limit", "seed", "batch_size")
+def _same_configuration(config: dict, arguments: dict, digests: dict) -> bool:
+    """Same settings, and the data and topics files (``digests``) holding the same bytes: the same
+    bytes at another path (a moved or copied file) reuse the cell, as its results would not
+    change. A path with nothing there to fingerprint (a Hub name) is compared as given."""
+    for setting, digest in digests.items():
+        if config.get(f"{setting}_digest") != digest or (digest is None and config.get(setting) != arguments[setting]):
+            return False
+    keys = ("dataset", "controller", "backbone", "metrics", "judge", "limit", "seed", "batch_size")
     if any(config.get(key) != arguments[key] for key in keys):
         return False
     if arguments["split"] not in (None, config.get("split")):  # None: the dataset's default, as recorded
         return False
-    moved = {(arguments["dataset"], "path")} if digest is not None else set()  # the digest spoke for it
+    moved = {(arguments["dataset"], "path")} if digests["data"] is not None else set()  # the digest spoke for it
     return all(config["options"][name].get(option) == value  # the options this cell's components took
                for name, values in arguments["options"].items() if name in config["options"]
                for option, value in values.items() if (name, option) not in moved)
