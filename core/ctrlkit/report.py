@@ -21,6 +21,7 @@ from . import charts
 from .charts import escape, show
 from .errors import CtrlkitError
 from .files import atomic_write_text, read_json, read_jsonl
+from .markdown import escape_markdown as _md, markdown_table as _md_table
 from .results import LOWER_IS_BETTER
 from .secrets import mask_secrets
 
@@ -388,17 +389,3 @@ def render_markdown(report: Report, examples: int) -> str:
                 lines += ["; ".join(f"{_md(k)}: {_md(describe_control(v))}" for k, v in controls.items()), ""]
             lines += [f"- **{_md(arm.label)}**: {_md(_prediction(arm, identifier))}" for arm in arms]
     return "\n".join(lines) + "\n"
-
-
-def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
-            *("| " + " | ".join(row) + " |" for row in rows)]
-
-
-def _md(text) -> str:
-    """Data as Markdown text: HTML-escaped (renderers pass raw HTML through), with the characters
-    that make links, emphasis or table cells backslash-escaped and newlines as spaces."""
-    text = escape("undefined" if text is None else text)
-    for character in "\\`*_[]|~":
-        text = text.replace(character, "\\" + character)
-    return " ".join(text.splitlines())

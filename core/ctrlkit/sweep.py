@@ -2,10 +2,10 @@
 with the same metrics, and the table a paper prints (rows: cells, columns: metric values).
 
 Each cell is a run folder under ``OUT/cells/``. A cell whose results.json already holds the
-same configuration (secrets aside: a new API key gives the same outputs) is reused; any other
-cell, or one whose results.json is damaged, runs again, and the shared generation cache
-makes that cheap: rerunning a sweep with one more metric generates nothing. A sweep killed at
-any moment resumes the same way.
+same configuration (secrets aside: a new API key gives the same outputs), made from data holding
+the same bytes (``data_digest``), is reused; any other cell, or one whose results.json is
+damaged, runs again, and the shared generation cache makes that cheap: rerunning a sweep with
+one more metric generates nothing. A sweep killed at any moment resumes the same way.
 """
 
 from __future__ import annotations
@@ -19,22 +19,27 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .errors import ConfigurationError, CtrlkitError, OptionError
+from .digest import data_digest
 from .files import atomic_write_json, atomic_write_text, read_json
+from .markdown import escape_markdown, markdown_table
 from .options import Option
 from .report import flatten
 from .api import backbone_name
 from .pipeline import DEFAULT_METRICS, run
 from .results import LOWER_IS_BETTER, prepare_output, versions
 from .secrets import mask_secrets, scrub_text
+from .sweep_settings import check_settings
 
 logger = logging.getLogger("ctrlkit")
 
-SETTINGS = ("controllers", "metrics", "backbones", "datasets", "data", "split", "topics", "options", "judge",
-            "limit", "seed", "batch_size")
+MAX_CONFIG_BYTES = 64 * 1024  # a hand-written configuration is a few hundred bytes; PyYAML reads ~100 KB/s
+MAX_YAML_DEPTH = 16  # a configuration nests three deep (options.component.option)
 
 
 def load_config(path: str | Path) -> dict:
-    """A sweep configuration from TOML or YAML (parsed as data only, never executed)."""
+    """A sweep configuration from TOML or YAML (parsed as data only, never executed), each
+    setting checked (:mod:`ctrlkit.sweep_settings`). YAML aliases are refused: a few lines of
+    nested aliases name billions of values (the "billion laughs"), and a configuration needs none."""
     path = Path(path)
     yaml_file = path.suffix in (".yaml", ".yml")
     if yaml_file:
@@ -43,17 +48,40 @@ def load_config(path: str | Path) -> dict:
         except ImportError:
             raise ConfigurationError(f"{path}: YAML needs PyYAML (pip install pyyaml), or use TOML") from None
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigurationError(f"{path}: a sweep configuration must be at most {MAX_CONFIG_BYTES} bytes")
+        text = raw.decode("utf-8")
+        if yaml_file:
+            _refuse_yaml_hazards(yaml, text, path)
         config = yaml.safe_load(text) if yaml_file else tomllib.loads(text)  # safe_load: data, never objects
-    except (OSError, UnicodeDecodeError, ValueError, *((yaml.YAMLError,) if yaml_file else ())) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError, *((yaml.YAMLError,) if yaml_file else ())) \
+            as exc:
         raise ConfigurationError(f"{path}: cannot read the sweep configuration ({' '.join(str(exc).split())})") \
             from None
     if not isinstance(config, dict):
         raise ConfigurationError(f"{path}: expected a table of settings")
-    unknown = sorted(set(config) - set(SETTINGS))
-    if unknown:
-        raise ConfigurationError(f"{path}: unknown setting '{unknown[0]}' (known: {', '.join(SETTINGS)})")
-    return config
+    return check_settings(config, str(path))
+
+
+def _refuse_yaml_hazards(yaml, text: str, path: Path) -> None:
+    """Refuse aliases (nested ones name billions of values, the "billion laughs") and deep nesting
+    (PyYAML's time grows with the square of the depth, then its recursion overflows), reading the
+    tokens only as far as the first one."""
+    depth = 0
+    for token in yaml.scan(text):
+        if isinstance(token, yaml.AliasToken):
+            raise ConfigurationError(f"{path}, line {token.start_mark.line + 1}: YAML aliases (*{token.value}) are "
+                                     f"not accepted in a sweep configuration; write the value out")
+        if isinstance(token, (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken, yaml.BlockSequenceStartToken,
+                              yaml.BlockMappingStartToken)):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                raise ConfigurationError(f"{path}, line {token.start_mark.line + 1}: nested more than "
+                                         f"{MAX_YAML_DEPTH} deep, more than a sweep configuration needs")
+        elif isinstance(token, (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken, yaml.BlockEndToken)):
+            depth -= 1
 
 
 def sweep(
@@ -93,14 +121,18 @@ def sweep(
                 "seed": seed, "batch_size": batch_size}
     atomic_write_json(out_dir / "sweep.json", {"settings": mask_secrets(settings), "versions": versions()})
     rows = []
+    topics_digest = data_digest(topics)
     for dataset in datasets:
+        path = settings["data"].get(dataset) or settings["options"].get(dataset, {}).get("path")
+        # what the files hold now: a cell made from other bytes runs again
+        digests = {"data": data_digest(path), "topics": topics_digest}
         for backbone in backbones:
             for controller in controllers:
                 cell = f"cells/{_slug(dataset)}--{_slug(backbone)}--{_slug(controller)}"
-                results, reused = _cell(out_dir / cell, dataset=dataset, data=settings["data"].get(dataset), split=split,
-                                controller=controller, backbone=backbone, metrics=list(metrics), topics=topics,
-                                options=settings["options"], judge=judge, limit=limit, seed=seed,
-                                batch_size=batch_size, progress=progress)
+                results, reused = _cell(out_dir / cell, digests, dataset=dataset, data=settings["data"].get(dataset),
+                                        split=split, controller=controller, backbone=backbone, metrics=list(metrics),
+                                        topics=topics, options=settings["options"], judge=judge, limit=limit,
+                                        seed=seed, batch_size=batch_size, progress=progress)
                 rows.append({**mask_secrets({"controller": controller, "backbone": backbone, "dataset": dataset}),
                              "run": cell, "metrics": results["metrics"], "cache": results.get("cache"),
                              "reused": reused})
@@ -108,12 +140,12 @@ def sweep(
     return rows
 
 
-def _cell(folder: Path, **arguments) -> tuple[dict, bool]:
-    """The cell's results, and whether they were reused (its results.json has this configuration)
-    rather than run now."""
+def _cell(folder: Path, digests: dict, **arguments) -> tuple[dict, bool]:
+    """The cell's results, and whether they were reused (its results.json has this configuration
+    and was made from files holding the same bytes) rather than run now."""
     done = folder / "results.json"
     results = _recorded(done) if done.is_file() else None
-    if results is not None and _same_configuration(results["config"], mask_secrets(arguments)):
+    if results is not None and _same_configuration(results["config"], mask_secrets(arguments), digests):
         return results, True
     return run(baseline=None, out=str(folder), strict_options=False, **arguments).results, False
 
@@ -137,16 +169,23 @@ def _recorded(done: Path) -> dict | None:
     return results
 
 
-def _same_configuration(config: dict, arguments: dict) -> bool:
-    """Whether a cell's recorded ``config`` is what ``arguments`` (secrets masked, as recorded) ask for."""
-    keys = ("dataset", "data", "controller", "backbone", "metrics", "topics", "judge", "limit", "seed", "batch_size")
+def _same_configuration(config: dict, arguments: dict, digests: dict) -> bool:
+    """Whether a cell's recorded ``config`` is what ``arguments`` (secrets masked, as recorded) ask
+    for, made from data and topics files (``digests``) holding the same bytes: the same bytes at
+    another path (a moved or copied file) reuse the cell, as its results would not change. A path
+    with nothing there to fingerprint (a Hub name) is compared as given."""
+    for setting, digest in digests.items():
+        if config.get(f"{setting}_digest") != digest or (digest is None and config.get(setting) != arguments[setting]):
+            return False
+    keys = ("dataset", "controller", "backbone", "metrics", "judge", "limit", "seed", "batch_size")
     if any(config.get(key) != arguments[key] for key in keys):
         return False
     if arguments["split"] not in (None, config.get("split")):  # None: the dataset's default, as recorded
         return False
+    moved = {(arguments["dataset"], "path")} if digests["data"] is not None else set()  # the digest spoke for it
     return all(_same_value(config["options"][name].get(option), value)  # the options this cell's components took
                for name, values in arguments["options"].items() if name in config["options"]
-               for option, value in values.items())
+               for option, value in values.items() if (name, option) not in moved)
 
 
 def _same_value(recorded, given) -> bool:
@@ -191,15 +230,15 @@ def write_table(out_dir: Path, rows: Sequence[dict]) -> None:
         writer.writerow([row["dataset"], row["backbone"], row["controller"],
                          *("" if v is None else v for v in (row["metrics"].get(m, {}).get(n) for m, n in cols))])
     atomic_write_text(out_dir / "table.csv", buffer.getvalue())
-    lines = ["| dataset | backbone | controller | " + " | ".join(labels) + " |",
-             "|---|---|---|" + "---:|" * len(labels)]
+    body = []
     for row in rows:
         cells = []
         for (metric, name), label in zip(cols, labels):
             value = row["metrics"].get(metric, {}).get(name)
             text = "undefined" if value is None else f"{value:.4f}"
             cells.append(f"**{text}**" if value is not None and value == bests[label] else text)
-        lines.append(f"| {row['dataset']} | {row['backbone']} | {row['controller']} | " + " | ".join(cells) + " |")
+        body.append([escape_markdown(row[key]) for key in ("dataset", "backbone", "controller")] + cells)
+    lines = markdown_table(["dataset", "backbone", "controller", *map(escape_markdown, labels)], body, text_columns=3)
     atomic_write_text(out_dir / "table.md", "\n".join(lines) + "\n")
 
 

@@ -1,0 +1,161 @@
+"""The settings a sweep configuration file may hold, each checked for its type and range.
+
+A file is written by hand, so it gets the forms the command line takes (``controllers =
+"none,tag"`` as well as a list) and, for anything else, one line naming the file and the key,
+before any work: a string iterated letter by letter, ``limit = -5`` silently dropping rows or a
+``true`` taken for 1 would each give a table that looks right and is not.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from typing import Any, Callable, Mapping
+
+from .errors import ConfigurationError
+
+DEFAULT_DATASETS = ("sample",)  # what ctrlkit.sweep.sweep runs when no datasets are given
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+class _Refused(Exception):
+    """A value that does not fit; the caller adds the file and the key (``below``: the part of the
+    key under the setting, such as ``.tag.top_n`` in ``options``)."""
+
+    def __init__(self, message: str, below: str = ""):
+        super().__init__(message)
+        self.below = below
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise _Refused(f"must be a string, got {_kind(value)}")
+    if not value.strip():
+        raise _Refused("must not be empty")
+    if _UNPRINTABLE.search(value):
+        raise _Refused(f"must be one line of printable text, got {_shown(value)}")
+    return value.strip()
+
+
+def _names(value: Any) -> list[str]:
+    """A list of names, or one string of comma-separated names as ``--controllers`` takes them."""
+    if isinstance(value, str):
+        value = [item for item in value.split(",") if item.strip()]
+    elif not isinstance(value, list):
+        raise _Refused(f"must be a list of names or a comma-separated string, got {_kind(value)}")
+    if not value:
+        raise _Refused("must name at least one")
+    names = []
+    for position, item in enumerate(value, 1):
+        try:
+            names.append(_text(item))
+        except _Refused as refused:
+            raise _Refused(f"(item {position}) {refused}") from None
+    return names
+
+
+def _whole(minimum: int, maximum: int | None = None) -> Callable[[Any], int]:
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _Refused(f"must be a whole number, got {_kind(value)}")
+        if value < minimum or (maximum is not None and value > maximum):
+            bounds = f"from {minimum} to {maximum}" if maximum is not None else f"at least {minimum}"
+            raise _Refused(f"must be {bounds}, got {value}")
+        return value
+    return check
+
+
+def _options(value: Any) -> dict[str, dict[str, Any]]:
+    """``{component: {option: value}}``, each value a string, number or true/false."""
+    if not isinstance(value, dict):
+        raise _Refused(f"must be a table of components, got {_kind(value)}")
+    checked = {}
+    for component, options in value.items():
+        name = _key(component)
+        if not isinstance(options, dict):
+            raise _Refused(f"must be a table of options, got {_kind(options)}", f".{name}")
+        checked[name] = {}
+        for option, setting in options.items():
+            below = f".{name}.{_key(option)}"
+            if isinstance(setting, float) and not math.isfinite(setting):
+                raise _Refused(f"must be a finite number, got {setting}", below)
+            if not isinstance(setting, (str, int, float)):  # bool is an int
+                raise _Refused(f"must be a string, number or true/false, got {_kind(setting)}", below)
+            if isinstance(setting, str) and _UNPRINTABLE.search(setting):
+                raise _Refused(f"must be one line of printable text, got {_shown(setting)}", below)
+            checked[name][_key(option)] = setting
+    return checked
+
+
+def _data(value: Any) -> dict[str, str] | str:
+    """``{dataset: path}``, or one path for a sweep of one dataset (resolved in :func:`check_settings`)."""
+    if isinstance(value, str):
+        return _text(value)
+    if not isinstance(value, dict):
+        raise _Refused(f"must be a path or a table of dataset = path, got {_kind(value)}")
+    paths = {}
+    for dataset, path in value.items():
+        try:
+            paths[_key(dataset)] = _text(path)
+        except _Refused as refused:
+            raise _Refused(str(refused), f".{_key(dataset)}") from None
+    return paths
+
+
+def _key(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or _UNPRINTABLE.search(value):
+        raise _Refused(f"has a key that is not a name: {_shown(value)}")
+    return value.strip()
+
+
+SETTINGS: dict[str, Callable[[Any], Any]] = {
+    "controllers": _names, "metrics": _names, "backbones": _names, "datasets": _names, "data": _data,
+    "split": _text, "topics": _text, "options": _options, "judge": _text,
+    "limit": _whole(1), "seed": _whole(0, 2**32 - 1), "batch_size": _whole(1),
+}
+
+
+def check_settings(settings: Mapping, where: str) -> dict:
+    """``settings`` with each value in its one form (lists of names, ``{dataset: path}``), or a
+    :class:`ConfigurationError` naming ``where`` (the file) and the key. A null value is left out."""
+    checked = {}
+    for key, value in settings.items():
+        if key not in SETTINGS:
+            close = difflib.get_close_matches(str(key), SETTINGS, n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            raise ConfigurationError(f"{where}: unknown setting {_shown(key)}.{hint} Known: {', '.join(SETTINGS)}")
+        if value is None:
+            continue
+        try:
+            checked[key] = SETTINGS[key](value)
+        except _Refused as refused:
+            raise ConfigurationError(f"{where}: setting '{key}{refused.below}' {refused}") from None
+    datasets = checked.get("datasets", list(DEFAULT_DATASETS))
+    if isinstance(checked.get("data"), str):
+        if len(datasets) != 1:
+            raise ConfigurationError(f"{where}: setting 'data' is one path but the sweep has {len(datasets)} "
+                                     f"datasets; write data = {{ DATASET = \"PATH\" }}")
+        checked["data"] = {datasets[0]: checked["data"]}
+    unused = [name for name in checked.get("data", {}) if name not in datasets]
+    if unused and "datasets" in checked:
+        raise ConfigurationError(f"{where}: setting 'data' names dataset '{unused[0]}', which the sweep does not "
+                                 f"run (datasets: {', '.join(datasets)})")
+    return checked
+
+
+def _kind(value: Any) -> str:
+    """A wrong value as the file shows it."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return f"the string {_shown(value)}"
+    return {list: "a list", dict: "a table"}.get(type(value), f"a {type(value).__name__} ({_shown(str(value))})")
+
+
+def _shown(text: Any) -> str:
+    """``text`` quoted on one line, cut at 60 characters."""
+    text = repr(str(text))
+    return text if len(text) <= 60 else text[:56] + "...'"
