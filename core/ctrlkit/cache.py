@@ -12,25 +12,37 @@ threads or forks.
 A key is the sha256 of a canonical JSON of whatever determines the value (for a judge: its
 backbone name, its options without secrets, and the messages), so keys are short and equal
 inputs give equal keys whatever the order of dict entries.
+
+A cache only saves time, so it never stops a run: a cache that cannot be opened, read or
+written (damaged, read-only, disk full, locked past the busy timeout, a table of another
+shape) is reported in one warning line naming the file, and this process goes on without
+it, computing what it would have read. Each value is stored with a checksum of its key and
+text, so a damaged page that still parses is a miss (computed again and rewritten), never a
+wrong answer. The file is never deleted or moved. A run is one ``scope``: what it gave up on is
+reported once in it, and ``scope(enabled=False)`` (``--no-cache``) keeps it off the disk altogether.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import sqlite3
 import time
 from contextlib import closing, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import CtrlkitError
-
 FILE_NAME = "cache.sqlite3"
 BUSY_TIMEOUT_S = 30.0
+COLUMNS = ("key", "value")
 _NAMESPACE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CHECKED = re.compile(r"([0-9a-f]{16}):(.*)", re.DOTALL)
+logger = logging.getLogger("ctrlkit")
 
 
 def cache_dir() -> Path:
@@ -44,6 +56,31 @@ def cache_key(key_parts: Any) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+@dataclass
+class _Scope:
+    """What one run knows of the cache: whether it is off, and which files it gave up on or found
+    damaged entries in (each reported once)."""
+
+    off: bool = False
+    given_up: set[Path] = field(default_factory=set)
+    damage_reported: set[Path] = field(default_factory=set)
+
+
+_scope: ContextVar[_Scope] = ContextVar("ctrlkit_cache_scope", default=_Scope())  # outside any run: the process
+
+
+@contextmanager
+def scope(enabled: bool = True) -> Iterator[None]:
+    """One run's use of the cache. Without ``enabled``, every ``Cache`` made inside is off: it
+    neither reads nor writes, and the cache folder and file are not touched (``--no-cache``, judge
+    answers included). A file given up on inside is reported once and left alone until the end."""
+    token = _scope.set(_Scope(off=not enabled or _scope.get().off))
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
 class Cache:
     """JSON values by key in the namespace's table: ``Cache("judge").get(parts)``.
 
@@ -55,15 +92,23 @@ class Cache:
             raise ValueError(f"cache namespace must be an identifier, got {namespace!r}")
         self.namespace = namespace
         self.path = cache_dir() / FILE_NAME
+        self._scope = _scope.get()
+        self.off = self._scope.off or self.path in self._scope.given_up
+        if self.off:
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._use_wal()
             with self._connection() as connection:
                 connection.execute(f"CREATE TABLE IF NOT EXISTS {namespace} "
                                    "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                columns = tuple(row[1] for row in connection.execute(f"PRAGMA table_info({namespace})"))
         except (OSError, sqlite3.Error) as exc:
-            raise CtrlkitError(f"cannot open the cache at {self.path}: {exc} "
-                               "(set CTRLKIT_CACHE_DIR to a writable folder)") from None
+            self._give_up("cannot be opened", exc)
+            return
+        if columns != COLUMNS:
+            self._give_up(f"has a table '{namespace}' of another shape, from another version of ctrlkit",
+                          f"columns {', '.join(columns)}; expected {', '.join(COLUMNS)}")
 
     def _use_wal(self) -> None:
         """Switch the file to WAL (persistent, stored in the file). Switching fails at once, without
@@ -76,22 +121,56 @@ class Cache:
                         return
                     connection.execute("PRAGMA journal_mode=WAL")
                 return
-            except sqlite3.OperationalError:
-                if attempt == 199:
+            except sqlite3.OperationalError as exc:
+                if attempt == 199 or "locked" not in str(exc):
                     raise
                 time.sleep(0.05)
 
     def get(self, key_parts: Any) -> Any:
-        with self._connection() as connection:
-            row = connection.execute(f"SELECT value FROM {self.namespace} WHERE key = ?",
-                                     (cache_key(key_parts),)).fetchone()
-        return None if row is None else json.loads(row[0])
+        if self.off:
+            return None
+        key = cache_key(key_parts)
+        try:
+            with self._connection() as connection:
+                connection.text_factory = bytes  # a damaged value that is not UTF-8 is one bad entry, not a bad file
+                row = connection.execute(f"SELECT value FROM {self.namespace} WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as exc:
+            self._give_up("cannot be read", exc)
+            return None
+        if row is None:
+            return None
+        try:
+            return _unpack(key, row[0])
+        except ValueError as exc:
+            self._report_damaged_entry(exc)
+            return None
 
     def put(self, key_parts: Any, value: Any) -> None:
         """Store ``value`` (JSON-serialisable), replacing what the key held."""
-        with self._connection() as connection:
-            connection.execute(f"INSERT OR REPLACE INTO {self.namespace} (key, value) VALUES (?, ?)",
-                               (cache_key(key_parts), json.dumps(value, ensure_ascii=False)))
+        if self.off:
+            return
+        key = cache_key(key_parts)
+        try:
+            with self._connection() as connection:
+                connection.execute(f"INSERT OR REPLACE INTO {self.namespace} (key, value) VALUES (?, ?)",
+                                   (key, _pack(key, value)))
+        except sqlite3.Error as exc:
+            self._give_up("cannot be written", exc)
+
+    def _give_up(self, what: str, reason: Any) -> None:
+        """Turn this cache, and every later one on the same file in this run, off; say so once."""
+        self.off = True
+        if self.path not in self._scope.given_up:
+            self._scope.given_up.add(self.path)
+            logger.warning("ctrlkit: warning: the cache %s %s (%s); going on without it, so what it holds "
+                           "is computed again and nothing new is stored (the file is left as it is: move it "
+                           "aside, or set CTRLKIT_CACHE_DIR, to start a fresh cache)", self.path, what, reason)
+
+    def _report_damaged_entry(self, reason: Exception) -> None:
+        if self.path not in self._scope.damage_reported:
+            self._scope.damage_reported.add(self.path)
+            logger.warning("ctrlkit: warning: the cache %s holds damaged entries (%s); they are computed "
+                           "again and rewritten", self.path, reason)
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
@@ -101,3 +180,27 @@ class Cache:
             connection.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable enough for a cache, far fewer fsyncs
             with connection:
                 yield connection
+
+
+def _checksum(key: str, text: str) -> str:
+    return hashlib.sha256(f"{key}\n{text}".encode("utf-8")).hexdigest()[:16]
+
+
+def _pack(key: str, value: Any) -> str:
+    """The stored text: a checksum of key and JSON, a colon, the JSON."""
+    text = json.dumps(value, ensure_ascii=False)
+    return f"{_checksum(key, text)}:{text}"
+
+
+def _unpack(key: str, stored: Any) -> Any:
+    """The value ``_pack`` stored for ``key`` (read as bytes); ValueError when it is damaged: not
+    UTF-8 text, or a checksum that does not match. Entries written before checksums (plain JSON,
+    which never starts with 16 hex digits and a colon) are read as they are."""
+    if not isinstance(stored, bytes):
+        raise ValueError(f"a {type(stored).__name__} where text was stored")
+    checked = _CHECKED.fullmatch(stored.decode("utf-8"))
+    if checked is None:
+        return json.loads(stored)
+    if _checksum(key, checked[2]) != checked[1]:
+        raise ValueError("checksum mismatch")
+    return json.loads(checked[2])
