@@ -11,11 +11,14 @@ real lock held by another connection, or a connection that raises on its Nth INS
 """
 
 import json
+import os
 import random
 import shutil
 import sqlite3
+import subprocess
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -208,6 +211,84 @@ def test_a_table_of_another_shape_is_one_warning_and_left_alone(columns, folder,
         assert connection.execute("SELECT COUNT(*) FROM generations").fetchone() == (0,)
 
 
+def test_a_table_from_before_checksums_is_read_and_stays_readable_by_an_older_ctrlkit(folder, uncached, caplog):
+    """A cache written by the previous version (no checksum column) keeps its hits; the column is
+    added, and what this version writes is plain JSON in ``value`` as before."""
+    done = ctrlkit.run(**{**RUN, "limit": 4}, cache=False)
+    folder.mkdir()
+    path = folder / cache_module.FILE_NAME
+    with sqlite3.connect(path) as connection:  # what the previous version wrote for those 4 examples
+        connection.execute("CREATE TABLE generations (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        generations = iter(sample["prediction"] for sample in done.samples)
+        keys = _generation_keys(4)
+        connection.executemany("INSERT INTO generations VALUES (?, ?)",
+                               [(key, json.dumps(next(generations), ensure_ascii=False)) for key in keys])
+    result = ctrlkit.run(**RUN)
+    assert result.metrics == uncached and result.results["cache"] == {"hits": 4, "misses": 4}
+    assert not _cache_warnings(caplog)
+    with sqlite3.connect(path) as connection:
+        rows = connection.execute("SELECT value, checksum FROM generations").fetchall()
+    assert len(rows) == 8 and sum(checksum is None for _, checksum in rows) == 4
+    assert all(isinstance(json.loads(value), str) for value, _ in rows)  # what an older reader does
+
+
+def _generation_keys(limit: int) -> list[str]:
+    """The cache keys a run of RUN with ``limit`` gives its inputs, in the dataset's order."""
+    keys = []
+    real = cache_module.Cache.get
+
+    def record(self, key_parts):
+        keys.append(cache_module.cache_key(key_parts))
+        return real(self, key_parts)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cache_module.Cache, "get", record)
+        patch.setenv("CTRLKIT_CACHE_DIR", str(Path(os.environ["CTRLKIT_CACHE_DIR"]).parent / "keys"))
+        ctrlkit.run(**{**RUN, "limit": limit})
+    return keys
+
+
+# ---------------------------------------------------------------- a file or folder that is really read-only
+
+
+@contextmanager
+def _read_only(path: Path):
+    """``path`` made read-only by the operating system, root included: chattr +i (immutable) as
+    root, whom chmod does not stop; chmod otherwise."""
+    if os.geteuid() != 0:
+        mode = path.stat().st_mode
+        path.chmod(mode & ~0o222)
+        try:
+            yield
+        finally:
+            path.chmod(mode)
+        return
+    if not shutil.which("chattr") or subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode:
+        pytest.skip("running as root where chattr +i is unavailable, and chmod does not stop root")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_a_read_only_cache_file_is_still_read_and_warned_about_once(folder, tmp_path, uncached):
+    path = _populate(folder, limit=4)
+    before = path.read_bytes()
+    with _read_only(path):
+        line = _cli_goes_on(folder, tmp_path / "run", uncached, "cannot be written")
+    assert "readonly database" in line
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["cache"] == {"hits": 4, "misses": 4}
+    assert path.read_bytes() == before
+
+
+def test_a_read_only_cache_folder_is_one_warning_and_the_run_goes_on(folder, tmp_path, uncached):
+    path = _populate(folder, limit=4)
+    assert sorted(p.name for p in folder.iterdir()) == [path.name]  # no WAL left: one must be created
+    with _read_only(folder):
+        line = _cli_goes_on(folder, tmp_path / "run", uncached, "cannot be opened")
+    assert "unable to open database file" in line
+
+
 # ---------------------------------------------------------------- writes refused mid-run
 
 
@@ -332,6 +413,19 @@ def judge_server(monkeypatch):
 def _judged(chat, **extra):
     return dict(controller="none", backbone="extractive", metrics=["fm"], baseline=None, limit=6, judge="openai:m",
                 options={"openai": {"base_url": chat.url, **OPENAI_FAULT}}, **extra)
+
+
+def test_evaluate_with_a_judge_and_a_broken_cache_warns_once_and_scores_as_uncached(judge_server, folder, tmp_path,
+                                                                                  caplog):
+    run = ctrlkit.run(**_judged(judge_server), cache=False, out=str(tmp_path / "run"))
+    arguments = dict(predictions=str(tmp_path / "run" / "samples.jsonl"), metrics=["fm"], limit=6,
+                     judge="openai:m", options={"openai": {"base_url": judge_server.url, **OPENAI_FAULT}})
+    folder.mkdir()
+    path = folder / cache_module.FILE_NAME
+    path.write_bytes(_not_a_database(b""))
+    result = ctrlkit.evaluate(**arguments)
+    assert result.metrics == run.metrics and result.metrics["fm"]["failed"] == 0
+    _one_warning(caplog, path, "file is not a database")
 
 
 def test_a_broken_cache_is_reported_once_for_generations_and_judge_answers(judge_server, folder, caplog):

@@ -13,13 +13,15 @@ A key is the sha256 of a canonical JSON of whatever determines the value (for a 
 backbone name, its options without secrets, and the messages), so keys are short and equal
 inputs give equal keys whatever the order of dict entries.
 
-A cache only saves time, so it never stops a run: a cache that cannot be opened, read or
-written (damaged, read-only, disk full, locked past the busy timeout, a table of another
-shape) is reported in one warning line naming the file, and this process goes on without
-it, computing what it would have read. Each value is stored with a checksum of its key and
-text, so a damaged page that still parses is a miss (computed again and rewritten), never a
-wrong answer. The file is never deleted or moved. A run is one ``scope``: what it gave up on is
-reported once in it, and ``scope(enabled=False)`` (``--no-cache``) keeps it off the disk altogether.
+A cache only saves time, so it never stops a run. A cache that cannot be opened or read
+(damaged, not a database, a table of another shape, a folder that is a file) is reported in
+one warning line naming the file, and the run goes on without it, computing what it would have
+read; one that cannot be written (read-only, disk full, locked past the busy timeout) is
+reported likewise and still read, but written no more. Each value is stored with a checksum of
+its key and text, so a damaged page that still parses is a miss (computed again and
+rewritten), never a wrong answer. The file is never deleted or moved. A run is one ``scope``:
+each fault is reported once in it, and ``scope(enabled=False)`` (``--no-cache``) keeps the run
+off the disk altogether.
 """
 
 from __future__ import annotations
@@ -39,9 +41,8 @@ from typing import Any, Iterator
 
 FILE_NAME = "cache.sqlite3"
 BUSY_TIMEOUT_S = 30.0
-COLUMNS = ("key", "value")
+COLUMNS = ("key", "value", "checksum")
 _NAMESPACE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_CHECKED = re.compile(r"([0-9a-f]{16}):(.*)", re.DOTALL)
 logger = logging.getLogger("ctrlkit")
 
 
@@ -58,12 +59,13 @@ def cache_key(key_parts: Any) -> str:
 
 @dataclass
 class _Scope:
-    """What one run knows of the cache: whether it is off, and which files it gave up on or found
-    damaged entries in (each reported once)."""
+    """What one run knows of the cache: whether it is off, and which files it stopped using, stopped
+    writing to, or found damaged entries in (each reported once)."""
 
     off: bool = False
-    given_up: set[Path] = field(default_factory=set)
-    damage_reported: set[Path] = field(default_factory=set)
+    unused: set[Path] = field(default_factory=set)
+    unwritable: set[Path] = field(default_factory=set)
+    damaged: set[Path] = field(default_factory=set)
 
 
 _scope: ContextVar[_Scope] = ContextVar("ctrlkit_cache_scope", default=_Scope())  # outside any run: the process
@@ -93,22 +95,39 @@ class Cache:
         self.namespace = namespace
         self.path = cache_dir() / FILE_NAME
         self._scope = _scope.get()
-        self.off = self._scope.off or self.path in self._scope.given_up
+        self.off = self._scope.off or self.path in self._scope.unused
+        self.writable = self.path not in self._scope.unwritable
         if self.off:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._use_wal()
-            with self._connection() as connection:
-                connection.execute(f"CREATE TABLE IF NOT EXISTS {namespace} "
-                                   "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-                columns = tuple(row[1] for row in connection.execute(f"PRAGMA table_info({namespace})"))
+            columns = self._create_table()
         except (OSError, sqlite3.Error) as exc:
-            self._give_up("cannot be opened", exc)
+            self._stop_using("cannot be opened", exc)
             return
         if columns != COLUMNS:
-            self._give_up(f"has a table '{namespace}' of another shape, from another version of ctrlkit",
+            self._stop_using(f"has a table '{namespace}' of another shape, from another version of ctrlkit",
                           f"columns {', '.join(columns)}; expected {', '.join(COLUMNS)}")
+
+    def _create_table(self) -> tuple[str, ...]:
+        """Create the namespace's table if missing, add the checksum column to one made before
+        checksums (its rows are read unchecked), and return the table's columns."""
+        with self._connection() as connection:
+            connection.execute(f"CREATE TABLE IF NOT EXISTS {self.namespace} "
+                               "(key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum TEXT)")
+            columns = self._columns(connection)
+            if columns == COLUMNS[:2]:
+                try:
+                    connection.execute(f"ALTER TABLE {self.namespace} ADD COLUMN checksum TEXT")
+                except sqlite3.OperationalError as exc:
+                    if "duplicate column" not in str(exc):  # else another process added it first
+                        raise
+                columns = self._columns(connection)
+        return columns
+
+    def _columns(self, connection: sqlite3.Connection) -> tuple[str, ...]:
+        return tuple(row[1] for row in connection.execute(f"PRAGMA table_info({self.namespace})"))
 
     def _use_wal(self) -> None:
         """Switch the file to WAL (persistent, stored in the file). Switching fails at once, without
@@ -133,42 +152,53 @@ class Cache:
         try:
             with self._connection() as connection:
                 connection.text_factory = bytes  # a damaged value that is not UTF-8 is one bad entry, not a bad file
-                row = connection.execute(f"SELECT value FROM {self.namespace} WHERE key = ?", (key,)).fetchone()
+                row = connection.execute(f"SELECT value, checksum FROM {self.namespace} WHERE key = ?",
+                                         (key,)).fetchone()
         except sqlite3.Error as exc:
-            self._give_up("cannot be read", exc)
+            self._stop_using("cannot be read", exc)
             return None
         if row is None:
             return None
         try:
-            return _unpack(key, row[0])
+            return _unpack(key, *row)
         except ValueError as exc:
             self._report_damaged_entry(exc)
             return None
 
     def put(self, key_parts: Any, value: Any) -> None:
         """Store ``value`` (JSON-serialisable), replacing what the key held."""
-        if self.off:
+        if self.off or not self.writable:
             return
         key = cache_key(key_parts)
         try:
             with self._connection() as connection:
-                connection.execute(f"INSERT OR REPLACE INTO {self.namespace} (key, value) VALUES (?, ?)",
-                                   (key, _pack(key, value)))
+                text = json.dumps(value, ensure_ascii=False)
+                connection.execute(f"INSERT OR REPLACE INTO {self.namespace} (key, value, checksum) "
+                                   "VALUES (?, ?, ?)", (key, text, _checksum(key, text)))
         except sqlite3.Error as exc:
-            self._give_up("cannot be written", exc)
+            self._stop_writing(exc)
 
-    def _give_up(self, what: str, reason: Any) -> None:
+    def _stop_using(self, what: str, reason: Any) -> None:
         """Turn this cache, and every later one on the same file in this run, off; say so once."""
         self.off = True
-        if self.path not in self._scope.given_up:
-            self._scope.given_up.add(self.path)
-            logger.warning("ctrlkit: warning: the cache %s %s (%s); going on without it, so what it holds "
-                           "is computed again and nothing new is stored (the file is left as it is: move it "
-                           "aside, or set CTRLKIT_CACHE_DIR, to start a fresh cache)", self.path, what, reason)
+        if self.path not in self._scope.unused:
+            self._scope.unused.add(self.path)
+            logger.warning("ctrlkit: warning: the cache %s %s (%s); going on without it for this run: what it "
+                           "holds is computed again, nothing is stored (the file is left as it is; move it aside, "
+                           "or set CTRLKIT_CACHE_DIR elsewhere, for a fresh cache)", self.path, what, reason)
+
+    def _stop_writing(self, reason: Exception) -> None:
+        """A write failed (read-only, disk full, locked past the busy timeout): keep reading, stop
+        writing for the rest of the run, so each later result is not another wait and warning."""
+        self.writable = False
+        if self.path not in self._scope.unwritable:
+            self._scope.unwritable.add(self.path)
+            logger.warning("ctrlkit: warning: the cache %s cannot be written (%s); going on, reading it but "
+                           "storing nothing new in it for this run", self.path, reason)
 
     def _report_damaged_entry(self, reason: Exception) -> None:
-        if self.path not in self._scope.damage_reported:
-            self._scope.damage_reported.add(self.path)
+        if self.path not in self._scope.damaged:
+            self._scope.damaged.add(self.path)
             logger.warning("ctrlkit: warning: the cache %s holds damaged entries (%s); they are computed "
                            "again and rewritten", self.path, reason)
 
@@ -186,21 +216,13 @@ def _checksum(key: str, text: str) -> str:
     return hashlib.sha256(f"{key}\n{text}".encode("utf-8")).hexdigest()[:16]
 
 
-def _pack(key: str, value: Any) -> str:
-    """The stored text: a checksum of key and JSON, a colon, the JSON."""
-    text = json.dumps(value, ensure_ascii=False)
-    return f"{_checksum(key, text)}:{text}"
-
-
-def _unpack(key: str, stored: Any) -> Any:
-    """The value ``_pack`` stored for ``key`` (read as bytes); ValueError when it is damaged: not
-    UTF-8 text, or a checksum that does not match. Entries written before checksums (plain JSON,
-    which never starts with 16 hex digits and a colon) are read as they are."""
-    if not isinstance(stored, bytes):
-        raise ValueError(f"a {type(stored).__name__} where text was stored")
-    checked = _CHECKED.fullmatch(stored.decode("utf-8"))
-    if checked is None:
-        return json.loads(stored)
-    if _checksum(key, checked[2]) != checked[1]:
+def _unpack(key: str, value: Any, checksum: Any) -> Any:
+    """The value stored for ``key`` (read as bytes); ValueError when it is damaged: not UTF-8 text,
+    or text whose checksum does not match. A row without a checksum (written before checksums, or
+    by an older ctrlkit sharing the file) is read as it is."""
+    if not isinstance(value, bytes) or not isinstance(checksum, (bytes, type(None))):
+        raise ValueError("a value or checksum that is not text")
+    text = value.decode("utf-8")
+    if checksum is not None and checksum.decode("utf-8") != _checksum(key, text):
         raise ValueError("checksum mismatch")
-    return json.loads(checked[2])
+    return json.loads(text)
