@@ -13,9 +13,11 @@ real lock held by another connection, or a connection that raises on its Nth INS
 import json
 import os
 import random
+import resource
 import shutil
 import sqlite3
 import subprocess
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -344,6 +346,17 @@ def test_a_write_failing_on_the_nth_batch_warns_once_and_keeps_the_generations(e
     assert resumed.metrics == uncached
 
 
+def test_after_a_failed_write_the_cache_is_still_read_for_the_rest_of_the_run(folder, caplog, monkeypatch):
+    with_baseline = {**RUN, "baseline": "none"}
+    ctrlkit.run(**{**with_baseline, "limit": 4})  # both arms of the first 4 examples cached
+    calls = _fail_the_nth_insert(monkeypatch, sqlite3.OperationalError("database or disk is full"), n=1)
+    result = ctrlkit.run(**with_baseline)
+    # the run arm's first write fails; the baseline arm still reads its 4 hits, and writes nothing
+    assert result.results["cache"] == {"hits": 8, "misses": 8} and calls["inserts"] == 1
+    assert result.metrics == ctrlkit.run(**with_baseline, cache=False).metrics
+    _one_warning(caplog, folder / cache_module.FILE_NAME, "cannot be written (database or disk is full)")
+
+
 def test_a_read_only_cache_file_gives_its_hits_and_warns_once_about_writes(folder, tmp_path, uncached, caplog,
                                                                            monkeypatch):
     path = _populate(folder, limit=4)
@@ -365,6 +378,25 @@ def test_a_full_disk_stops_the_cache_not_the_run(folder, uncached, caplog, monke
     result = ctrlkit.run(**{**RUN, "limit": 60})
     assert result.metrics == ctrlkit.run(**{**RUN, "limit": 60}, cache=False).metrics
     _one_warning(caplog, path, "database or disk is full")
+    assert 4 < _rows(path) < 60
+
+
+def test_a_file_size_limit_refusing_writes_mid_run_is_one_warning_in_a_fresh_process(folder, tmp_path):
+    """The operating system refuses the cache's writes mid-run (RLIMIT_FSIZE: EFBIG, as a full disk
+    refuses them with ENOSPC), root included; the outputs, smaller than the limit, are written."""
+    path = _populate(folder, limit=4)
+    limit = 32 * 1024  # the -shm index needs 32 KiB; the cache file outgrows it at about 45 rows
+    command = [sys.executable, "-m", "ctrlkit", *CLI, "--limit", "60", "-o", str(tmp_path / "run")]
+    result = subprocess.run(command, env={**os.environ, "CTRLKIT_CACHE_DIR": str(folder)}, capture_output=True,
+                            text=True, timeout=120,
+                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "the cache " in line]
+    assert warnings == [f"ctrlkit: warning: the cache {path} cannot be written (disk I/O error); going on, "
+                        "reading it but storing nothing new in it for this run"]
+    written = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert written["n_examples"] == 60 and written["cache"] == {"hits": 4, "misses": 56}
+    assert written["metrics"] == ctrlkit.run(**{**RUN, "limit": 60}, cache=False).metrics
     assert 4 < _rows(path) < 60
 
 
