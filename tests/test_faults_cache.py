@@ -234,6 +234,47 @@ def test_a_table_from_before_checksums_is_read_and_stays_readable_by_an_older_ct
     assert all(isinstance(json.loads(value), str) for value, _ in rows)  # what an older reader does
 
 
+def test_processes_starting_together_on_a_table_from_before_checksums_all_use_it(folder):
+    folder.mkdir()
+    path = folder / cache_module.FILE_NAME
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE shared (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    script = ("import sys\nfrom ctrlkit.cache import Cache\n"
+              "for i in range(20):\n"
+              "    Cache('shared').put([sys.argv[1], i], i)\n"
+              "    assert Cache('shared').get([sys.argv[1], i]) == i\n")
+    workers = [subprocess.Popen([sys.executable, "-c", script, str(worker)], stderr=subprocess.PIPE, text=True)
+               for worker in range(4)]
+    errors = [worker.communicate(timeout=120)[1] for worker in workers]
+    assert [worker.returncode for worker in workers] == [0] * 4 and errors == [""] * 4, errors
+    with sqlite3.connect(path) as connection:
+        assert [row[1] for row in connection.execute("PRAGMA table_info(shared)")] == list(cache_module.COLUMNS)
+        assert connection.execute("SELECT COUNT(*) FROM shared WHERE checksum IS NOT NULL").fetchone() == (80,)
+
+
+def test_a_checksum_column_another_process_added_first_is_taken_as_it_is(folder, caplog, monkeypatch):
+    """The race above made certain: another process adds the column between this one's look at the
+    table and its own ALTER TABLE."""
+    folder.mkdir()
+    path = folder / cache_module.FILE_NAME
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE shared (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    real, looks = cache_module.Cache._columns, []
+
+    def columns_then_another_process_alters(self, connection):
+        looks.append(real(self, connection))
+        if len(looks) == 1:
+            with sqlite3.connect(path) as other:
+                other.execute("ALTER TABLE shared ADD COLUMN checksum TEXT")
+        return looks[-1]
+
+    monkeypatch.setattr(cache_module.Cache, "_columns", columns_then_another_process_alters)
+    cache = cache_module.Cache("shared")
+    assert looks[0] == ("key", "value") and not cache.off and cache.writable and not _cache_warnings(caplog)
+    cache.put(["a"], "x")
+    assert cache.get(["a"]) == "x"
+
+
 def _generation_keys(limit: int) -> list[str]:
     """The cache keys a run of RUN with ``limit`` gives its inputs, in the dataset's order."""
     keys = []

@@ -75,7 +75,8 @@ _scope: ContextVar[_Scope] = ContextVar("ctrlkit_cache_scope", default=_Scope())
 def scope(enabled: bool = True) -> Iterator[None]:
     """One run's use of the cache. Without ``enabled``, every ``Cache`` made inside is off: it
     neither reads nor writes, and the cache folder and file are not touched (``--no-cache``, judge
-    answers included). A file given up on inside is reported once and left alone until the end."""
+    answers included). Each fault of a file is reported once inside, and what failed (the whole
+    file, or its writes) is not tried again until the scope ends."""
     token = _scope.set(_Scope(off=not enabled or _scope.get().off))
     try:
         yield
@@ -108,7 +109,7 @@ class Cache:
             return
         if columns != COLUMNS:
             self._stop_using(f"has a table '{namespace}' of another shape, from another version of ctrlkit",
-                          f"columns {', '.join(columns)}; expected {', '.join(COLUMNS)}")
+                             f"columns {', '.join(columns)}; expected {', '.join(COLUMNS)}")
 
     def _create_table(self) -> tuple[str, ...]:
         """Create the namespace's table if missing, add the checksum column to one made before
