@@ -12,25 +12,38 @@ threads or forks.
 A key is the sha256 of a canonical JSON of whatever determines the value (for a judge: its
 backbone name, its options without secrets, and the messages), so keys are short and equal
 inputs give equal keys whatever the order of dict entries.
+
+A cache only saves time, so it never stops a run. A cache that cannot be opened or read
+(damaged, not a database, a table of another shape, a folder that is a file) is reported in
+one warning line naming the file, and the run goes on without it, computing what it would have
+read; one that cannot be written (read-only, disk full, locked past the busy timeout) is
+reported likewise and still read, but written no more. Each value is stored with a checksum of
+its key and text, so a damaged page that still parses is a miss (computed again and
+rewritten), never a wrong answer. The file is never deleted or moved. A run is one ``scope``:
+each fault is reported once in it, and ``scope(enabled=False)`` (``--no-cache``) keeps the run
+off the disk altogether.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import sqlite3
 import time
 from contextlib import closing, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import CtrlkitError
-
 FILE_NAME = "cache.sqlite3"
 BUSY_TIMEOUT_S = 30.0
+COLUMNS = ("key", "value", "checksum")
 _NAMESPACE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+logger = logging.getLogger("ctrlkit")
 
 
 def cache_dir() -> Path:
@@ -44,6 +57,33 @@ def cache_key(key_parts: Any) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+@dataclass
+class _Scope:
+    """What one run knows of the cache: whether it is off, and which files it stopped using, stopped
+    writing to, or found damaged entries in (each reported once)."""
+
+    off: bool = False
+    unused: set[Path] = field(default_factory=set)
+    unwritable: set[Path] = field(default_factory=set)
+    damaged: set[Path] = field(default_factory=set)
+
+
+_scope: ContextVar[_Scope] = ContextVar("ctrlkit_cache_scope", default=_Scope())  # outside any run: the process
+
+
+@contextmanager
+def scope(enabled: bool = True) -> Iterator[None]:
+    """One run's use of the cache. Without ``enabled``, every ``Cache`` made inside is off: it
+    neither reads nor writes, and the cache folder and file are not touched (``--no-cache``, judge
+    answers included). Each fault of a file is reported once inside, and what failed (the whole
+    file, or its writes) is not tried again until the scope ends."""
+    token = _scope.set(_Scope(off=not enabled or _scope.get().off))
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
 class Cache:
     """JSON values by key in the namespace's table: ``Cache("judge").get(parts)``.
 
@@ -55,15 +95,40 @@ class Cache:
             raise ValueError(f"cache namespace must be an identifier, got {namespace!r}")
         self.namespace = namespace
         self.path = cache_dir() / FILE_NAME
+        self._scope = _scope.get()
+        self.off = self._scope.off or self.path in self._scope.unused
+        self.writable = self.path not in self._scope.unwritable
+        if self.off:
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._use_wal()
-            with self._connection() as connection:
-                connection.execute(f"CREATE TABLE IF NOT EXISTS {namespace} "
-                                   "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            columns = self._create_table()
         except (OSError, sqlite3.Error) as exc:
-            raise CtrlkitError(f"cannot open the cache at {self.path}: {exc} "
-                               "(set CTRLKIT_CACHE_DIR to a writable folder)") from None
+            self._stop_using("cannot be opened", exc)
+            return
+        if columns != COLUMNS:
+            self._stop_using(f"has a table '{namespace}' of another shape, from another version of ctrlkit",
+                             f"columns {', '.join(columns)}; expected {', '.join(COLUMNS)}")
+
+    def _create_table(self) -> tuple[str, ...]:
+        """Create the namespace's table if missing, add the checksum column to one made before
+        checksums (its rows are read unchecked), and return the table's columns."""
+        with self._connection() as connection:
+            connection.execute(f"CREATE TABLE IF NOT EXISTS {self.namespace} "
+                               "(key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum TEXT)")
+            columns = self._columns(connection)
+            if columns == COLUMNS[:2]:
+                try:
+                    connection.execute(f"ALTER TABLE {self.namespace} ADD COLUMN checksum TEXT")
+                except sqlite3.OperationalError as exc:
+                    if "duplicate column" not in str(exc):  # else another process added it first
+                        raise
+                columns = self._columns(connection)
+        return columns
+
+    def _columns(self, connection: sqlite3.Connection) -> tuple[str, ...]:
+        return tuple(row[1] for row in connection.execute(f"PRAGMA table_info({self.namespace})"))
 
     def _use_wal(self) -> None:
         """Switch the file to WAL (persistent, stored in the file). Switching fails at once, without
@@ -76,22 +141,67 @@ class Cache:
                         return
                     connection.execute("PRAGMA journal_mode=WAL")
                 return
-            except sqlite3.OperationalError:
-                if attempt == 199:
+            except sqlite3.OperationalError as exc:
+                if attempt == 199 or "locked" not in str(exc):
                     raise
                 time.sleep(0.05)
 
     def get(self, key_parts: Any) -> Any:
-        with self._connection() as connection:
-            row = connection.execute(f"SELECT value FROM {self.namespace} WHERE key = ?",
-                                     (cache_key(key_parts),)).fetchone()
-        return None if row is None else json.loads(row[0])
+        if self.off:
+            return None
+        key = cache_key(key_parts)
+        try:
+            with self._connection() as connection:
+                connection.text_factory = bytes  # a damaged value that is not UTF-8 is one bad entry, not a bad file
+                row = connection.execute(f"SELECT value, checksum FROM {self.namespace} WHERE key = ?",
+                                         (key,)).fetchone()
+        except sqlite3.Error as exc:
+            self._stop_using("cannot be read", exc)
+            return None
+        if row is None:
+            return None
+        try:
+            return _unpack(key, *row)
+        except ValueError as exc:
+            self._report_damaged_entry(exc)
+            return None
 
     def put(self, key_parts: Any, value: Any) -> None:
         """Store ``value`` (JSON-serialisable), replacing what the key held."""
-        with self._connection() as connection:
-            connection.execute(f"INSERT OR REPLACE INTO {self.namespace} (key, value) VALUES (?, ?)",
-                               (cache_key(key_parts), json.dumps(value, ensure_ascii=False)))
+        if self.off or not self.writable:
+            return
+        key = cache_key(key_parts)
+        try:
+            with self._connection() as connection:
+                text = json.dumps(value, ensure_ascii=False)
+                connection.execute(f"INSERT OR REPLACE INTO {self.namespace} (key, value, checksum) "
+                                   "VALUES (?, ?, ?)", (key, text, _checksum(key, text)))
+        except sqlite3.Error as exc:
+            self._stop_writing(exc)
+
+    def _stop_using(self, what: str, reason: Any) -> None:
+        """Turn this cache, and every later one on the same file in this run, off; say so once."""
+        self.off = True
+        if self.path not in self._scope.unused:
+            self._scope.unused.add(self.path)
+            logger.warning("ctrlkit: warning: the cache %s %s (%s); going on without it for this run: what it "
+                           "holds is computed again, nothing is stored (the file is left as it is; move it aside, "
+                           "or set CTRLKIT_CACHE_DIR elsewhere, for a fresh cache)", self.path, what, reason)
+
+    def _stop_writing(self, reason: Exception) -> None:
+        """A write failed (read-only, disk full, locked past the busy timeout): keep reading, stop
+        writing for the rest of the run, so each later result is not another wait and warning."""
+        self.writable = False
+        if self.path not in self._scope.unwritable:
+            self._scope.unwritable.add(self.path)
+            logger.warning("ctrlkit: warning: the cache %s cannot be written (%s); going on, reading it but "
+                           "storing nothing new in it for this run", self.path, reason)
+
+    def _report_damaged_entry(self, reason: Exception) -> None:
+        if self.path not in self._scope.damaged:
+            self._scope.damaged.add(self.path)
+            logger.warning("ctrlkit: warning: the cache %s holds damaged entries (%s); they are computed "
+                           "again and rewritten", self.path, reason)
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
@@ -101,3 +211,19 @@ class Cache:
             connection.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable enough for a cache, far fewer fsyncs
             with connection:
                 yield connection
+
+
+def _checksum(key: str, text: str) -> str:
+    return hashlib.sha256(f"{key}\n{text}".encode("utf-8")).hexdigest()[:16]
+
+
+def _unpack(key: str, value: Any, checksum: Any) -> Any:
+    """The value stored for ``key`` (read as bytes); ValueError when it is damaged: not UTF-8 text,
+    or text whose checksum does not match. A row without a checksum (written before checksums, or
+    by an older ctrlkit sharing the file) is read as it is."""
+    if not isinstance(value, bytes) or not isinstance(checksum, (bytes, type(None))):
+        raise ValueError("a value or checksum that is not text")
+    text = value.decode("utf-8")
+    if checksum is not None and checksum.decode("utf-8") != _checksum(key, text):
+        raise ValueError("checksum mismatch")
+    return json.loads(text)

@@ -15,7 +15,8 @@ LIMIT = click.option("--limit", type=click.IntRange(min=1), help="Use only the f
 DEVICE = click.option("--device", help="Torch device for a neural backbone (cpu, cuda, cuda:1); default: CUDA when present.")
 SKIP_INVALID = click.option("--skip-invalid", is_flag=True,
                             help="Leave out invalid dataset rows (counted) instead of stopping.")
-NO_CACHE = click.option("--no-cache", is_flag=True, help="Generate everything again, ignoring the shared generation cache.")
+NO_CACHE = click.option("--no-cache", is_flag=True,
+                        help="Generate (and judge) everything again, never touching the shared cache.")
 BATCH_SIZE = click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
                           help="Inputs per generation batch.")
 STRICT_CONTROLS = click.option("--strict-controls", is_flag=True,

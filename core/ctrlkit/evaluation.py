@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
 from .api import get_dataset, get_vectorizer
+from .cache import scope as cache_scope
 from .errors import CtrlkitError, DatasetError
 from .files import read_jsonl
 from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _timed, _topic_spaces, backbone_name,
@@ -100,7 +101,7 @@ def evaluate(
     bind_metrics(scorers, spaces)
 
     texts = [given[example.id]["prediction"] for example in examples]
-    with _timed(timings, "score_s"):
+    with _timed(timings, "score_s"), cache_scope():  # a broken cache is reported once, as in a run
         scores = score(scorers, texts, examples)
     timings["total_s"] = time.perf_counter() - started
     results = {

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .api import backbone_name, create_controller, get_backbone, get_dataset, get_vectorizer
-from .cache import Cache
+from .cache import Cache, scope as cache_scope
 from .controls import carries
 from .errors import ConfigurationError, CtrlkitError
 from .files import atomic_write_json, atomic_write_text
@@ -113,15 +113,17 @@ def interference(
     bind_metrics(scorers, spaces)
     fit_or_restore(steering, model, source, spaces.get(steering.topic_vectorizer))
     steering.prepare(model)
-    generations, cache_stats = (Cache("generations") if cache else None), {"hits": 0, "misses": 0}
+    cache_stats = {"hits": 0, "misses": 0}
 
     def corpus_values(condition: list[Example]) -> dict[str, float | None]:
         predictions = generate(steering, model, condition, batch_size, progress, generations, cache_stats)
         corpus = score(scorers, predictions, condition).corpus
         return {f"{metric}.{name}": value for metric, values in corpus.items() for name, value in values.items()}
 
-    base = corpus_values(examples)
-    changed = {attribute: corpus_values(variant) for attribute, variant in variants.items()}
+    with cache_scope(enabled=cache):  # judge answers too
+        generations = Cache("generations") if cache else None
+        base = corpus_values(examples)
+        changed = {attribute: corpus_values(variant) for attribute, variant in variants.items()}
     matrix: dict[str, dict] = {}
     undefined: dict[str, dict] = {}
     for attribute in attributes:

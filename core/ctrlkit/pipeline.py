@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
 from .api import backbone_name, create_controller, get_backbone, get_dataset, get_metric, get_vectorizer
-from .cache import Cache
+from .cache import Cache, scope as cache_scope
 from .controls import apply_control, carries, check_controls, scored_indices, uncontrolled
 from .digest import data_digest
 from .errors import ConfigurationError, CtrlkitError, OptionError
@@ -132,17 +132,19 @@ def run(
 
     arms = {"run": main, "baseline": other} if other else {"run": main}
     outcomes = {}
-    generations = Cache("generations") if cache else None
     cache_stats = {"hits": 0, "misses": 0}
-    for arm, arm_controller in arms.items():
-        prefix = "" if arm == "run" else "baseline_"
-        with _timed(timings, prefix + "fit_s"):
-            fit_or_restore(arm_controller, model, source, spaces.get(arm_controller.topic_vectorizer))
-            arm_controller.prepare(model)
-        with _timed(timings, prefix + "generate_s"):
-            predictions = generate(arm_controller, model, examples, batch_size, progress, generations, cache_stats)
-        with _timed(timings, prefix + "score_s"):
-            outcomes[arm] = (predictions, score(scorers, predictions, examples))
+    with cache_scope(enabled=cache):  # judge answers too
+        generations = Cache("generations") if cache else None
+        for arm, arm_controller in arms.items():
+            prefix = "" if arm == "run" else "baseline_"
+            with _timed(timings, prefix + "fit_s"):
+                fit_or_restore(arm_controller, model, source, spaces.get(arm_controller.topic_vectorizer))
+                arm_controller.prepare(model)
+            with _timed(timings, prefix + "generate_s"):
+                predictions = generate(arm_controller, model, examples, batch_size, progress, generations,
+                                       cache_stats)
+            with _timed(timings, prefix + "score_s"):
+                outcomes[arm] = (predictions, score(scorers, predictions, examples))
     timings["total_s"] = time.perf_counter() - started
     left = {arm: uncontrolled(c, examples) for arm, c in arms.items()}
     report_uncontrolled(left["run"], len(examples), main)
