@@ -168,6 +168,12 @@ CASES = {
                                    "'rows[0].metrics.stas.stas'"),
     "a row's run is a number": ("sweep", _edit_json("table.json", lambda t: t["rows"][0].update(run=7)),
                                 "table.json", "'rows[0].run' must be a string"),
+    "a row's run leaves the folder": ("sweep", _edit_json("table.json", lambda t: t["rows"][0].update(run="../..")),
+                                      "table.json", "'rows[0].run' must name a folder inside"),
+    "a row's run is absolute": ("sweep", _edit_json("table.json", lambda t: t["rows"][1].update(run="/etc")),
+                                "table.json", "'rows[1].run' must name a folder inside"),
+    "a row's run holds a NUL": ("sweep", _edit_json("table.json", lambda t: t["rows"][1].update(run="cells/\x00")),
+                                "table.json", "'rows[1].run' must name a folder inside"),
     "a cell's samples.jsonl cut short": ("sweep", _cut(f"{CELL}/samples.jsonl"), f"{CELL}/samples.jsonl:",
                                          "invalid JSON"),
     "a cell's sample score is a list": ("sweep", _replace(f"{CELL}/samples.jsonl", json.dumps(

@@ -23,10 +23,16 @@ _LINE_START = re.compile(r"^(\d*)([-+=.)])")
 _HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
+def visible(text: str) -> str:
+    """``text`` with the characters that move or hide text when shown (terminal escapes, bidi
+    overrides) replaced by U+FFFD: what a terminal table or a Markdown cell may show of a name."""
+    return _HIDDEN.sub("\ufffd", text)
+
+
 def escape_markdown(text) -> str:
     """``text`` (any value; None reads ``undefined``) as one line of literal Markdown text."""
     text = " ".join(str("undefined" if text is None else text).splitlines()).replace("\t", " ")
-    text = _HIDDEN.sub("\ufffd", text).strip()
+    text = visible(text).strip()
     for character in _INLINE:
         text = text.replace(character, "\\" + character)
     text = escape_html(text)  # after the backslashes: the entities it writes hold a # of their own

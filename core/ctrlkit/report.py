@@ -140,10 +140,20 @@ def _load_sweep(folder: Path) -> Report:
 
 
 def _row(row: dict, path: Path, index: int) -> dict:
-    """A table row with its names masked of secrets; a ``run`` that is not a folder name is refused."""
+    """A table row with its names masked of secrets; a ``run`` that is not a folder inside the
+    sweep's is refused (a report reads only the folder it is given)."""
     if row.get("run") is not None and not isinstance(row["run"], str):
         raise CtrlkitError(f"{path}: field 'rows[{index}].run' must be a string, got {_kind(row['run'])}")
+    if row.get("run") and not _inside(path.parent, row["run"]):
+        raise CtrlkitError(f"{path}: field 'rows[{index}].run' must name a folder inside {path.parent}")
     return {**row, **mask_secrets({key: row[key] for key in ("controller", "backbone", "dataset") if key in row})}
+
+
+def _inside(folder: Path, relative: str) -> bool:
+    try:
+        return (folder / relative).resolve().is_relative_to(folder.resolve())
+    except (OSError, ValueError):  # a NUL byte, a loop of links
+        return False
 
 
 def _read_samples(path: Path, arms: list[Arm]) -> tuple[dict, int]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .errors import CtrlkitError
 from .files import atomic_write_json, atomic_write_jsonl
+from .markdown import visible
 from .plugins import plugin_versions
 
 
@@ -89,6 +90,7 @@ def format_table(results: dict) -> str:
                 row += [_show(other, counted), "" if difference is None else
                         f"{difference:+.0f}" if counted else f"{difference:+.4f}"]
             rows.append(row)
+    rows = [[visible(" ".join(cell.split())) for cell in row] for row in rows]  # names a plugin chose
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * width for width in widths))

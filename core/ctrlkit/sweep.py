@@ -216,6 +216,12 @@ def best(rows: Sequence[dict], column: tuple[str, str]) -> float | None:
     return min(values) if column[1] in LOWER_IS_BETTER else max(values)
 
 
+def _csv_text(text: str) -> str:
+    """A name as a CSV cell a spreadsheet shows as text: one starting with ``= + - @`` (or a tab or
+    carriage return) would be read as a formula, so it gets a leading apostrophe."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
 def write_table(out_dir: Path, rows: Sequence[dict]) -> None:
     """table.json (the rows, and the best value of each column), table.csv and table.md (best in bold)."""
     cols = columns(rows)
@@ -225,9 +231,9 @@ def write_table(out_dir: Path, rows: Sequence[dict]) -> None:
     labels = [f"{metric}.{name}" for metric, name in cols]
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["dataset", "backbone", "controller", *labels])
+    writer.writerow(["dataset", "backbone", "controller", *map(_csv_text, labels)])
     for row in rows:
-        writer.writerow([row["dataset"], row["backbone"], row["controller"],
+        writer.writerow([*map(_csv_text, (row["dataset"], row["backbone"], row["controller"])),
                          *("" if v is None else v for v in (row["metrics"].get(m, {}).get(n) for m, n in cols))])
     atomic_write_text(out_dir / "table.csv", buffer.getvalue())
     body = []
