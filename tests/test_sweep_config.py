@@ -301,6 +301,41 @@ def test_a_cell_recorded_without_a_digest_runs_again(tmp_path, private_cache):
     assert not _sweep(tmp_path / "s", data)[0]["reused"]
 
 
+class _FolderModel(ctrlkit.Backbone):
+    """A "model" that is a folder, fingerprinted as the hf backbones fingerprint theirs."""
+    spec_option = "model"
+    options = (ctrlkit.Option("model", str, "", "the folder"),)
+
+    def identity(self):
+        folder = Path(self.options["model"])
+        return {**super().identity(), "files": sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)
+                                                      for p in folder.iterdir())}
+
+    def generate(self, inputs):
+        said = (Path(self.options["model"]) / "weights.txt").read_text()
+        return [said for _ in inputs]
+
+
+class _FolderModels:
+    @ctrlkit.hookimpl
+    def register_backbones(self, register):
+        register("folder-model", _FolderModel)
+
+
+def test_a_cell_runs_again_when_its_model_folder_is_trained_again(tmp_path, private_cache, throwaway_plugins):
+    throwaway_plugins(_FolderModels(), "folder-models")
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "weights.txt").write_text("Sentence 1 is here.")
+    data = _write_data(tmp_path / "d.jsonl")
+    first = _sweep(tmp_path / "s", data, backbones=[f"folder-model:{model}"])[0]
+    assert _recorded(tmp_path / "s", first)["backbone_digest"].startswith("sha256:")
+    assert _sweep(tmp_path / "s", data, backbones=[f"folder-model:{model}"])[0]["reused"]
+    (model / "weights.txt").write_text("Another one 2 and more words.")  # trained again, same folder
+    again = _sweep(tmp_path / "s", data, backbones=[f"folder-model:{model}"])[0]
+    assert not again["reused"] and again["metrics"] != first["metrics"]
+
+
 def test_a_folder_digest_follows_the_bytes_and_names_of_its_files_not_their_order_or_times(tmp_path):
     folder = tmp_path / "release"
     (folder / "sub").mkdir(parents=True)

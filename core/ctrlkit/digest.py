@@ -10,6 +10,7 @@ them in nor their times count, but a renamed file inside it does (a dataset pick
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -80,3 +81,11 @@ def _file_digest(file: Path) -> str:
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def backbone_digest(backbone) -> str:
+    """``"sha256:..."`` of a backbone's identity (what its generation cache key holds: name, options
+    without secrets, and for a local model folder its files' names, sizes and times), so that a sweep
+    runs a cell again after a model is trained again into the same folder."""
+    identity = json.dumps(backbone.identity(), sort_keys=True, default=str, ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()

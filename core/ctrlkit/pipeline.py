@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 from .api import backbone_name, create_controller, get_backbone, get_dataset, get_metric, get_vectorizer
 from .cache import Cache, scope as cache_scope
 from .controls import apply_control, carries, check_controls, scored_indices, uncontrolled
-from .digest import data_digest
+from .digest import backbone_digest, data_digest
 from .errors import ConfigurationError, CtrlkitError, OptionError
 from .results import format_table, number, prepare_output, versions, write_run
 from .secrets import mask_secrets
@@ -113,7 +113,8 @@ def run(
 
     with _timed(timings, "load_s"):
         # taken before reading: a file changed after this makes a sweep run the cell again
-        digests = {"data_digest": data_digest(source.options.get("path")), "topics_digest": data_digest(topics)}
+        digests = {"data_digest": data_digest(source.options.get("path")), "topics_digest": data_digest(topics),
+                   "backbone_digest": backbone_digest(model)}
         chosen_split = split if split is not None else source.default_split
         examples = source.load(chosen_split)[:limit]
     report_skipped(source, dataset)
@@ -153,7 +154,8 @@ def run(
         "config": mask_secrets({
             "dataset": dataset, "data": data, "data_digest": digests["data_digest"], "split": chosen_split,
             "split_origin": source.describe_split(chosen_split), "controller": main.name,
-            "backbone": backbone, "metrics": [m.name for m in scorers], "topics": topics,
+            "backbone": backbone, "backbone_digest": digests["backbone_digest"], "metrics": [m.name for m in scorers],
+            "topics": topics,
             "topics_digest": digests["topics_digest"], "judge": judge,
             "baseline": other.name if other else None, "limit": limit, "seed": seed, "batch_size": batch_size,
             "strict_controls": strict_controls,

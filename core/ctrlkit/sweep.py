@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .errors import ConfigurationError, CtrlkitError, OptionError
-from .digest import data_digest
+from .digest import backbone_digest, data_digest
 from .files import atomic_write_json, atomic_write_text, read_json
 from .markdown import escape_markdown, markdown_table
 from .options import Option
@@ -145,9 +145,19 @@ def _cell(folder: Path, digests: dict, **arguments) -> tuple[dict, bool]:
     and was made from files holding the same bytes) rather than run now."""
     done = folder / "results.json"
     results = _recorded(done) if done.is_file() else None
-    if results is not None and _same_configuration(results["config"], mask_secrets(arguments), digests):
+    if results is not None and _same_configuration(results["config"], mask_secrets(arguments), digests) \
+            and results["config"].get("backbone_digest") == _backbone_digest(arguments):
         return results, True
     return run(baseline=None, out=str(folder), strict_options=False, **arguments).results, False
+
+
+def _backbone_digest(arguments: dict) -> str:
+    """The cell's backbone as it is now (a model folder trained again is another backbone); only
+    its options are read, no weights are loaded."""
+    from .api import get_backbone
+
+    name = backbone_name(arguments["backbone"])
+    return backbone_digest(get_backbone(arguments["backbone"], **arguments["options"].get(name, {})))
 
 
 def _recorded(done: Path) -> dict | None:
