@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import CtrlkitError
+from .files import to_json
 
 FILE_NAME = "cache.sqlite3"
 BUSY_TIMEOUT_S = 30.0
@@ -39,9 +40,10 @@ def cache_dir() -> Path:
 
 
 def cache_key(key_parts: Any) -> str:
-    """sha256 of the canonical JSON of ``key_parts`` (sorted keys, no spaces, unicode kept)."""
+    """sha256 of the canonical JSON of ``key_parts`` (sorted keys, no spaces, unicode kept; a lone
+    surrogate, which UTF-8 cannot encode, is hashed as its own code point)."""
     canonical = json.dumps(key_parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Cache:
@@ -88,10 +90,11 @@ class Cache:
         return None if row is None else json.loads(row[0])
 
     def put(self, key_parts: Any, value: Any) -> None:
-        """Store ``value`` (JSON-serialisable), replacing what the key held."""
+        """Store ``value`` (JSON-serialisable), replacing what the key held; as strict JSON, so a
+        lone surrogate is stored as U+FFFD and a NaN as null (``files.to_json``)."""
         with self._connection() as connection:
             connection.execute(f"INSERT OR REPLACE INTO {self.namespace} (key, value) VALUES (?, ?)",
-                               (cache_key(key_parts), json.dumps(value, ensure_ascii=False)))
+                               (cache_key(key_parts), to_json(value)))
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:

@@ -57,7 +57,7 @@ def blocks(text: str, size: int = BLOCK_CHARS, line: int = LINE_CHARS) -> list[t
             spans.append((start, end))
             start = end
         end = found.end()
-    if end > start:
+    if end > start or not spans:
         spans.append((start, end))
     return spans
 

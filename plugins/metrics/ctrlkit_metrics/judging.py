@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 
 from ctrlkit import Backbone, ConfigurationError, CtrlkitError, ModelInput, Option
 from ctrlkit.cache import Cache, cache_key
+from ctrlkit.intake import clean_texts
 
 Messages = tuple[dict[str, str], ...]
 NAMESPACE = "judge"
@@ -78,6 +79,7 @@ def ask(judge: Backbone, prompts: Sequence[Messages], *, refresh: bool = False,
         replies = judge.generate([ModelInput(source="", messages=tuple(prompts[i])) for _, i in part])
         if len(replies) != len(part):
             raise CtrlkitError(f"judge '{judge.name}' returned {len(replies)} answers for {len(part)} prompts")
+        replies = clean_texts(replies, f"judge '{judge.name}'")  # a lone surrogate: U+FFFD, cacheable
         for (hashed, i), reply in zip(part, replies):
             fresh[hashed] = reply
             if keep(i, reply):
