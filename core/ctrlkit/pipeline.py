@@ -405,7 +405,13 @@ def _names(spec: str | None) -> list[str]:
     return [name.strip() for name in spec.split("+")] if spec else []
 
 
+MAX_SEED = 2**32 - 1
+"""numpy's seeds are 32-bit: a larger or negative seed is refused before any work."""
+
+
 def _seed_everything(seed: int) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise OptionError(f"seed must be a whole number from 0 to {MAX_SEED}, got {seed!r}")
     random.seed(seed)
     import numpy as np
 
