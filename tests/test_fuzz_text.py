@@ -301,3 +301,15 @@ def test_long_lines_are_cut_after_a_sentence_end():
     text = "A sentence ends here. " * 5_000
     cuts = [end for _, end in blocks(text)[:-1]]
     assert cuts and all(text[end - 2 : end] == ". " and text[end] == "A" for end in cuts)
+
+
+def test_an_interference_analysis_over_lone_surrogates_writes_valid_utf8(tmp_path):
+    from ctrlkit.interference import interference
+
+    data = _write_jsonl(tmp_path / "data.jsonl", [
+        {"id": f"a{LONE}", "document": f"One {LONE} short sentence here. " * 6, "controls": {"length": 10}},
+        {"id": "b", "document": f"Another {LOW} sentence is here. " * 6, "controls": {"length": 20}},
+    ])
+    interference(dataset="jsonl", data=str(data), controller="length", attributes=["length"], metrics=["length"],
+                 out=str(tmp_path / "out"))
+    _strict_json(tmp_path / "out" / "interference.json")
