@@ -313,3 +313,12 @@ def test_an_interference_analysis_over_lone_surrogates_writes_valid_utf8(tmp_pat
     interference(dataset="jsonl", data=str(data), controller="length", attributes=["length"], metrics=["length"],
                  out=str(tmp_path / "out"))
     _strict_json(tmp_path / "out" / "interference.json")
+
+
+def test_any_text_file_ctrlkit_writes_takes_lone_surrogates(tmp_path):
+    """Reports, tables and markdown go through the same writer: a lone surrogate is U+FFFD."""
+    from ctrlkit.files import atomic_write_text
+
+    undecodable = os.fsdecode(b"bad-\xff.jsonl")
+    atomic_write_text(tmp_path / "table.csv", f"controller,data\nnone,{undecodable}\n")
+    assert (tmp_path / "table.csv").read_bytes().decode("utf-8") == f"controller,data\nnone,bad-{FFFD}.jsonl\n"

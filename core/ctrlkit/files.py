@@ -14,10 +14,13 @@ from .errors import CtrlkitError, DatasetError
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically; a failure (disk full, a folder in the way) is one
-    CtrlkitError naming the file, and leaves the previous file and no temporary file behind."""
+    CtrlkitError naming the file, and leaves the previous file and no temporary file behind. A lone
+    surrogate, which UTF-8 cannot encode, is written as U+FFFD (a path from a non-UTF-8 file name)."""
+    from .intake import replace_surrogates
+
     path = Path(path)
     try:
-        _atomic_write_text(path, text)
+        _atomic_write_text(path, replace_surrogates(text))
     except OSError as exc:
         raise CtrlkitError(f"cannot write {path}: {exc.strerror or exc}") from None
 

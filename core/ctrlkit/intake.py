@@ -89,6 +89,11 @@ class Intake:
             logger.warning("ctrlkit: %s: %s", self.what, "; ".join(parts))
 
 
+def replace_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD, uncounted (for writers: a last guard)."""
+    return _SURROGATE.sub(REPLACEMENT, text)
+
+
 def _fields(counts: Counter) -> str:
     return ", ".join(f"{name}: {n}" for name, n in sorted(counts.items()))
 
