@@ -34,7 +34,8 @@ def sentences(text: str) -> tuple[str, ...]:
 
     pysbd finds the boundaries, but its sentences can silently lose text (seen on arXiv
     abstracts), so only the start offsets it reports are used, as cut points in ``text``. A text
-    over ``BLOCK_CHARS`` is segmented block by block (see ``blocks``), so time grows linearly.
+    over ``BLOCK_CHARS``, or with a line over ``LINE_CHARS``, is segmented block by block
+    (``blocks``), each block start also a cut, so time grows linearly with its length.
     """
     cuts = sorted({start + cut for start, end in blocks(text) for cut in (0, *_cuts(text[start:end]))})
     pieces = (text[start:end].strip() for start, end in zip(cuts, cuts[1:] + [len(text)]))
