@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ctrlkit
-from ctrlkit import DatasetError, ModelInput
+from ctrlkit import DatasetError
 from ctrlkit import text as text_module
 from ctrlkit.cache import cache_dir
 from ctrlkit.intake import MAX_DOCUMENT_CHARS

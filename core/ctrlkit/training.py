@@ -70,7 +70,8 @@ def train(
     if (out_dir / "training.json").is_file():
         raise CtrlkitError(f"{out_dir} already holds a trained model; choose another --out")
     if min(epochs, batch_size, grad_accum) < 1 or not 0 < lr < float("inf"):  # NaN too
-        raise ConfigurationError("epochs, batch size and gradient accumulation must be at least 1, lr a finite number above 0")
+        raise ConfigurationError("epochs, batch size and gradient accumulation must be at least 1, "
+                                 "lr a finite number above 0")
     options = {name: dict(values) for name, values in (options or {}).items()}
     if data is not None:
         options.setdefault(dataset, {})["path"] = data
