@@ -22,7 +22,7 @@ from ctrlkit import DatasetError
 from ctrlkit import text as text_module
 from ctrlkit.cache import cache_dir
 from ctrlkit.intake import MAX_DOCUMENT_CHARS
-from ctrlkit.text import BLOCK_CHARS, LINE_CHARS, blocks, sentences
+from ctrlkit.text import BLOCK_CHARS, LINE_CHARS, WINDOW_CHARS, blocks, sentences
 
 from chat_server import JsonHandler
 from conftest import run_ctrlkit, shared_file
@@ -267,10 +267,12 @@ def test_texts_within_a_block_split_as_before(text):
 
 
 @settings(max_examples=80, deadline=None)
-@given(text=st.lists(_TEXTS, max_size=12).map(" ".join), size=st.integers(8, 120), line=st.integers(4, 60))
-def test_blocks_cover_the_text_within_their_bounds_and_sentences_lose_nothing(text, size, line):
+@given(text=st.lists(_TEXTS, max_size=12).map(" ".join), size=st.integers(8, 120), line=st.integers(4, 60),
+       window=st.integers(2, 60))
+def test_blocks_cover_the_text_within_their_bounds_and_sentences_lose_nothing(text, size, line, window):
     line = min(line, size)
-    spans = blocks(text, size, line)
+    window = min(window, line)
+    spans = blocks(text, size, line, window)
     assert [start for start, _ in spans[1:]] == [end for _, end in spans[:-1]]
     assert (spans[0][0], spans[-1][1]) == (0, len(text))
     for start, end in spans:
@@ -278,14 +280,15 @@ def test_blocks_cover_the_text_within_their_bounds_and_sentences_lose_nothing(te
         assert 0 < len(piece) <= size or text == ""
         assert all(len(part) <= line for part in piece.split("\n"))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(text_module, "blocks", lambda whole: blocks(whole, size, line))
+        patch.setattr(text_module, "blocks", lambda whole: blocks(whole, size, line, window))
         split = sentences.__wrapped__(text)
     assert all(s and s == s.strip() for s in split)
     assert "".join("".join(split).split()) == "".join(text.split())
 
 
 def test_a_huge_text_reaches_pysbd_only_in_bounded_blocks(monkeypatch):
-    """Linear time: pysbd (quadratic) never sees more than BLOCK_CHARS, nor a line over LINE_CHARS."""
+    """Linear time: pysbd (quadratic) never sees more than BLOCK_CHARS, nor a line over LINE_CHARS;
+    a longer line reaches it in windows of at most WINDOW_CHARS."""
     seen = []
     monkeypatch.setattr(text_module, "_cuts", lambda block: seen.append(block) or set())
     paragraph = "This is a sentence about nothing at all. " * 600  # 24,600 characters, one line
@@ -295,6 +298,8 @@ def test_a_huge_text_reaches_pysbd_only_in_bounded_blocks(monkeypatch):
         assert "".join(seen) == text
         assert max(map(len, seen)) <= BLOCK_CHARS
         assert all(len(line) <= LINE_CHARS for block in seen for line in block.split("\n"))
+        if "\n" not in text[:30_000]:
+            assert max(map(len, seen)) <= WINDOW_CHARS
 
 
 def test_long_lines_are_cut_after_a_sentence_end():
