@@ -174,13 +174,16 @@ def test_a_server_answering_lone_surrogates_gives_a_complete_run(tmp_path, surro
     assert f"Summary {FFFD} with {FFFD} surrogates." in [json.loads(v) for v in _cache_values()]
 
 
-def test_a_judge_answering_lone_surrogates_is_cached_cleaned(surrogate_server):
+def test_a_judge_answering_lone_surrogates_is_cached_cleaned_with_one_warning(surrogate_server, caplog):
     from ctrlkit_metrics.judging import ask
 
-    judge = ctrlkit.get_backbone("openai:judge-model", base_url=surrogate_server, max_retries=0)
-    prompts = [({"role": "user", "content": f"rate this {LONE}"},)]
-    assert ask(judge, prompts) == [f"Summary {FFFD} with {FFFD} surrogates."]
-    assert ask(judge, prompts) == [f"Summary {FFFD} with {FFFD} surrogates."]  # from the cache
+    judge = ctrlkit.get_backbone("openai:judge-model", base_url=surrogate_server, max_retries=0, concurrency=1)
+    prompts = [({"role": "user", "content": f"rate this {LONE} {n}"},) for n in range(10)]  # chunks of 4
+    with caplog.at_level(logging.WARNING, logger="ctrlkit"):
+        assert ask(judge, prompts) == [f"Summary {FFFD} with {FFFD} surrogates."] * 10
+    assert [r.getMessage() for r in caplog.records if "surrogate" in r.getMessage()] == [
+        "ctrlkit: judge 'openai': replaced 20 lone surrogate(s) with U+FFFD (in answers: 20)"]
+    assert ask(judge, prompts[:1]) == [f"Summary {FFFD} with {FFFD} surrogates."]  # from the cache
 
 
 def test_a_backbone_returning_no_text_is_one_line(tmp_path, throwaway_plugins):

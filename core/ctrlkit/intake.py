@@ -106,14 +106,6 @@ def clean_examples(examples: Sequence[Example], dataset: str) -> list[Example]:
     return cleaned
 
 
-def clean_texts(texts: Sequence[str], what: str) -> list[str]:
-    """Texts from one source (a backbone's generations, a judge's answers) cleaned, one warning."""
-    intake = Intake(what)
-    cleaned = [intake.text(text, "text") for text in texts]
-    intake.report()
-    return cleaned
-
-
 def check_document_sizes(examples: Sequence[Example], dataset: str, limit: int = MAX_DOCUMENT_CHARS) -> None:
     """Refuse, before any work, a document longer than ``limit`` characters, naming it."""
     for example in examples:
