@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from .files import to_json
+
 FILE_NAME = "cache.sqlite3"
 BUSY_TIMEOUT_S = 30.0
 COLUMNS = ("key", "value", "checksum")
@@ -52,9 +54,10 @@ def cache_dir() -> Path:
 
 
 def cache_key(key_parts: Any) -> str:
-    """sha256 of the canonical JSON of ``key_parts`` (sorted keys, no spaces, unicode kept)."""
+    """sha256 of the canonical JSON of ``key_parts`` (sorted keys, no spaces, unicode kept; a lone
+    surrogate, which UTF-8 cannot encode, is hashed as its own code point)."""
     canonical = json.dumps(key_parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass
@@ -167,13 +170,14 @@ class Cache:
             return None
 
     def put(self, key_parts: Any, value: Any) -> None:
-        """Store ``value`` (JSON-serialisable), replacing what the key held."""
+        """Store ``value`` (JSON-serialisable), replacing what the key held; as strict JSON, so a
+        lone surrogate is stored as U+FFFD and a NaN as null (``files.to_json``)."""
         if self.off or not self.writable:
             return
         key = cache_key(key_parts)
         try:
             with self._connection() as connection:
-                text = json.dumps(value, ensure_ascii=False)
+                text = to_json(value)
                 connection.execute(f"INSERT OR REPLACE INTO {self.namespace} (key, value, checksum) "
                                    "VALUES (?, ?, ?)", (key, text, _checksum(key, text)))
         except sqlite3.Error as exc:

@@ -17,6 +17,7 @@ from .api import get_dataset, get_vectorizer
 from .cache import scope as cache_scope
 from .errors import CtrlkitError, DatasetError
 from .files import read_jsonl
+from .intake import Intake, check_document_sizes, clean_examples
 from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _timed, _topic_spaces, backbone_name,
                        bind_metrics, check_metrics, create_metrics, report_skipped, score, _refuse_unused_options)
 from .results import prepare_output, versions, write_run
@@ -24,9 +25,13 @@ from .secrets import mask_secrets
 
 
 def read_predictions(path: str) -> dict[str, dict]:
-    """id -> the line's object; every line needs an ``id`` and a string ``prediction``."""
+    """id -> the line's object; every line needs an ``id`` and a string ``prediction``. Lone
+    surrogates become U+FFFD and NaN or infinite numbers null (``intake``), counted in one warning."""
     predictions: dict[str, dict] = {}
+    intake = Intake(path)
     for line, record in read_jsonl(path):
+        record = {intake.text(name, "given"): intake.value(value, name if name in ("id", "prediction") else "given")
+                  for name, value in record.items()}
         if record.get("id") in (None, ""):
             raise DatasetError(f"{path}:{line}: field 'id' is missing")
         if not isinstance(record.get("prediction"), str):
@@ -35,6 +40,7 @@ def read_predictions(path: str) -> dict[str, dict]:
         if identifier in predictions:
             raise DatasetError(f"{path}:{line}: duplicate id '{identifier}'")
         predictions[identifier] = record
+    intake.report()
     return predictions
 
 
@@ -80,7 +86,7 @@ def evaluate(
 
     with _timed(timings, "load_s"):
         chosen_split = split if split is not None else source.default_split
-        examples = source.load(chosen_split)[:limit]
+        examples = clean_examples(source.load(chosen_split)[:limit], dataset)
         given = read_predictions(predictions) if predictions else _dataset_predictions(examples, dataset)
     report_skipped(source, dataset)
     known = {example.id for example in examples}
@@ -92,6 +98,7 @@ def evaluate(
         raise CtrlkitError(f"{predictions or 'predictions'}: {problem}")
     if not examples:
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
+    check_document_sizes(examples, dataset)
     check_metrics(scorers, examples, source, dataset, strict_controls)
     with _timed(timings, "topic_space_s"):
         spaces = _topic_spaces(vectorizers, topics, source, dataset)

@@ -14,10 +14,13 @@ from .errors import CtrlkitError, DatasetError
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically; a failure (disk full, a folder in the way) is one
-    CtrlkitError naming the file, and leaves the previous file and no temporary file behind."""
+    CtrlkitError naming the file, and leaves the previous file and no temporary file behind. A lone
+    surrogate, which UTF-8 cannot encode, is written as U+FFFD (a path from a non-UTF-8 file name)."""
+    from .intake import replace_surrogates
+
     path = Path(path)
     try:
-        _atomic_write_text(path, text)
+        _atomic_write_text(path, replace_surrogates(text))
     except OSError as exc:
         raise CtrlkitError(f"cannot write {path}: {exc.strerror or exc}") from None
 
@@ -43,12 +46,21 @@ def _umask() -> int:
     return current
 
 
+def to_json(data, **options) -> str:
+    """Strict JSON of ``data`` (no NaN, encodable as UTF-8): a lone surrogate becomes U+FFFD and
+    a NaN or infinity null. A last guard: text and numbers are cleaned, and counted, where they
+    enter (``ctrlkit.intake``); this one makes sure that writing after the work never fails."""
+    from .intake import Intake
+
+    return json.dumps(Intake("output").value(data, "output"), ensure_ascii=False, allow_nan=False, **options)
+
+
 def atomic_write_json(path: str | Path, data) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(path, to_json(data, indent=2) + "\n")
 
 
 def atomic_write_jsonl(path: str | Path, rows: Iterable[dict]) -> None:
-    atomic_write_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    atomic_write_text(path, "".join(to_json(row) + "\n" for row in rows))
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:

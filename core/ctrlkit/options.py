@@ -3,6 +3,7 @@ the options it accepts, so ``ctrlkit list`` can show them and ``--set`` can chec
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -24,6 +25,8 @@ class Option:
     choices: tuple | None = None
     minimum: float | None = None
     maximum: float | None = None
+    allow_non_finite: bool = False
+    """A float option refuses NaN and infinities unless this is True."""
 
     def coerce(self, value: Any, owner: str) -> Any:
         """Convert ``value`` (a string from the command line, or a Python value) to this option's type."""
@@ -44,6 +47,8 @@ class Option:
             value = float(value)
         if not isinstance(value, self.type) or (self.type is int and isinstance(value, bool)):
             raise OptionError(f"{where} expects {self.type.__name__}, got {shown}")
+        if self.type is float and not self.allow_non_finite and not math.isfinite(value):
+            raise OptionError(f"{where} expects a finite number, got {shown}")
         if self.choices is not None and value not in self.choices:
             raise OptionError(f"{where} must be one of {', '.join(map(str, self.choices))}; got {shown}")
         if self.minimum is not None and value < self.minimum:

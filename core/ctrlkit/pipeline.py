@@ -20,6 +20,7 @@ from .cache import Cache, scope as cache_scope
 from .controls import apply_control, carries, check_controls, scored_indices, uncontrolled
 from .digest import backbone_digest, data_digest
 from .errors import ConfigurationError, CtrlkitError, OptionError
+from .intake import Intake, check_document_sizes, clean_examples
 from .results import format_table, number, prepare_output, versions, write_run
 from .secrets import mask_secrets
 from .topics import TopicSpace, load_topic_documents
@@ -116,10 +117,11 @@ def run(
         digests = {"data_digest": data_digest(source.options.get("path")), "topics_digest": data_digest(topics),
                    "backbone_digest": backbone_digest(model)}
         chosen_split = split if split is not None else source.default_split
-        examples = source.load(chosen_split)[:limit]
+        examples = clean_examples(source.load(chosen_split)[:limit], dataset)
     report_skipped(source, dataset)
     if not examples:
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
+    check_document_sizes(examples, dataset)
     for c in (main, other):
         if c is not None:
             check_controls(c, examples, dataset, strict_controls)
@@ -274,7 +276,8 @@ def generate(controller, backbone, examples: Sequence[Example], batch_size: int,
 
     With a cache, an input the same backbone already answered is not generated again, and each
     batch is stored as soon as it is done: a run killed midway resumes where it stopped.
-    ``stats`` counts ``hits`` and ``misses``."""
+    ``stats`` counts ``hits`` and ``misses``. Generations are cleaned as they come (``intake``):
+    a lone surrogate becomes U+FFFD, so nothing generated fails to be written."""
     from tqdm.auto import tqdm
 
     inputs = [apply_control(controller, example, ModelInput(source=example.document)) for example in examples]
@@ -285,6 +288,7 @@ def generate(controller, backbone, examples: Sequence[Example], batch_size: int,
     if stats is not None:
         stats["hits"] = stats.get("hits", 0) + len(inputs) - len(todo)
         stats["misses"] = stats.get("misses", 0) + len(todo)
+    received = Intake(f"backbone '{backbone.name}'")
     with tqdm(total=len(todo), desc=f"generate [{controller.name}]", unit="ex", disable=None if progress else True,
               file=sys.stderr) as bar:
         for start in range(0, len(todo), batch_size):
@@ -294,10 +298,14 @@ def generate(controller, backbone, examples: Sequence[Example], batch_size: int,
                 raise CtrlkitError(f"backbone '{backbone.name}' returned {len(outputs)} summaries "
                                    f"for {len(batch)} inputs")
             for i, output in zip(batch, outputs):
-                predictions[i] = output
+                if not isinstance(output, str):
+                    raise CtrlkitError(f"backbone '{backbone.name}' returned {type(output).__name__}, not text, "
+                                       f"for example '{examples[i].id}'")
+                output = predictions[i] = received.text(output, "generations")
                 if cache:
                     cache.put(keys[i], output)
             bar.update(len(batch))
+    received.report()
     return predictions
 
 
@@ -406,7 +414,13 @@ def _names(spec: str | None) -> list[str]:
     return [name.strip() for name in spec.split("+")] if spec else []
 
 
+MAX_SEED = 2**32 - 1
+"""numpy's seeds are 32-bit: a larger or negative seed is refused before any work."""
+
+
 def _seed_everything(seed: int) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise OptionError(f"seed must be a whole number from 0 to {MAX_SEED}, got {seed!r}")
     random.seed(seed)
     import numpy as np
 

@@ -184,9 +184,9 @@ def _check_count(path: Path, found: int, expected) -> None:
 
 def _interference(path: Path) -> dict:
     data = read_json(path, dict)
-    for field in ("attributes", "values"):
-        if not isinstance(data.get(field), list) or not all(isinstance(name, str) for name in data[field]):
-            raise CtrlkitError(f"{path}: field '{field}' must be a list of names, got {_kind(data.get(field))}")
+    for key in ("attributes", "values"):
+        if not isinstance(data.get(key), list) or not all(isinstance(name, str) for name in data[key]):
+            raise CtrlkitError(f"{path}: field '{key}' must be a list of names, got {_kind(data.get(key))}")
     if not isinstance(data.get("matrix"), dict):
         raise CtrlkitError(f"{path}: field 'matrix' must be an object, got {_kind(data.get('matrix'))}")
     for attribute, row in data["matrix"].items():

@@ -9,22 +9,92 @@ WORD = re.compile(r"\w+")
 
 _segmenter = None
 
+BLOCK_CHARS = 100_000
+"""pysbd's time grows with the square of a text's length (400 KB in one paragraph: over a
+minute), so a longer text is segmented in blocks of whole lines, at most this many characters
+each. pysbd always cuts at a line break, but its choices still depend a little on the text
+around; a text this long or shorter whose lines are all at most ``LINE_CHARS`` long (every NEWTS
+article, every FD paper) is segmented whole, exactly as before blocks existed."""
+
+LINE_CHARS = 20_000
+"""A line (paragraph) longer than this is segmented in windows of ``WINDOW_CHARS``, cut where a
+sentence most likely ends: pysbd is quadratic in a line's length above all. Lines up to this
+length are left whole (one NEWTS article is a single line of 11,402 characters)."""
+
+WINDOW_CHARS = 5_000
+"""The longest window of a line over ``LINE_CHARS``: pysbd takes half the time per character
+on windows of 5,000 characters as on windows of 20,000."""
+
+_LINE = re.compile(r"[^\n]*\n|[^\n]+")
+_SAFE_CUT = re.compile(r"[.!?][\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?[A-Z0-9])")
+"""A probable sentence end: punctuation, closing quotes, then whitespace before a capital letter
+or a digit; a window cut there falls where pysbd would most likely cut too."""
+_SPACE = re.compile(r"\s+")
+
 
 @lru_cache(maxsize=4096)
 def sentences(text: str) -> tuple[str, ...]:
     """Sentences of ``text``, stripped, empty ones dropped; together they hold all of its text.
 
     pysbd finds the boundaries, but its sentences can silently lose text (seen on arXiv
-    abstracts), so only the start offsets it reports are used, as cut points in ``text``.
+    abstracts), so only the start offsets it reports are used, as cut points in ``text``. A text
+    over ``BLOCK_CHARS``, or with a line over ``LINE_CHARS``, is segmented block by block
+    (``blocks``), each block start also a cut, so time grows linearly with its length.
     """
+    cuts = sorted({start + cut for start, end in blocks(text) for cut in (0, *_cuts(text[start:end]))})
+    pieces = (text[start:end].strip() for start, end in zip(cuts, cuts[1:] + [len(text)]))
+    return tuple(piece for piece in pieces if piece)
+
+
+def blocks(text: str, size: int = BLOCK_CHARS, line: int = LINE_CHARS,
+           window: int = WINDOW_CHARS) -> list[tuple[int, int]]:
+    """``(start, end)`` offsets of consecutive blocks that cover ``text``: whole lines, at most
+    ``size`` characters a block, except that a line longer than ``line`` is cut in windows of at
+    most ``window`` characters (``_windows``)."""
+    spans, start, end = [], 0, 0
+    for found in _LINE.finditer(text):
+        if found.end() - found.start() > line:
+            if end > start:
+                spans.append((start, end))
+            spans.extend(_windows(text, found.start(), found.end(), window))
+            start = end = found.end()
+            continue
+        if found.end() - start > size:
+            spans.append((start, end))
+            start = end
+        end = found.end()
+    if end > start or not spans:
+        spans.append((start, end))
+    return spans
+
+
+def _windows(text: str, start: int, end: int, size: int) -> list[tuple[int, int]]:
+    """``text[start:end]`` (one long line) in windows of at most ``size`` characters, each ending
+    after the last probable sentence end in its second half, else after the last whitespace
+    there, else at ``size``."""
+    spans = []
+    while end - start > size:
+        cut = start + size
+        for pattern in (_SAFE_CUT, _SPACE):
+            last = None
+            for last in pattern.finditer(text, start + size // 2, start + size):
+                pass
+            if last is not None:
+                cut = last.end()
+                break
+        spans.append((start, cut))
+        start = cut
+    return spans + [(start, end)]
+
+
+def _cuts(text: str) -> set[int]:
+    """Offsets in ``text`` where pysbd starts a sentence (0 and the end excluded)."""
     global _segmenter
     if _segmenter is None:
         import pysbd
 
         _segmenter = pysbd.Segmenter(language="en", clean=False, char_span=True)
-    cuts = sorted({0, *(span.start for span in _segmenter.segment(text) if 0 < span.start < len(text))})
-    pieces = (text[start:end].strip() for start, end in zip(cuts, cuts[1:] + [len(text)]))
-    return tuple(piece for piece in pieces if piece)
+    return {span.start for span in _segmenter.segment(text) if 0 < span.start < len(text)}
 
 
 _lemmatizer = None

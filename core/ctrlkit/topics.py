@@ -44,7 +44,7 @@ class TopicSpace:
             from .api import get_vectorizer
 
             vectorizer = get_vectorizer(vectorizer, **options)
-        pairs = _pairs(topic_documents)
+        pairs = _clean(_pairs(topic_documents))
         if not pairs:
             raise ConfigurationError("a topic space needs at least one topic document")
         topics = sorted({topic for topic, _ in pairs})
@@ -149,6 +149,16 @@ def _pairs(topic_documents) -> list[tuple[str, str]]:
     if isinstance(topic_documents, Mapping):
         return [(topic, text) for topic, texts in topic_documents.items() for text in texts]
     return [(topic, text) for topic, text in topic_documents]
+
+
+def _clean(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Topic documents with lone surrogates replaced by U+FFFD (``intake``): their terms are saved."""
+    from .intake import Intake
+
+    intake = Intake("topic documents")
+    cleaned = [(intake.text(topic, "topic"), intake.text(text, "text")) for topic, text in pairs]
+    intake.report()
+    return cleaned
 
 
 def _normalize_rows(matrix):

@@ -22,6 +22,7 @@ from .api import backbone_name, create_controller, get_backbone, get_dataset, ge
 from .errors import ConfigurationError, CtrlkitError
 from .controls import apply_control, check_controls, uncontrolled
 from .files import atomic_write_json, read_json
+from .intake import check_document_sizes, clean_examples
 from .pipeline import _check_topics, _seed_everything, _topic_spaces, fit_or_restore, report_uncontrolled
 from .results import prepare_output, versions
 from .secrets import mask_secrets
@@ -69,8 +70,9 @@ def train(
     out_dir = Path(out)
     if (out_dir / "training.json").is_file():
         raise CtrlkitError(f"{out_dir} already holds a trained model; choose another --out")
-    if min(epochs, batch_size, grad_accum) < 1 or lr <= 0:
-        raise ConfigurationError("epochs, batch size and gradient accumulation must be at least 1, lr above 0")
+    if min(epochs, batch_size, grad_accum) < 1 or not 0 < lr < float("inf"):  # NaN too
+        raise ConfigurationError("epochs, batch size and gradient accumulation must be at least 1, "
+                                 "lr a finite number above 0")
     options = {name: dict(values) for name, values in (options or {}).items()}
     if data is not None:
         options.setdefault(dataset, {})["path"] = data
@@ -104,8 +106,9 @@ def train(
     _seed_everything(seed)
     started = time.perf_counter()
 
-    examples = source.load(split if source.splits else None)[:limit]  # a plain file is one split
-    evaluation = source.load(eval_split) if eval_split else []
+    examples = clean_examples(source.load(split if source.splits else None)[:limit], dataset)  # a file: one split
+    evaluation = clean_examples(source.load(eval_split), dataset) if eval_split else []
+    check_document_sizes(examples + evaluation, dataset)
     check_controls(steering, examples + evaluation, dataset, strict_controls)
     vectorizer = steering.topic_vectorizer
     spaces = _topic_spaces({vectorizer: get_vectorizer(vectorizer, **options.get(vectorizer, {}))} if vectorizer

@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .. import bounded_http
 from ..components import Backbone
-from ..errors import ConfigurationError, CtrlkitError, OptionError
+from ..errors import ConfigurationError, CtrlkitError
 from ..options import Option
 from ..redaction import redact
 from ..secrets import MASK, scrub_text
@@ -72,9 +72,6 @@ class OpenAIBackbone(Backbone):
 
     def __init__(self, **options):
         super().__init__(**options)
-        for name in ("temperature", "timeout", "backoff", "max_retry_wait"):
-            if not math.isfinite(self.options[name]):  # NaN passes every minimum
-                raise OptionError(f"option '{self.name}.{name}' must be a finite number, got {self.options[name]!r}")
         self._api_key = (self.options["api_key"] or os.environ.get("OPENAI_API_KEY", "")).strip()
         if self.options["api_key"]:
             self.options["api_key"] = MASK

@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 
 from ctrlkit import Backbone, ConfigurationError, CtrlkitError, ModelInput, Option
 from ctrlkit.cache import Cache, cache_key
+from ctrlkit.intake import Intake
 
 Messages = tuple[dict[str, str], ...]
 NAMESPACE = "judge"
@@ -73,15 +74,18 @@ def ask(judge: Backbone, prompts: Sequence[Messages], *, refresh: bool = False,
     chunk = 4 * max(1, int(judge.options.get("concurrency", 4) or 4))
     todo = list(first.items())
     fresh = {}
+    received = Intake(f"judge '{judge.name}'")
     for start in range(0, len(todo), chunk):
         part = todo[start : start + chunk]
         replies = judge.generate([ModelInput(source="", messages=tuple(prompts[i])) for _, i in part])
         if len(replies) != len(part):
             raise CtrlkitError(f"judge '{judge.name}' returned {len(replies)} answers for {len(part)} prompts")
+        replies = [received.text(reply, "answers") for reply in replies]  # a lone surrogate: U+FFFD
         for (hashed, i), reply in zip(part, replies):
             fresh[hashed] = reply
             if keep(i, reply):
                 cache.put(keys[i], reply)
+    received.report()
     for i, key in enumerate(keys):
         if i not in answers:
             answers[i] = fresh[cache_key(key)]
