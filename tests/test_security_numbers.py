@@ -153,3 +153,30 @@ def test_a_sweep_with_a_nan_option_is_refused_and_writes_no_nan(tmp_path):
     assert "sweep.toml: setting 'options.extractive.lead_weight' must be a finite number" in said, said
     for written in (tmp_path / "sweep").rglob("*.json"):
         _no_constants(written.read_text())
+
+
+COUNTS = [({"limit": -5}, "limit"), ({"limit": 0}, "limit"), ({"limit": True}, "limit"), ({"limit": 2.5}, "limit"),
+          ({"batch_size": 0}, "batch_size")]
+
+
+@pytest.mark.parametrize("call, counts, said", [
+    (call, counts, said) for call in ("run", "evaluate", "sweep", "interference") for counts, said in COUNTS
+    if not (call == "evaluate" and "batch_size" in counts)])  # evaluate generates nothing: no batch size
+def test_the_library_refuses_counts_the_command_line_refuses(tmp_path, call, counts, said):
+    """``examples[:-5]`` would drop five rows without a word: the library checks what the CLI checks."""
+    import ctrlkit
+    from ctrlkit.interference import interference
+    from ctrlkit.sweep import sweep
+
+    out = tmp_path / "out"
+    calls = {
+        "run": lambda: ctrlkit.run(controller="none", metrics=["rouge"], out=str(out), **counts),
+        "evaluate": lambda: ctrlkit.evaluate(predictions=str(tmp_path / "p.jsonl"), metrics=["rouge"], out=str(out),
+                                             **counts),
+        "sweep": lambda: sweep(out=str(out), controllers=["none"], metrics=["rouge"], **counts),
+        "interference": lambda: interference(controller="prepend", attributes=["topic"], metrics=["rouge"],
+                                             out=str(out), **counts),
+    }
+    with pytest.raises(ctrlkit.CtrlkitError, match=said):
+        calls[call]()
+    assert not (out / "results.json").exists()

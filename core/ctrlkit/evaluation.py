@@ -19,7 +19,7 @@ from .errors import CtrlkitError, DatasetError
 from .files import read_jsonl
 from .intake import Intake, check_document_sizes, clean_examples
 from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _timed, _topic_spaces, backbone_name,
-                       bind_metrics, check_metrics, create_metrics, report_skipped, score, _refuse_unused_options)
+                       bind_metrics, check_counts, check_metrics, create_metrics, report_skipped, score, _refuse_unused_options)
 from .results import prepare_output, versions, write_run
 from .secrets import mask_secrets
 
@@ -78,6 +78,7 @@ def evaluate(
         options.setdefault(dataset, {})["path"] = data
     if out is not None:
         prepare_output(out)
+    check_counts(limit=limit)
     source = get_dataset(dataset, **options.get(dataset, {}))
     scorers = create_metrics(metrics, options, judge)
     vectorizers = {m.topic_vectorizer: get_vectorizer(m.topic_vectorizer, **options.get(m.topic_vectorizer, {}))

@@ -27,8 +27,8 @@ from .errors import ConfigurationError, CtrlkitError
 from .files import atomic_write_json, atomic_write_text
 from .intake import check_document_sizes, clean_examples
 from .pipeline import (_check_topics, _names, _refuse_unused_options, _resolved_options, _seed_everything,
-                       _topic_spaces, bind_metrics, check_metrics, create_metrics, fit_or_restore, generate,
-                       report_skipped, score)
+                       _topic_spaces, bind_metrics, check_counts, check_metrics, create_metrics, fit_or_restore,
+                       generate, report_skipped, score)
 from .results import prepare_output, versions
 from .secrets import mask_secrets
 from .types import Example
@@ -77,6 +77,7 @@ def interference(
     if out is not None:
         prepare_output(out)
     _seed_everything(seed)
+    check_counts(limit=limit, batch_size=batch_size)
 
     source = get_dataset(dataset, **options.get(dataset, {}))
     steering = create_controller(controller, options)

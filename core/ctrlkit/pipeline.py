@@ -87,8 +87,7 @@ def run(
     options = {name: dict(values) for name, values in (options or {}).items()}
     if data is not None:
         options.setdefault(dataset, {})["path"] = data
-    if batch_size < 1:
-        raise OptionError(f"batch size must be at least 1, got {batch_size}")
+    check_counts(limit=limit, batch_size=batch_size)
     if not metrics:
         raise ConfigurationError("a run needs at least one metric")
     if out is not None:
@@ -416,6 +415,17 @@ def _names(spec: str | None) -> list[str]:
 
 MAX_SEED = 2**32 - 1
 """numpy's seeds are 32-bit: a larger or negative seed is refused before any work."""
+
+
+def check_counts(**counts: Any) -> None:
+    """``limit``, ``batch_size`` and the like are whole numbers of at least 1 (``limit`` may be None:
+    every example); the command line checks its own, this checks the library's callers too, since
+    ``examples[:-5]`` would silently drop rows."""
+    for name, value in counts.items():
+        if value is None and name == "limit":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise OptionError(f"{name} must be a whole number of at least 1, got {value!r}")
 
 
 def _seed_everything(seed: int) -> None:

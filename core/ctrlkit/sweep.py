@@ -103,9 +103,19 @@ def sweep(
 ) -> list[dict]:
     """Run every (dataset, backbone, controller) cell; write the table; return its rows.
 
-    ``data`` maps a dataset name to the file it reads."""
+    ``data`` maps a dataset name to the file it reads. The settings are checked as a configuration
+    file's are, so names may also be one comma-separated string."""
     if not controllers or not metrics or not backbones or not datasets:
         raise ConfigurationError("a sweep needs at least one controller, metric, backbone and dataset")
+    given = {"controllers": controllers, "metrics": metrics, "backbones": backbones, "datasets": datasets,
+             "data": data, "split": split, "topics": topics, "options": options, "judge": judge, "limit": limit,
+             "seed": seed, "batch_size": batch_size}
+    checked = check_settings({key: list(value) if isinstance(value, tuple) else
+                              {k: dict(v) if isinstance(v, Mapping) else v for k, v in value.items()}
+                              if isinstance(value, Mapping) else value for key, value in given.items()}, "sweep")
+    controllers, metrics, backbones, datasets = (checked[key] for key in ("controllers", "metrics", "backbones",
+                                                                          "datasets"))
+    data, options = checked.get("data"), checked.get("options")
     from .pipeline import _names, _refuse_unused_options
     from .plugins import get_registry
 

@@ -23,7 +23,8 @@ from .errors import ConfigurationError, CtrlkitError
 from .controls import apply_control, check_controls, uncontrolled
 from .files import atomic_write_json, read_json
 from .intake import check_document_sizes, clean_examples
-from .pipeline import _check_topics, _seed_everything, _topic_spaces, fit_or_restore, report_uncontrolled
+from .pipeline import (_check_topics, _seed_everything, _topic_spaces, check_counts, fit_or_restore,
+                       report_uncontrolled)
 from .results import prepare_output, versions
 from .secrets import mask_secrets
 from .types import ModelInput
@@ -104,6 +105,7 @@ def train(
         raise ConfigurationError(f"controller '{steering.name}' needs backbone capability "
                                  f"{', '.join(sorted(steering.requires - model.capabilities))}")
     _seed_everything(seed)
+    check_counts(limit=limit)
     started = time.perf_counter()
 
     examples = clean_examples(source.load(split if source.splits else None)[:limit], dataset)  # a file: one split
