@@ -79,3 +79,24 @@ def test_every_doc_has_python_blocks():
 @pytest.mark.parametrize("source, where", _python_blocks(), ids=[where for _, where in _python_blocks()])
 def test_every_python_block_of_the_docs_compiles(source, where):
     compile(source, where, "exec")
+
+
+def test_every_test_named_in_reliability_md_exists():
+    """Each guarantee in docs/reliability.md names the tests that hold it; a renamed or removed
+    test would leave the promise unheld without a word."""
+    text = (DOCS / "reliability.md").read_text(encoding="utf-8")
+    named, current = [], None
+    for match in re.finditer(r"`(tests/(test_\w+)\.py)(?:::(\w+))?`|`::(\w+)`", text):
+        if match[1]:
+            current = match[1]
+            if match[3]:
+                named.append((current, match[3]))
+        elif current:
+            named.append((current, match[4]))
+    assert len(named) > 100
+    missing = []
+    for path, test in named:
+        source = (ROOT / path).read_text(encoding="utf-8") if (ROOT / path).is_file() else ""
+        if not re.search(rf"^def {test}\(", source, re.MULTILINE):
+            missing.append(f"{path}::{test}")
+    assert not missing, f"docs/reliability.md names tests that do not exist: {', '.join(missing)}"
