@@ -1,8 +1,10 @@
 """The part every loopback chat-completions server in the tests shares: a quiet handler that
-answers with JSON."""
+answers with JSON, and a server running it for a ``with`` block."""
 
 import json
-from http.server import BaseHTTPRequestHandler
+import threading
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class JsonHandler(BaseHTTPRequestHandler):
@@ -18,3 +20,26 @@ class JsonHandler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+class QuietServer(ThreadingHTTPServer):
+    """A threaded loopback server that keeps a client's dropped connection out of the test output."""
+
+    def handle_error(self, request, client_address):
+        pass
+
+
+@contextmanager
+def serving(handler, server_class=QuietServer):
+    """A server on 127.0.0.1 at a free port, in a thread, for the ``with`` block: ``server.url`` is
+    its ``/v1`` base URL and ``server.seen`` a list its handler may record requests in."""
+    server = server_class(("127.0.0.1", 0), handler)
+    server.seen = []
+    server.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()

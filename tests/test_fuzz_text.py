@@ -9,8 +9,6 @@ import json
 import logging
 import os
 import sqlite3
-import threading
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -24,7 +22,7 @@ from ctrlkit.cache import cache_dir
 from ctrlkit.intake import MAX_DOCUMENT_CHARS
 from ctrlkit.text import BLOCK_CHARS, LINE_CHARS, WINDOW_CHARS, blocks, sentences
 
-from chat_server import JsonHandler
+from chat_server import JsonHandler, serving
 from conftest import run_ctrlkit, shared_file
 
 LONE = "\ud800"
@@ -154,12 +152,8 @@ class _SurrogateChat(JsonHandler):
 
 @pytest.fixture
 def surrogate_server():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _SurrogateChat)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    with serving(_SurrogateChat) as server:
+        yield server.url
 
 
 def test_a_server_answering_lone_surrogates_gives_a_complete_run(tmp_path, surrogate_server, caplog):

@@ -11,10 +11,8 @@ import ast
 import json
 import os
 import pickle
-import threading
 import uuid
 from html.parser import HTMLParser
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +21,7 @@ import pytest
 import ctrlkit
 from ctrlkit.report import POLICY, STYLE
 
-from chat_server import JsonHandler
+from chat_server import JsonHandler, serving
 from conftest import ROOT, run_ctrlkit
 from test_report import CHROMIUM, _chromium
 
@@ -33,14 +31,6 @@ from test_report import CHROMIUM, _chromium
 
 ENV_KEY = f"sk-envmarker-{uuid.uuid4().hex}"
 SET_KEY = f"sk-setmarker-{uuid.uuid4().hex}"
-
-
-class _EchoingServer(ThreadingHTTPServer):
-    """A chat-completions server that records every request's headers and, when refusing,
-    quotes the key it was given back in the body, as hosted APIs do."""
-
-    def handle_error(self, request, client_address):
-        pass
 
 
 class _Handler(JsonHandler):
@@ -65,14 +55,8 @@ class _Handler(JsonHandler):
 
 @pytest.fixture
 def chat_server():
-    server = _EchoingServer(("127.0.0.1", 0), _Handler)
-    server.seen = []
-    server.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with serving(_Handler) as server:
+        yield server
 
 
 def _jsonl(path: Path, rows) -> str:

@@ -457,8 +457,8 @@ def test_endless_interim_responses_end_at_the_timeout(serve):
     assert time.monotonic() - started < 3
 
 
-@pytest.mark.parametrize("retry_after", ["99999999", "Fri, 31 Dec 9999 23:59:59 GMT", "3600.5"])
-def test_a_retry_after_of_years_waits_no_longer_than_max_retry_wait(serve, retry_after):
+def _throttled(retry_after: str, answer: str):
+    """A handler that answers the first request 429 with ``Retry-After: retry_after``, then ``answer``."""
     def throttle(handler, body):
         if len(handler.server.seen) == 1:
             handler.send_response(429)
@@ -466,9 +466,13 @@ def test_a_retry_after_of_years_waits_no_longer_than_max_retry_wait(serve, retry
             handler.send_header("Content-Length", "0")
             handler.end_headers()
         else:
-            handler.reply(200, completion("after the wait"))
+            handler.reply(200, completion(answer))
+    return throttle
 
-    server = serve(throttle)
+
+@pytest.mark.parametrize("retry_after", ["99999999", "Fri, 31 Dec 9999 23:59:59 GMT", "3600.5"])
+def test_a_retry_after_of_years_waits_no_longer_than_max_retry_wait(serve, retry_after):
+    server = serve(_throttled(retry_after, "after the wait"))
     started = time.monotonic()
     model = backbone(server, max_retries=1, max_retry_wait=0.3, backoff=0.01)
     assert within(5, lambda: model.generate([ModelInput("doc")])) == ["after the wait"]
@@ -479,16 +483,8 @@ def test_a_retry_after_of_years_waits_no_longer_than_max_retry_wait(serve, retry
 @pytest.mark.parametrize("retry_after", ["-5", "nan", "inf", "1e999", "1" * 400, "soon",
                                          "Thu, 99 Foo 2025 25:61:00 GMT"])
 def test_a_negative_or_unreadable_retry_after_leaves_the_backoff_to_decide(serve, retry_after):
-    def throttle(handler, body):
-        if len(handler.server.seen) == 1:
-            handler.send_response(429)
-            handler.send_header("Retry-After", retry_after)
-            handler.send_header("Content-Length", "0")
-            handler.end_headers()
-        else:
-            handler.reply(200, completion("after the backoff"))
-
-    model = backbone(serve(throttle), max_retries=1, backoff=0.4, max_retry_wait=30)
+    model = backbone(serve(_throttled(retry_after, "after the backoff")), max_retries=1, backoff=0.4,
+                     max_retry_wait=30)
     started = time.monotonic()
     assert within(5, lambda: model.generate([ModelInput("doc")])) == ["after the backoff"]
     assert 0.15 <= time.monotonic() - started < 3  # the backoff's 0.2 to 0.6 s, neither 0 nor forever

@@ -6,9 +6,7 @@ train (interrupted and resumed with another key), analyze interference and repor
 See docs/reliability.md, "Secrets are never written"."""
 
 import json
-import threading
 import uuid
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -20,7 +18,7 @@ from ctrlkit.report import write_report
 from ctrlkit.secrets import MASK, is_secret, mask_secrets, scrub_text
 from ctrlkit_datasets.files import JsonlDataset
 
-from chat_server import JsonHandler
+from chat_server import JsonHandler, serving
 from conftest import run_ctrlkit
 
 KEY_A = f"sk-keya-{uuid.uuid4().hex}"
@@ -60,21 +58,10 @@ class _Handler(JsonHandler):
         self.reply(200, {"choices": [{"message": {"role": "assistant", "content": content}}]})
 
 
-class _Server(ThreadingHTTPServer):
-    def handle_error(self, request, client_address):
-        pass
-
-
 @pytest.fixture
 def server():
-    chat = _Server(("127.0.0.1", 0), _Handler)
-    chat.seen = []
-    chat.url = f"http://127.0.0.1:{chat.server_address[1]}/v1"
-    thread = threading.Thread(target=chat.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    yield chat
-    chat.shutdown()
-    chat.server_close()
+    with serving(_Handler) as chat:
+        yield chat
 
 
 class Vault(JsonlDataset):
