@@ -90,9 +90,9 @@ def run(
     check_counts(limit=limit, batch_size=batch_size)
     if not metrics:
         raise ConfigurationError("a run needs at least one metric")
+    _seed_everything(seed)
     if out is not None:
         prepare_output(out)
-    _seed_everything(seed)
 
     source = get_dataset(dataset, **options.get(dataset, {}))
     main = create_controller(controller, options)
