@@ -20,7 +20,7 @@ from ctrlkit import DatasetError
 from ctrlkit import text as text_module
 from ctrlkit.cache import cache_dir
 from ctrlkit.intake import MAX_DOCUMENT_CHARS
-from ctrlkit.text import BLOCK_CHARS, LINE_CHARS, WINDOW_CHARS, blocks, sentences
+from ctrlkit.text import _MARK, BLOCK_CHARS, LINE_CHARS, MARKS_PER_BLOCK, WINDOW_CHARS, blocks, sentences
 
 from chat_server import JsonHandler, serving
 from conftest import run_ctrlkit, shared_file
@@ -265,22 +265,35 @@ def test_texts_within_a_block_split_as_before(text):
 
 @settings(max_examples=80, deadline=None)
 @given(text=st.lists(_TEXTS, max_size=12).map(" ".join), size=st.integers(8, 120), line=st.integers(4, 60),
-       window=st.integers(2, 60))
-def test_blocks_cover_the_text_within_their_bounds_and_sentences_lose_nothing(text, size, line, window):
+       window=st.integers(2, 60), marks=st.integers(1, 12))
+def test_blocks_cover_the_text_within_their_bounds_and_sentences_lose_nothing(text, size, line, window, marks):
     line = min(line, size)
     window = min(window, line)
-    spans = blocks(text, size, line, window)
+    spans = blocks(text, size, line, window, marks)
     assert [start for start, _ in spans[1:]] == [end for _, end in spans[:-1]]
     assert (spans[0][0], spans[-1][1]) == (0, len(text))
     for start, end in spans:
         piece = text[start:end]
         assert 0 < len(piece) <= size or text == ""
         assert all(len(part) <= line for part in piece.split("\n"))
+        assert len(_MARK.findall(piece)) <= marks or len(piece) == 1
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(text_module, "blocks", lambda whole: blocks(whole, size, line, window))
+        patch.setattr(text_module, "blocks", lambda whole: blocks(whole, size, line, window, marks))
         split = sentences.__wrapped__(text)
     assert all(s and s == s.strip() for s in split)
     assert "".join("".join(split).split()) == "".join(text.split())
+
+
+@pytest.mark.parametrize("unit", ["a\n", "a. ", "Hi.\n", "Mr. ", "?!\n"])
+def test_tiny_sentences_reach_pysbd_in_blocks_of_a_bounded_number_of_sentence_ends(monkeypatch, unit):
+    """pysbd is quadratic in the number of sentences too: 16,000 characters of ``a\n`` take 11 s in
+    one block; each block now holds at most MARKS_PER_BLOCK possible ends."""
+    seen = []
+    monkeypatch.setattr(text_module, "_cuts", lambda block: seen.append(block) or set())
+    text = unit * (60_000 // len(unit))
+    sentences.__wrapped__(text)
+    assert "".join(seen) == text and len(seen) > 1
+    assert max(len(_MARK.findall(block)) for block in seen) <= MARKS_PER_BLOCK
 
 
 def test_a_huge_text_reaches_pysbd_only_in_bounded_blocks(monkeypatch):

@@ -25,6 +25,14 @@ WINDOW_CHARS = 5_000
 """The longest window of a line over ``LINE_CHARS``: pysbd takes half the time per character
 on windows of 5,000 characters as on windows of 20,000."""
 
+MARKS_PER_BLOCK = 2_560
+"""pysbd's time also grows with the square of the number of sentences in what it is given (16,000
+characters of ``a\n``: 11 s in one block, so about seven minutes for 100,000), so a block holds at most this many
+possible sentence ends (``_MARK``: a run of ``.!?``, or a line break), and a line with more is cut
+in windows that hold no more. The most in any NEWTS or FD text in the shared data is 2,263 (a
+58,265-character paper), so those are still segmented whole."""
+
+_MARK = re.compile(r"[.!?]+|\n")
 _LINE = re.compile(r"[^\n]*\n|[^\n]+")
 _SAFE_CUT = re.compile(r"[.!?][\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?[A-Z0-9])")
 """A probable sentence end: punctuation, closing quotes, then whitespace before a capital letter
@@ -46,38 +54,49 @@ def sentences(text: str) -> tuple[str, ...]:
     return tuple(piece for piece in pieces if piece)
 
 
-def blocks(text: str, size: int = BLOCK_CHARS, line: int = LINE_CHARS,
-           window: int = WINDOW_CHARS) -> list[tuple[int, int]]:
+def blocks(text: str, size: int = BLOCK_CHARS, line: int = LINE_CHARS, window: int = WINDOW_CHARS,
+           marks: int = MARKS_PER_BLOCK) -> list[tuple[int, int]]:
     """``(start, end)`` offsets of consecutive blocks that cover ``text``: whole lines, at most
-    ``size`` characters a block, except that a line longer than ``line`` is cut in windows of at
-    most ``window`` characters (``_windows``)."""
-    spans, start, end = [], 0, 0
+    ``size`` characters and ``marks`` possible sentence ends a block, except that a line longer
+    than ``line``, or with more marks, is cut in windows of at most ``window`` characters and
+    ``marks`` marks (``_windows``)."""
+    spans, start, end, held = [], 0, 0, 0
     for found in _LINE.finditer(text):
-        if found.end() - found.start() > line:
+        count = len(_MARK.findall(text, found.start(), found.end()))
+        if found.end() - found.start() > line or count > marks:
             if end > start:
                 spans.append((start, end))
-            spans.extend(_windows(text, found.start(), found.end(), window))
+            spans.extend(_windows(text, found.start(), found.end(), window, marks))
             start = end = found.end()
+            held = 0
             continue
-        if found.end() - start > size:
+        if found.end() - start > size or held + count > marks:
             spans.append((start, end))
-            start = end
+            start, held = end, 0
         end = found.end()
+        held += count
     if end > start or not spans:
         spans.append((start, end))
     return spans
 
 
-def _windows(text: str, start: int, end: int, size: int) -> list[tuple[int, int]]:
-    """``text[start:end]`` (one long line) in windows of at most ``size`` characters, each ending
-    after the last probable sentence end in its second half, else after the last whitespace
-    there, else at ``size``."""
+def _windows(text: str, start: int, end: int, size: int, marks: int = MARKS_PER_BLOCK) -> list[tuple[int, int]]:
+    """``text[start:end]`` (one long line) in windows of at most ``size`` characters and ``marks``
+    possible sentence ends, each ending after the last probable sentence end in its second half,
+    else after the last whitespace there, else at its limit."""
     spans = []
-    while end - start > size:
-        cut = start + size
+    while True:
+        limit = min(start + size, end)
+        for number, mark in enumerate(_MARK.finditer(text, start, limit)):
+            if number == marks:  # the first mark past the budget: the window ends before it
+                limit = max(mark.start(), start + 1)
+                break
+        if limit >= end:
+            break
+        cut = limit
         for pattern in (_SAFE_CUT, _SPACE):
             last = None
-            for last in pattern.finditer(text, start + size // 2, start + size):
+            for last in pattern.finditer(text, start + (limit - start) // 2, limit):
                 pass
             if last is not None:
                 cut = last.end()
