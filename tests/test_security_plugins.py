@@ -548,3 +548,20 @@ def test_a_component_that_fails_to_build_ends_a_run_with_one_line(tmp_path):
     assert result.returncode == 1
     assert result.stderr == ("Error: controller 'boom' of plugin 'ctrlkit-init-raises' cannot be created: "
                              "RuntimeError: init broke\n")
+
+
+class _ExitsWhenBuilt(ctrlkit.Controller):
+    def __init__(self, **options):
+        sys.exit("a plugin's controller gave up")
+
+
+class _ExitingComponents:
+    @ctrlkit.hookimpl
+    def register_controllers(self, register):
+        register("exits-when-built", _ExitsWhenBuilt)
+
+
+def test_a_component_that_exits_in_its_init_is_one_error_not_the_end_of_ctrlkit(throwaway_plugins):
+    throwaway_plugins(_ExitingComponents(), "exiting-components")
+    with pytest.raises(ctrlkit.PluginLoadError, match="'exits-when-built' of plugin .* cannot be created: SystemExit"):
+        ctrlkit.get_controller("exits-when-built")

@@ -153,11 +153,31 @@ def test_a_malformed_set_never_shows_its_value(assignment):
     assert KEY_A not in str(failure.value) and assignment.partition("=")[0] in str(failure.value)
 
 
-def test_credentials_in_the_openai_base_url_are_used_but_never_recorded():
-    backbone = ctrlkit.get_backbone("openai:m", base_url=f"http://me:{URL_PASSWORD}@127.0.0.1:9/v1", api_key=KEY_A)
-    assert backbone._url == f"http://me:{URL_PASSWORD}@127.0.0.1:9/v1/chat/completions"
+def test_credentials_in_the_openai_base_url_are_refused_without_being_shown(monkeypatch):
+    """urllib would take ``me:PASSWORD@127.0.0.1`` for a host name and ask the resolver for it."""
+    for given in ({"base_url": f"http://me:{URL_PASSWORD}@127.0.0.1:9/v1"}, {}):
+        if not given:
+            monkeypatch.setenv("OPENAI_BASE_URL", f"https://{URL_PASSWORD}@api.example/v1")
+        with pytest.raises(ctrlkit.ConfigurationError, match="holds credentials") as refused:
+            ctrlkit.get_backbone("openai:m", api_key=KEY_A, **given)
+        assert URL_PASSWORD not in str(refused.value) and KEY_A not in str(refused.value)
+
+
+def test_a_secret_query_parameter_in_the_openai_base_url_is_never_recorded():
+    backbone = ctrlkit.get_backbone("openai:m", base_url=f"http://127.0.0.1:9/v1?api-key={URL_PASSWORD}", api_key=KEY_A)
     shown = json.dumps([backbone.options, backbone.identity()])
-    assert URL_PASSWORD not in shown and KEY_A not in shown and "http://***@127.0.0.1:9/v1" in shown
+    assert URL_PASSWORD not in shown and KEY_A not in shown and "api-key=***" in shown
+
+
+@pytest.mark.parametrize("value", [f'"{KEY_A}\\n"', "1979-05-27T07:32:00Z", "[1, 2]", "nan"])
+def test_a_sweep_config_error_never_shows_a_secret_value(tmp_path, value):
+    from ctrlkit.sweep import load_config
+
+    config = tmp_path / "sweep.toml"
+    config.write_text(f'controllers = ["none"]\n[options.openai]\napi_key = {value}\n', encoding="utf-8")
+    with pytest.raises(ctrlkit.ConfigurationError, match="options.openai.api_key") as refused:
+        load_config(config)
+    assert KEY_A not in str(refused.value) and "1979" not in str(refused.value)
 
 
 # ---------------------------------------------------------------------------------------------

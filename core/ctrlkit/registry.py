@@ -133,9 +133,9 @@ class Registry:
             resolved = resolve_options(name, getattr(factory, "options", ()), options)
             component = factory(**resolved)
             component.name = name
-        except CtrlkitError:
+        except (CtrlkitError, KeyboardInterrupt):
             raise
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit or GeneratorExit from a plugin's __init__ too
             raise PluginLoadError(f"{self.kind} '{name}' of plugin '{entry.plugin}' cannot be created: "
                                   f"{describe_exception(exc)}") from exc
         return component

@@ -14,6 +14,7 @@ import re
 from typing import Any, Callable, Mapping
 
 from .errors import ConfigurationError
+from .secrets import MASK, is_secret
 
 DEFAULT_DATASETS = ("sample",)  # what ctrlkit.sweep.sweep runs when no datasets are given
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -78,12 +79,15 @@ def _options(value: Any) -> dict[str, dict[str, Any]]:
         checked[name] = {}
         for option, setting in options.items():
             below = f".{name}.{_key(option)}"
+            secret = is_secret(_key(option))  # an error is printed and shared: a key is never shown
             if isinstance(setting, float) and not math.isfinite(setting):
-                raise _Refused(f"must be a finite number, got {setting}", below)
+                raise _Refused(f"must be a finite number, got {MASK if secret else setting}", below)
             if not isinstance(setting, (str, int, float)):  # bool is an int
-                raise _Refused(f"must be a string, number or true/false, got {_kind(setting)}", below)
+                raise _Refused(f"must be a string, number or true/false, got "
+                               f"{'a value' if secret else _kind(setting)}", below)
             if isinstance(setting, str) and _UNPRINTABLE.search(setting):
-                raise _Refused(f"must be one line of printable text, got {_shown(setting)}", below)
+                raise _Refused(f"must be one line of printable text, got {MASK if secret else _shown(setting)}",
+                               below)
             checked[name][_key(option)] = setting
     return checked
 

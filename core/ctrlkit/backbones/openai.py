@@ -86,6 +86,11 @@ class OpenAIBackbone(Backbone):
             raise ConfigurationError(f"backbone '{self.name}': base_url (--set {self.name}.base_url or "
                                      f"$OPENAI_BASE_URL) must start with http:// or https://, got "
                                      f"{scheme + ':' if scheme else 'no scheme'}")
+        if "@" in urllib.parse.urlsplit(self._url).netloc:  # urllib takes "user:pw@host" for the host name
+            raise ConfigurationError(f"backbone '{self.name}': base_url (--set {self.name}.base_url or "
+                                     "$OPENAI_BASE_URL) holds credentials (user:password@host), which would be "
+                                     "sent to the name resolver as part of the host; give the key with "
+                                     f"--set {self.name}.api_key or $OPENAI_API_KEY")
         self.options["base_url"] = scrub_text(self.options["base_url"])
         self._jitter = random.Random()  # not the global generator, which a run seeds for reproducibility
         self._opener = bounded_http.opener()
