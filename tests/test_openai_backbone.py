@@ -218,7 +218,18 @@ def test_the_environment_gives_base_url_and_key_which_stays_out_of_options(serve
     model = ctrlkit.get_backbone("openai:m")
     assert model.generate([ModelInput("doc")]) == [f"summary: {INSTRUCTION}\n\ndoc"]
     assert server.requests[0]["headers"]["Authorization"] == f"Bearer {KEY}"
-    assert model.options["api_key"] == "" and model.options["base_url"] == ""
+    assert model.options["api_key"] == ""
+    assert model.options["base_url"] == server.url  # the endpoint used is recorded, wherever it came from
+
+
+def test_endpoints_given_by_the_environment_are_told_apart_in_the_cache_key(monkeypatch):
+    """Two servers behind $OPENAI_BASE_URL answer differently: neither may be served the other's
+    cached generations, nor a sweep reuse the other's cells."""
+    identities = []
+    for url in ("http://127.0.0.1:9/v1", "https://api.example/v1"):
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        identities.append(ctrlkit.get_backbone("openai:m").identity())
+    assert identities[0] != identities[1]
 
 
 def test_no_model_is_a_configuration_error(server):

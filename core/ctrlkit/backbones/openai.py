@@ -91,7 +91,7 @@ class OpenAIBackbone(Backbone):
                                      "$OPENAI_BASE_URL) holds credentials (user:password@host), which would be "
                                      "sent to the name resolver as part of the host; give the key with "
                                      f"--set {self.name}.api_key or $OPENAI_API_KEY")
-        self.options["base_url"] = scrub_text(self.options["base_url"])
+        self.options["base_url"] = scrub_text(base_url)  # the endpoint used, from the option or the environment
         self._jitter = random.Random()  # not the global generator, which a run seeds for reproducibility
         self._opener = bounded_http.opener()
 
