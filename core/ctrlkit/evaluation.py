@@ -17,7 +17,7 @@ from .api import get_dataset, get_vectorizer
 from .cache import scope as cache_scope
 from .errors import CtrlkitError, DatasetError
 from .files import read_jsonl
-from .intake import Intake, check_document_sizes, clean_examples
+from .intake import Intake, admit_examples
 from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _timed, _topic_spaces, backbone_name,
                        bind_metrics, check_counts, check_metrics, create_metrics, report_skipped, score, _refuse_unused_options)
 from .results import prepare_output, versions, write_run
@@ -87,7 +87,7 @@ def evaluate(
 
     with _timed(timings, "load_s"):
         chosen_split = split if split is not None else source.default_split
-        examples = clean_examples(source.load(chosen_split)[:limit], dataset)
+        examples = admit_examples(source.load(chosen_split)[:limit], dataset)
         given = read_predictions(predictions) if predictions else _dataset_predictions(examples, dataset)
     report_skipped(source, dataset)
     known = {example.id for example in examples}
@@ -99,7 +99,6 @@ def evaluate(
         raise CtrlkitError(f"{predictions or 'predictions'}: {problem}")
     if not examples:
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
-    check_document_sizes(examples, dataset)
     check_metrics(scorers, examples, source, dataset, strict_controls)
     with _timed(timings, "topic_space_s"):
         spaces = _topic_spaces(vectorizers, topics, source, dataset)

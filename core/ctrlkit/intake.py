@@ -11,7 +11,7 @@ passes through here first, with one policy:
   replaced by null;
 
 each counted, and reported in one warning line per source. A document over
-``MAX_DOCUMENT_CHARS`` characters is refused before any work (``check_document_sizes``).
+``MAX_DOCUMENT_CHARS`` characters is refused before any work (``admit_examples``).
 """
 
 from __future__ import annotations
@@ -98,17 +98,14 @@ def _fields(counts: Counter) -> str:
     return ", ".join(f"{name}: {n}" for name, n in sorted(counts.items()))
 
 
-def clean_examples(examples: Sequence[Example], dataset: str) -> list[Example]:
-    """Every example of a dataset (ours or a plugin's) cleaned, with one warning for the lot."""
+def admit_examples(examples: Sequence[Example], dataset: str) -> list[Example]:
+    """Every example of a dataset (ours or a plugin's) cleaned, with one warning for the lot; a
+    document over ``MAX_DOCUMENT_CHARS`` characters is refused before any work, naming it."""
     intake = Intake(f"dataset '{dataset}'")
     cleaned = [intake.example(example) for example in examples]
     intake.report()
-    return cleaned
-
-
-def check_document_sizes(examples: Sequence[Example], dataset: str, limit: int = MAX_DOCUMENT_CHARS) -> None:
-    """Refuse, before any work, a document longer than ``limit`` characters, naming it."""
-    for example in examples:
-        if len(example.document) > limit:
+    for example in cleaned:
+        if len(example.document) > MAX_DOCUMENT_CHARS:
             raise DatasetError(f"dataset '{dataset}': the document of example '{example.id}' has "
-                               f"{len(example.document):,} characters, over the limit of {limit:,}")
+                               f"{len(example.document):,} characters, over the limit of {MAX_DOCUMENT_CHARS:,}")
+    return cleaned

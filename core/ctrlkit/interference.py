@@ -25,7 +25,7 @@ from .cache import Cache, scope as cache_scope
 from .controls import carries
 from .errors import ConfigurationError, CtrlkitError
 from .files import atomic_write_json, atomic_write_text
-from .intake import check_document_sizes, clean_examples
+from .intake import admit_examples
 from .pipeline import (_check_topics, _names, _refuse_unused_options, _resolved_options, _seed_everything,
                        _topic_spaces, bind_metrics, check_counts, check_metrics, create_metrics, fit_or_restore,
                        generate, report_skipped, score)
@@ -98,9 +98,8 @@ def interference(
                                  f"{', '.join(steering.reads) or 'none'}), so changing it cannot change a summary")
 
     config["split"] = split if split is not None else source.default_split
-    loaded = clean_examples(source.load(config["split"])[:limit], dataset)
+    loaded = admit_examples(source.load(config["split"])[:limit], dataset)
     report_skipped(source, dataset)
-    check_document_sizes(loaded, dataset)
     examples = _analysable(loaded, steering, attributes, dataset)
     if len(examples) < len(loaded):
         logger.warning("ctrlkit: %d of %d examples lack a control that '%s' reads (%s); the analysis uses the "

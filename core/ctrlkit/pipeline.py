@@ -20,7 +20,7 @@ from .cache import Cache, scope as cache_scope
 from .controls import apply_control, carries, check_controls, scored_indices, uncontrolled
 from .digest import backbone_digest, data_digest
 from .errors import ConfigurationError, CtrlkitError, OptionError
-from .intake import Intake, check_document_sizes, clean_examples
+from .intake import Intake, admit_examples
 from .results import format_table, number, prepare_output, versions, write_run
 from .secrets import mask_secrets
 from .topics import TopicSpace, load_topic_documents
@@ -116,11 +116,10 @@ def run(
         digests = {"data_digest": data_digest(source.options.get("path")), "topics_digest": data_digest(topics),
                    "backbone_digest": backbone_digest(model)}
         chosen_split = split if split is not None else source.default_split
-        examples = clean_examples(source.load(chosen_split)[:limit], dataset)
+        examples = admit_examples(source.load(chosen_split)[:limit], dataset)
     report_skipped(source, dataset)
     if not examples:
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
-    check_document_sizes(examples, dataset)
     for c in (main, other):
         if c is not None:
             check_controls(c, examples, dataset, strict_controls)

@@ -22,7 +22,7 @@ from .api import backbone_name, create_controller, get_backbone, get_dataset, ge
 from .errors import ConfigurationError, CtrlkitError
 from .controls import apply_control, check_controls, uncontrolled
 from .files import atomic_write_json, read_json
-from .intake import check_document_sizes, clean_examples
+from .intake import admit_examples
 from .pipeline import (_check_topics, _seed_everything, _topic_spaces, check_counts, fit_or_restore,
                        report_uncontrolled)
 from .results import prepare_output, versions
@@ -108,9 +108,8 @@ def train(
     check_counts(limit=limit)
     started = time.perf_counter()
 
-    examples = clean_examples(source.load(split if source.splits else None)[:limit], dataset)  # a file: one split
-    evaluation = clean_examples(source.load(eval_split), dataset) if eval_split else []
-    check_document_sizes(examples + evaluation, dataset)
+    examples = admit_examples(source.load(split if source.splits else None)[:limit], dataset)  # a file: one split
+    evaluation = admit_examples(source.load(eval_split), dataset) if eval_split else []
     check_controls(steering, examples + evaluation, dataset, strict_controls)
     vectorizer = steering.topic_vectorizer
     spaces = _topic_spaces({vectorizer: get_vectorizer(vectorizer, **options.get(vectorizer, {}))} if vectorizer
