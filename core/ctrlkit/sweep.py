@@ -155,8 +155,8 @@ def _cell(folder: Path, digests: dict, **arguments) -> tuple[dict, bool]:
     and was made from files holding the same bytes) rather than run now."""
     done = folder / "results.json"
     results = _recorded(done) if done.is_file() else None
-    if results is not None and _same_configuration(results["config"], mask_secrets(arguments), digests) \
-            and results["config"].get("backbone_digest") == _backbone_digest(arguments):
+    if results is not None and _same_configuration(results["config"], mask_secrets(arguments),
+                                                   {**digests, "backbone": _backbone_digest(arguments)}):
         return results, True
     return run(baseline=None, out=str(folder), strict_options=False, **arguments).results, False
 
@@ -191,9 +191,9 @@ def _recorded(done: Path) -> dict | None:
 
 def _same_configuration(config: dict, arguments: dict, digests: dict) -> bool:
     """Whether a cell's recorded ``config`` is what ``arguments`` (secrets masked, as recorded) ask
-    for, made from data and topics files (``digests``) holding the same bytes: the same bytes at
-    another path (a moved or copied file) reuse the cell, as its results would not change. A path
-    with nothing there to fingerprint (a Hub name) is compared as given."""
+    for, made from data and topics files holding the same bytes and by the same backbone (``digests``):
+    the same bytes at another path (a moved or copied file) reuse the cell, as its results would not
+    change. A path with nothing there to fingerprint (a Hub name) is compared as given."""
     for setting, digest in digests.items():
         if config.get(f"{setting}_digest") != digest or (digest is None and config.get(setting) != arguments[setting]):
             return False

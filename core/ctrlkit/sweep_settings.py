@@ -14,6 +14,7 @@ import re
 from typing import Any, Callable, Mapping
 
 from .errors import ConfigurationError
+from .pipeline import MAX_SEED
 from .secrets import MASK, is_secret
 
 DEFAULT_DATASETS = ("sample",)  # what ctrlkit.sweep.sweep runs when no datasets are given
@@ -116,7 +117,7 @@ def _key(value: Any) -> str:
 SETTINGS: dict[str, Callable[[Any], Any]] = {
     "controllers": _names, "metrics": _names, "backbones": _names, "datasets": _names, "data": _data,
     "split": _text, "topics": _text, "options": _options, "judge": _text,
-    "limit": _whole(1), "seed": _whole(0, 2**32 - 1), "batch_size": _whole(1),
+    "limit": _whole(1), "seed": _whole(0, MAX_SEED), "batch_size": _whole(1),
 }
 
 
