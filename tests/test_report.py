@@ -133,7 +133,7 @@ def test_run_markdown_has_the_table_and_examples(run_dir):
     assert "| controller | stas | stas.above\\_threshold | length.mad ↓ | length.pcc |" in text
     assert "| tag | **0.9000** | **0.7500** | 0.5000 | undefined |" in text
     assert "| none (baseline) | 0.8000 | 0.5000 | **0.2500** | undefined |" in text
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text and "<script" not in text and "<img" not in text
+    assert "&lt;script>alert(1)&lt;/script>" in text and "<script" not in text and "<img" not in text
     assert "### ex-1" in text and "ex-2" not in text
 
 
@@ -151,7 +151,7 @@ def test_sweep_report_has_every_controller_and_a_heatmap(sweep_dir):
     assert "<b>keywords</b>: a, b" in page
     markdown = markdown_path.read_text(encoding="utf-8")
     assert "| attribute | stas.stas | length.mad |" in markdown and "| topic | 0.2500 | undefined |" in markdown
-    assert "| &lt;script&gt;alert(1)&lt;/script&gt; | **0.9000** | **0.5000** |" in markdown
+    assert "| &lt;script>alert(1)&lt;/script> | **0.9000** | **0.5000** |" in markdown
 
 
 def test_sweep_table_may_be_an_object_with_rows(sweep_dir):

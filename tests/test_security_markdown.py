@@ -86,6 +86,17 @@ def test_hostile_text_renders_as_itself_in_a_paragraph_a_heading_and_a_table_cel
                                       "blockquote_open", "hr") for token in tokens), source
 
 
+@pytest.mark.parametrize("text", ["don't say \"no\"", "a > b, b >= c", "R&D, AT&T", "café 5% (ok) {x}: y?"])
+def test_text_markdown_does_not_need_is_written_as_it_is(text):
+    """Quotes, a > inside a line, an & that starts no character reference: no entity, no backslash."""
+    assert escape_markdown(text) == text
+
+
+def test_only_less_than_and_a_reference_ampersand_become_entities():
+    assert escape_markdown("it's <b>&amp; \"so\"") == "it's &lt;b>&amp;amp; \"so\""
+    assert escape_markdown("> quoted") == "\\> quoted"
+
+
 @pytest.mark.parametrize("text", HIDDEN)
 def test_control_and_bidi_characters_are_shown_as_replacement_characters(text):
     escaped = escape_markdown(text)

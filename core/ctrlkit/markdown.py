@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import re
 
-from .charts import escape as escape_html
-
 # Inline syntax anywhere in a line: code, emphasis, links and images, table cells, strikethrough,
 # math ($ on GitHub), a heading's closing #s; the backslash first so escapes are not doubled.
 _INLINE = "\\`*_[]|~$#"
-# Block syntax that only counts at the start of a line: lists (- + 1. 1)), setext underlines (=);
-# its punctuation is escaped (a backslash before a digit would show).
-_LINE_START = re.compile(r"^(\d*)([-+=.)])")
+# An & that starts a named character reference (&lt;), which a renderer would decode; a numeric
+# one (&#60;) cannot form, its # being escaped.
+_REFERENCE = re.compile(r"&(?=[A-Za-z][A-Za-z0-9]*;)")
+# Block syntax that only counts at the start of a line: lists (- + 1. 1)), setext underlines (=),
+# quotes (>); its punctuation is escaped (a backslash before a digit would show).
+_LINE_START = re.compile(r"^(\d*)([-+=.)>])")
 # Characters that move or hide text when shown: C0/C1 controls (terminal escapes included, since
 # the sweep prints table.md) and the bidirectional overrides of "Trojan Source".
 _HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -35,7 +36,10 @@ def escape_markdown(text) -> str:
     text = visible(text).strip()
     for character in _INLINE:
         text = text.replace(character, "\\" + character)
-    text = escape_html(text)  # after the backslashes: the entities it writes hold a # of their own
+    # An entity for < (no tag, comment or autolink can start; every Markdown renderer decodes &lt;,
+    # not all honour a backslash before <), and for an & that would start one; quotes, > and other
+    # text stay as they are. After the backslashes, which the entities' own # must not get.
+    text = _REFERENCE.sub("&amp;", text).replace("<", "&lt;")
     return _LINE_START.sub(lambda match: match[1] + "\\" + match[2], text, count=1)
 
 
