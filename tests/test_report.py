@@ -12,7 +12,7 @@ import pytest
 from ctrlkit.errors import CtrlkitError
 from ctrlkit.report import write_report
 
-from conftest import run_ctrlkit
+from conftest import run_ctrlkit, shared_file
 
 SCRIPT = "<script>alert(1)</script>"
 IMAGE = "<img src=x onerror=alert(1)>"
@@ -161,6 +161,46 @@ def test_sweep_table_may_be_an_object_with_rows(sweep_dir):
     assert page.count('class="chart bar"') == 2
 
 
+def test_the_report_of_an_interference_folder_shows_its_ca_table_and_heatmap(tmp_path, monkeypatch):
+    """A folder written by ``ctrlkit analyze interference`` alone (MACSum-Doc, the README's command):
+    each table cell is the CA of interference.json, and so is each heatmap cell."""
+    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
+    data = shared_file("macsum/macdoc_val.json")
+    folder = tmp_path / "analysis"
+    analysed = run_ctrlkit("analyze", "interference", "-d", "macsum", "--data", data, "-c", "length+prepend",
+                           "--set", "prepend.attributes=topic", "--attributes", "length,topic", "-m", "length",
+                           "-m", "rouge", "--limit", "20", "-o", folder)
+    assert analysed.returncode == 0, analysed.stderr
+    assert sorted(path.name for path in folder.iterdir()) == ["interference.json", "interference.svg"]
+    result = run_ctrlkit("report", folder)
+    assert result.returncode == 0, result.stderr
+    written = json.loads((folder / "interference.json").read_text())
+
+    def shown(attribute, value):  # the CA recomputed from the base and changed values, as a table shows it
+        base, new = written["base"][value], written["changed"][attribute][value]
+        return "undefined" if base in (None, 0) or new is None else f"{abs(new - base) / abs(base):.4f}"
+
+    markdown = (folder / "report.md").read_text(encoding="utf-8")
+    assert "## Scores" not in markdown and "## Interference" in markdown
+    assert f"Examples: {written['n_examples']}" in markdown
+    table = [line for line in markdown.splitlines() if line.startswith("| ")]
+    assert table[0] == "| attribute | " + " | ".join(v.replace("_", "\\_") for v in written["values"]) + " |"
+    assert table[1:] == ["| " + " | ".join([a] + [shown(a, v) for v in written["values"]]) + " |"
+                         for a in ("length", "topic")]
+    # length.mad is 0 at the base (every extract falls in the requested 50-word bin): undefined, with the reason
+    assert "- length / length.mad: the base value is 0" in markdown
+
+    page = (folder / "report.html").read_text(encoding="utf-8")
+    _Page(page)
+    assert page.count('class="chart heatmap"') == 1 and 'class="chart bar"' not in page
+    cells = [f"<td class=\"value{' undefined' if shown(a, v) == 'undefined' else ''}\">{shown(a, v)}</td>"
+             for a in ("length", "topic") for v in written["values"]]
+    assert "".join(cells) in page.replace("</tr><tr><th>topic</th>", "")
+    heatmap = page[page.index('class="chart heatmap"'):]
+    assert all(f"length / {v}: {shown('length', v)}</title>" in heatmap for v in written["values"])
+    assert "Interference configuration" in page and "<h2>Examples</h2>" not in page
+
+
 def test_a_folder_without_results_is_refused(tmp_path):
     with pytest.raises(CtrlkitError, match="no results.json"):
         write_report(tmp_path)
@@ -176,7 +216,8 @@ def test_report_command_prints_both_paths(run_dir, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     result = run_ctrlkit("report", empty)
-    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1 and "table.json" in result.stderr
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
+    assert "table.json" in result.stderr and "interference.json" in result.stderr
 
 
 def _chromium(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess:

@@ -54,6 +54,12 @@ def _sweep(folder: Path) -> Path:
 
 def _interference(folder: Path) -> Path:
     _run(folder)
+    return _analysis(folder)
+
+
+def _analysis(folder: Path) -> Path:
+    """A folder holding only what ``ctrlkit analyze interference`` writes."""
+    folder.mkdir(parents=True, exist_ok=True)
     _json(folder / "interference.json", {"attributes": ["length"], "values": ["stas.stas"],
                                          "matrix": {"length": {"stas.stas": 0.2}}, "n_examples": 3, "config": {}})
     return folder
@@ -195,8 +201,17 @@ CASES = {
     "a matrix cell is a string": ("interference", _edit_json("interference.json",
                                                              _set("matrix", "length", "stas.stas", "big")),
                                   "interference.json", "'matrix.length.stas.stas' must be a number or null"),
+    "an undefined cell's reason is a number": ("analysis", _edit_json("interference.json",
+                                                                      _set("undefined", {"length": {"stas": 0}})),
+                                               "interference.json", "'undefined.length.stas' must be a string"),
+    "undefined is a list": ("analysis", _edit_json("interference.json", _set("undefined", [])),
+                            "interference.json", "'undefined' must be an object"),
+    "an analysis's config is a list": ("analysis", _edit_json("interference.json", _set("config", [])),
+                                       "interference.json", "'config' must be an object"),
+    "an analysis's matrix is a list": ("analysis", _edit_json("interference.json", _set("matrix", [])),
+                                       "interference.json", "'matrix'"),
 }
-BUILD = {"run": _run, "sweep": _sweep, "interference": _interference}
+BUILD = {"run": _run, "sweep": _sweep, "interference": _interference, "analysis": _analysis}
 
 
 def _damaged(tmp_path: Path, case: str) -> tuple[Path, str, str]:
@@ -216,10 +231,15 @@ def test_a_damaged_folder_is_one_line_naming_the_file_and_field(tmp_path, case):
     assert not (folder / "report.html").exists() and not (folder / "report.md").exists()
 
 
-@pytest.mark.parametrize("kind", list(BUILD))
+@pytest.mark.parametrize("kind", [kind for kind in BUILD if kind != "analysis"])
 def test_the_undamaged_folders_report_fine(tmp_path, kind):
     html, markdown = write_report(BUILD[kind](tmp_path / kind))
     assert "Summary 2." in html.read_text() and "0.7500" in markdown.read_text()
+
+
+def test_an_undamaged_analysis_folder_reports_its_matrix(tmp_path):
+    html, markdown = write_report(_analysis(tmp_path / "analysis"))
+    assert "| length | 0.2000 |" in markdown.read_text() and '<td class="value">0.2000</td>' in html.read_text()
 
 
 @pytest.mark.parametrize("case", ["a value is an object", "a sample line is not JSON", "a matrix row is a list"])

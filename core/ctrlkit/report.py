@@ -1,4 +1,5 @@
-"""``ctrlkit report``: a run or sweep folder as one self-contained HTML page and a Markdown file.
+"""``ctrlkit report``: a run, sweep or interference folder as one self-contained HTML page and a
+Markdown file.
 
 Reports get shared, and the predictions in them are model output, so nobody should have to
 trust them: every text that comes from data is HTML-escaped, the page has no JavaScript (its
@@ -79,17 +80,22 @@ def write_report(directory, out=None, examples: int = DEFAULT_EXAMPLES) -> tuple
 
 
 def load(directory) -> Report:
-    """A sweep folder (table.json) or a run folder (results.json), with interference.json if any."""
+    """A sweep folder (table.json) or a run folder (results.json), with interference.json if any,
+    or a folder holding only the interference.json of ``ctrlkit analyze interference``."""
     folder = Path(directory)
     try:
+        interference = folder / "interference.json"
         if (folder / "table.json").is_file():
             report = _load_sweep(folder)
         elif (folder / "results.json").is_file():
             report = _load_run(folder)
+        elif interference.is_file():
+            report = _load_interference(folder)
         else:
-            raise CtrlkitError(f"{folder}: no results.json (a run) or table.json (a sweep) to report on")
-        if (folder / "interference.json").is_file():
-            report.interference = _interference(folder / "interference.json")
+            raise CtrlkitError(f"{folder}: no results.json (a run), table.json (a sweep) or interference.json "
+                               "(an interference analysis) to report on")
+        if interference.is_file() and report.interference is None:
+            report.interference = _interference(interference)
     except OSError as exc:  # a file that cannot be opened (permissions, a folder in its place)
         raise CtrlkitError(f"cannot read {exc.filename or folder}: {exc.strerror or exc}") from None
     return report
@@ -137,6 +143,15 @@ def _load_sweep(folder: Path) -> Report:
     facts["runs"] = len(rows)
     config = read_json(folder / "sweep.json", dict) if (folder / "sweep.json").is_file() else {}
     return Report(folder.resolve().name, facts, arms, controls, mask_secrets(config))
+
+
+def _load_interference(folder: Path) -> Report:
+    """An interference analysis on its own: no score table or examples, its matrix and configuration."""
+    data = _interference(folder / "interference.json")
+    config = _object(data.get("config"), folder / "interference.json", "config")
+    facts = {key: config.get(key) for key in ("dataset", "backbone", "controller")}
+    facts["attributes"] = ", ".join(data["attributes"])
+    return Report(folder.resolve().name, facts, [], {}, {}, interference=data)
 
 
 def _row(row: dict, path: Path, index: int) -> dict:
@@ -192,7 +207,22 @@ def _interference(path: Path) -> dict:
     for attribute, row in data["matrix"].items():
         for value, cell in _object(row, path, f"matrix.{attribute}").items():
             _check_number(cell, path, f"matrix.{attribute}.{value}")
+    for attribute, reasons in _object(data.get("undefined"), path, "undefined").items():
+        for value, why in _object(reasons, path, f"undefined.{attribute}").items():
+            if not isinstance(why, str):
+                raise CtrlkitError(f"{path}: field 'undefined.{attribute}.{value}' must be a string, got {_kind(why)}")
     return {**data, "config": mask_secrets(data.get("config"))}
+
+
+def change_amplitude(interference: dict, attribute: str, value: str):
+    """The CA of ``value`` when ``attribute`` changes, as the report shows it (None: undefined)."""
+    return _number((interference["matrix"].get(attribute) or {}).get(value))
+
+
+def undefined_cells(interference: dict) -> list[tuple[str, str, str]]:
+    """``(attribute, value, why)`` of each matrix cell the analysis left undefined, with its reason."""
+    return [(attribute, value, why) for attribute, reasons in (interference.get("undefined") or {}).items()
+            for value, why in reasons.items()]
 
 
 def flatten(metrics, where="", field: str = "metrics") -> dict:
@@ -300,15 +330,16 @@ def render_html(report: Report, examples: int) -> str:
     parts = [f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
              f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">'
              f"<title>ctrlkit report: {escape(report.title)}</title><style>{STYLE}</style></head><body>"
-             f"<h1>ctrlkit report: {escape(report.title)}</h1><p class=\"facts\">{facts}</p>",
-             "<h2>Scores</h2>", _html_table(report, columns),
-             '<p class="note">Best value per column in bold; ↓ marks a value where lower is better.</p>',
-             '<h2>By controller</h2><div class="charts">']
-    for path in columns:
-        chart = charts.bar_chart([(arm.label, arm.metrics.get(path)) for arm in report.arms],
-                                 best_rows(report.arms, path))
-        parts.append(_figure("bar", path + (" ↓" if lower_is_better(path) else ""), chart))
-    parts.append("</div>")
+             f"<h1>ctrlkit report: {escape(report.title)}</h1><p class=\"facts\">{facts}</p>"]
+    if report.arms:
+        parts += ["<h2>Scores</h2>", _html_table(report, columns),
+                  '<p class="note">Best value per column in bold; ↓ marks a value where lower is better.</p>',
+                  '<h2>By controller</h2><div class="charts">']
+        for path in columns:
+            chart = charts.bar_chart([(arm.label, arm.metrics.get(path)) for arm in report.arms],
+                                     best_rows(report.arms, path))
+            parts.append(_figure("bar", path + (" ↓" if lower_is_better(path) else ""), chart))
+        parts.append("</div>")
     per_example = list(dict.fromkeys(path for arm in report.arms for path in arm.scores))
     if per_example:
         parts.append('<h2>Per-example scores</h2><p class="note">A histogram per controller; the dark tick is '
@@ -318,13 +349,7 @@ def render_html(report: Report, examples: int) -> str:
             parts.append(_figure("distribution", path, charts.distribution_chart(series)))
         parts.append("</div>")
     if report.interference:
-        data = report.interference
-        chart = charts.heatmap([str(a) for a in data["attributes"]], [str(v) for v in data["values"]],
-                               lambda a, v: _number((data["matrix"].get(a) or {}).get(v)))
-        parts += ["<h2>Interference</h2>",
-                  f'<p class="note">CA, the change amplitude |new − base| / |base| of each metric value (columns) '
-                  f'when one attribute (rows) is changed; {escape(data.get("n_examples"))} examples.</p>',
-                  _figure("heatmap", "CA matrix", chart), _details("Interference configuration", data.get("config"))]
+        parts.append(_html_interference(report.interference))
     shown = list(examples_to_show(report, examples))
     if shown:
         parts.append("<h2>Examples</h2>")
@@ -359,6 +384,30 @@ def _html_table(report: Report, columns: list[str]) -> str:
     return f'<div class="wide"><table><tr><th>controller</th>{head}</tr>{"".join(rows)}</table></div>'
 
 
+def _html_interference(data: dict) -> str:
+    """The CA matrix as a table and a heatmap, the reasons of its undefined cells, its configuration."""
+    attributes, values = data["attributes"], data["values"]
+    head = "".join(f"<th>{escape(value)}</th>" for value in values)
+    rows = "".join(f"<tr><th>{escape(attribute)}</th>" + "".join(
+        f'<td class="value{" undefined" if change_amplitude(data, attribute, value) is None else ""}">'
+        f"{show(change_amplitude(data, attribute, value))}</td>" for value in values) + "</tr>"
+        for attribute in attributes)
+    chart = charts.heatmap(attributes, values, lambda attribute, value: change_amplitude(data, attribute, value))
+    undefined = "".join(f"<li>{escape(attribute)} / {escape(value)}: {escape(why)}</li>"
+                        for attribute, value, why in undefined_cells(data))
+    return "".join([
+        "<h2>Interference</h2>",
+        f'<p class="note">{_CA_NOTE}; {escape(data.get("n_examples"))} examples.</p>',
+        f'<div class="wide"><table><tr><th>attribute</th>{head}</tr>{rows}</table></div>',
+        _figure("heatmap", "CA matrix", chart),
+        f'<p class="note">Undefined cells:</p><ul class="note">{undefined}</ul>' if undefined else "",
+        _details("Interference configuration", data.get("config"))])
+
+
+_CA_NOTE = ("CA, the change amplitude |new − base| / |base| of each metric value (columns) when one attribute "
+            "(rows) is changed to another example's value")
+
+
 def _figure(kind: str, caption: str, svg: str) -> str:
     return f'<figure class="chart {kind}"><figcaption>{escape(caption)}</figcaption>{svg}</figure>'
 
@@ -374,18 +423,25 @@ def render_markdown(report: Report, examples: int) -> str:
     """The table, the interference matrix and the example outputs, as Markdown."""
     columns = report.columns
     lines = [f"# ctrlkit report: {_md(report.title)}", "",
-             " · ".join(f"{_md(k)}: {_md(v)}" for k, v in report.facts.items() if v is not None), "", "## Scores", ""]
-    best = {path: best_rows(report.arms, path) for path in columns}
-    rows = [[_md(arm.label)] + [f"**{show(arm.metrics.get(c))}**" if i in best[c] else show(arm.metrics.get(c))
-                                for c in columns] for i, arm in enumerate(report.arms)]
-    lines += _md_table(["controller"] + [_md(c) + (" ↓" if lower_is_better(c) else "") for c in columns], rows)
-    lines += ["", "Best value per column in bold; ↓ marks a value where lower is better."]
+             " · ".join(f"{_md(k)}: {_md(v)}" for k, v in report.facts.items() if v is not None)]
+    if report.arms:
+        best = {path: best_rows(report.arms, path) for path in columns}
+        rows = [[_md(arm.label)] + [f"**{show(arm.metrics.get(c))}**" if i in best[c] else show(arm.metrics.get(c))
+                                    for c in columns] for i, arm in enumerate(report.arms)]
+        lines += ["", "## Scores", ""]
+        lines += _md_table(["controller"] + [_md(c) + (" ↓" if lower_is_better(c) else "") for c in columns], rows)
+        lines += ["", "Best value per column in bold; ↓ marks a value where lower is better."]
     if report.interference:
         data = report.interference
-        lines += ["", "## Interference", "", f"Examples: {_md(data.get('n_examples'))}", ""]
+        lines += ["", "## Interference", "", f"{_CA_NOTE} (the heatmap is in the HTML report).", "",
+                  f"Examples: {_md(data.get('n_examples'))}", ""]
         lines += _md_table(["attribute"] + [_md(v) for v in data["values"]],
-                           [[_md(a)] + [show(_number((data["matrix"].get(a) or {}).get(v))) for v in data["values"]]
+                           [[_md(a)] + [show(change_amplitude(data, a, v)) for v in data["values"]]
                             for a in data["attributes"]])
+        undefined = undefined_cells(data)
+        if undefined:
+            lines += ["", "Undefined cells:", ""]
+            lines += [f"- {_md(attribute)} / {_md(value)}: {_md(why)}" for attribute, value, why in undefined]
     shown = list(examples_to_show(report, examples))
     if shown:
         lines += ["", "## Examples"]
