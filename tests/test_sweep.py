@@ -48,11 +48,12 @@ def test_a_second_identical_sweep_generates_nothing(private_cache, tmp_path):
     assert all(set(row["metrics"]) == {"stas", "rouge"} for row in more)
     table = json.loads((tmp_path / "sweep" / "table.json").read_text())
     assert [row["controller"] for row in table["rows"]] == ["none", "prepend", "tag"]
-    assert table["best"]["stas.stas"] == max(row["metrics"]["stas"]["stas"] for row in more)
+    [group] = table["best"]
+    assert group["values"]["stas"] == max(row["metrics"]["stas"]["stas"] for row in more)
     markdown = (tmp_path / "sweep" / "table.md").read_text()
-    assert f"**{table['best']['stas.stas']:.4f}**" in markdown
+    assert f"**{group['values']['stas']:.4f}**" in markdown
     csv_lines = (tmp_path / "sweep" / "table.csv").read_text().splitlines()
-    assert csv_lines[0].startswith("dataset,backbone,controller,stas.stas") and len(csv_lines) == 4
+    assert csv_lines[0].startswith("dataset,backbone,controller,stas,stas.above_threshold") and len(csv_lines) == 4
 
 
 def test_sweep_options_reach_the_cells_that_use_them_and_typos_are_refused(private_cache, tmp_path):
@@ -85,7 +86,7 @@ def test_the_sweep_command(private_cache, tmp_path):
     result = run_ctrlkit("sweep", "--config", str(tmp_path / "s.toml"), "--controllers", "none,prepend",
                          "-o", str(tmp_path / "out"), env={"CTRLKIT_CACHE_DIR": str(private_cache)})
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[0].startswith("| dataset | backbone | controller | stas.stas")
+    assert result.stdout.splitlines()[0].startswith("| dataset | backbone | controller | stas |")
     assert [line.split("|")[3].strip() for line in result.stdout.splitlines()[2:]] == ["none", "prepend"]
 
 

@@ -138,7 +138,11 @@ class Metric(Configurable):
     topic_vectorizer: str | None = None
     needs_judge: bool = False
     """True when it asks a backbone (an LLM) to label or rate summaries: ``--judge SPEC``."""
-    higher_is_better: bool = True
+    higher_is_better: bool | None = True
+    """Which way its corpus values are better, for the best value a sweep table or report marks;
+    None: neither (they are not ranked). Some names say it for any metric: ``mad``, ``failed``,
+    ``..._gap`` are lower; counts (``n_...``) and ``gold_...`` are not ranked
+    (:mod:`ctrlkit.metric_values`)."""
 
     def use_judge(self, judge: "Backbone") -> None:
         """Receive the judge backbone (called before ``compute`` when ``needs_judge``)."""

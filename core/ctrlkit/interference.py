@@ -26,6 +26,7 @@ from .controls import carries
 from .errors import ConfigurationError, CtrlkitError
 from .files import atomic_write_json, atomic_write_text
 from .intake import admit_examples
+from .metric_values import label
 from .pipeline import (_check_topics, _names, _refuse_unused_options, _resolved_options, _seed_everything,
                        _topic_spaces, bind_metrics, check_counts, check_metrics, create_metrics, fit_or_restore,
                        generate, report_skipped, score)
@@ -55,7 +56,8 @@ def interference(
     cache: bool = True,
     progress: bool = False,
 ) -> dict:
-    """The CA of every metric value (``"metric.value"``) for a change of each attribute.
+    """The CA of every metric value (named as in every table: ``"metric.value"``, or ``"metric"`` for
+    its namesake) for a change of each attribute.
 
     The controller must read every attribute (changing one it ignores cannot change a summary),
     so the analysis uses the examples that carry every control the controller reads; the others
@@ -119,7 +121,7 @@ def interference(
     def corpus_values(condition: list[Example]) -> dict[str, float | None]:
         predictions = generate(steering, model, condition, batch_size, progress, generations, cache_stats)
         corpus = score(scorers, predictions, condition).corpus
-        return {f"{metric}.{name}": value for metric, values in corpus.items() for name, value in values.items()}
+        return {label(metric, name): value for metric, values in corpus.items() for name, value in values.items()}
 
     with cache_scope(enabled=cache):  # judge answers too
         generations = Cache("generations") if cache else None

@@ -23,20 +23,23 @@ from .charts import escape, show
 from .errors import CtrlkitError
 from .files import atomic_write_text, read_json, read_jsonl
 from .markdown import escape_markdown as _md, markdown_table as _md_table
-from .results import LOWER_IS_BETTER
+from .metric_values import best, label, value_directions
 from .secrets import mask_secrets
 
 DEFAULT_EXAMPLES = 5
-# Error-like values, where smaller is better; every other value is a score where larger is.
+BEST_NOTE = ("Best value per column among the controllers of each dataset and backbone in bold (none where a value "
+             "has no better way, as a count); ↓ marks a value where lower is better.")
 
 
 @dataclass
 class Arm:
     """One row of the table: a controller's corpus values, per-example values and predictions.
-    ``group`` is its dataset, because only outputs for the same examples are compared."""
+    ``group`` is its dataset, because only outputs for the same examples are compared (and, for
+    the best values, only outputs of one ``backbone``)."""
 
     label: str
     group: str
+    backbone: str
     metrics: dict
     scores: dict = field(default_factory=dict)
     predictions: dict = field(default_factory=dict)
@@ -61,6 +64,7 @@ class Report:
     controls: dict  # group -> example id -> controls, in file order
     config: dict
     interference: dict | None = None
+    directions: dict = field(default_factory=dict)  # column -> "higher", "lower" or None
 
     @property
     def columns(self) -> list[str]:
@@ -105,18 +109,20 @@ def _load_run(folder: Path) -> Report:
     path = folder / "results.json"
     results = read_json(path, dict)
     config = mask_secrets(_object(results.get("config"), path, "config"))
-    group = str(config.get("dataset", ""))
-    arms = [Arm(str(config.get("controller") or "run"), group, flatten(results.get("metrics"), path))]
+    group, backbone = str(config.get("dataset", "")), str(config.get("backbone", ""))
+    arms = [Arm(str(config.get("controller") or "run"), group, backbone, flatten(results.get("metrics"), path))]
+    directions = value_directions(results.get("metrics") or {})
     baseline = _object(results.get("baseline"), path, "baseline")
     if baseline:
-        arms.append(Arm(f"{baseline.get('controller')} (baseline)", group,
+        arms.append(Arm(f"{baseline.get('controller')} (baseline)", group, backbone,
                         flatten(baseline.get("metrics"), path, "baseline.metrics")))
+        directions.update(value_directions(baseline.get("metrics") or {}))
     controls, count = _read_samples(folder / "samples.jsonl", arms)
     _check_count(folder / "samples.jsonl", count, results.get("n_examples"))
     facts = mask_secrets({"dataset": config.get("dataset"), "backbone": config.get("backbone"),
                           "split": config.get("split"), "examples": results.get("n_examples"),
                           "created": results.get("created")})
-    return Report(folder.resolve().name, facts, arms, {group: controls}, config)
+    return Report(folder.resolve().name, facts, arms, {group: controls}, config, directions=directions)
 
 
 def _load_sweep(folder: Path) -> Report:
@@ -127,12 +133,14 @@ def _load_sweep(folder: Path) -> Report:
         raise CtrlkitError(f"{path}: expected a list of row objects")
     rows = [_row(row, path, i) for i, row in enumerate(rows)]
     varying = [key for key in ("controller", "backbone", "dataset") if len({str(r.get(key)) for r in rows}) > 1]
-    arms, controls = [], {}
+    arms, controls, directions = [], {}, {}
     for i, row in enumerate(rows):
-        label = " · ".join(str(row.get(key)) for key in varying or ["controller"])
-        arm = Arm(label, str(row.get("dataset", "")), flatten(row.get("metrics"), path, f"rows[{i}].metrics"))
-        if any(other.label == label for other in arms):
-            arm.label = f"{label} ({row.get('run')})"
+        name = " · ".join(str(row.get(key)) for key in varying or ["controller"])
+        arm = Arm(name, str(row.get("dataset", "")), str(row.get("backbone", "")),
+                  flatten(row.get("metrics"), path, f"rows[{i}].metrics"))
+        directions.update(value_directions(row.get("metrics") or {}))
+        if any(other.label == name for other in arms):
+            arm.label = f"{name} ({row.get('run')})"
         samples = folder / str(row.get("run", "")) / "samples.jsonl"
         if row.get("run") and samples.is_file():
             for identifier, found in _read_samples(samples, [arm])[0].items():
@@ -142,7 +150,7 @@ def _load_sweep(folder: Path) -> Report:
              for key in ("controller", "backbone", "dataset")}
     facts["runs"] = len(rows)
     config = read_json(folder / "sweep.json", dict) if (folder / "sweep.json").is_file() else {}
-    return Report(folder.resolve().name, facts, arms, controls, mask_secrets(config))
+    return Report(folder.resolve().name, facts, arms, controls, mask_secrets(config), directions=directions)
 
 
 def _load_interference(folder: Path) -> Report:
@@ -226,14 +234,14 @@ def undefined_cells(interference: dict) -> list[tuple[str, str, str]]:
 
 
 def flatten(metrics, where="", field: str = "metrics") -> dict:
-    """``{metric: {value: x}}`` as ``{"metric.value": x}`` (just ``metric`` when the value is named
-    after it), the names format_table and interference.json use. Anything but an object of
-    objects of numbers (or nulls) is an error naming ``where`` (the file) and the field."""
+    """``{metric: {value: x}}`` as ``{label: x}``, named as in every table (``metric.value``, or
+    ``metric`` for its namesake). Anything but an object of objects of numbers (or nulls) is an
+    error naming ``where`` (the file) and the field."""
     flat = {}
     for metric, values in _object(metrics, where, field).items():
         for name, value in _object(values, where, f"{field}.{metric}").items():
             _check_number(value, where, f"{field}.{metric}.{name}")
-            flat[metric if name == metric else f"{metric}.{name}"] = _number(value)
+            flat[label(metric, name)] = _number(value)
     return flat
 
 
@@ -268,17 +276,21 @@ def _number(value):
     return value if math.isfinite(value) else None
 
 
-def lower_is_better(path: str) -> bool:
-    return path.rpartition(".")[2] in LOWER_IS_BETTER
+def lower_is_better(report: Report, path: str) -> bool:
+    return report.directions.get(path) == "lower"
 
 
-def best_rows(arms: list[Arm], path: str) -> set[int]:
-    """Indices of the arms with the best value of ``path``; none when fewer than two differ."""
-    defined = {i: arm.metrics[path] for i, arm in enumerate(arms) if arm.metrics.get(path) is not None}
-    if len(set(defined.values())) < 2:
-        return set()
-    best = (min if lower_is_better(path) else max)(defined.values())
-    return {i for i, value in defined.items() if value == best}
+def best_rows(report: Report, path: str) -> set[int]:
+    """Indices of the arms with the best value of ``path`` among those of their dataset and backbone;
+    none in a group where fewer than two values differ, or where ``path`` has no better way."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, arm in enumerate(report.arms):
+        groups.setdefault((arm.group, arm.backbone), []).append(i)
+    marked = set()
+    for members in groups.values():
+        top = best((report.arms[i].metrics.get(path) for i in members), report.directions.get(path))
+        marked |= {i for i in members if top is not None and report.arms[i].metrics.get(path) == top}
+    return marked
 
 
 def _prediction(arm: Arm, identifier: str) -> str:
@@ -333,12 +345,12 @@ def render_html(report: Report, examples: int) -> str:
              f"<h1>ctrlkit report: {escape(report.title)}</h1><p class=\"facts\">{facts}</p>"]
     if report.arms:
         parts += ["<h2>Scores</h2>", _html_table(report, columns),
-                  '<p class="note">Best value per column in bold; ↓ marks a value where lower is better.</p>',
+                  f'<p class="note">{BEST_NOTE}</p>',
                   '<h2>By controller</h2><div class="charts">']
         for path in columns:
             chart = charts.bar_chart([(arm.label, arm.metrics.get(path)) for arm in report.arms],
-                                     best_rows(report.arms, path))
-            parts.append(_figure("bar", path + (" ↓" if lower_is_better(path) else ""), chart))
+                                     best_rows(report, path))
+            parts.append(_figure("bar", path + (" ↓" if lower_is_better(report, path) else ""), chart))
         parts.append("</div>")
     per_example = list(dict.fromkeys(path for arm in report.arms for path in arm.scores))
     if per_example:
@@ -370,8 +382,8 @@ def render_html(report: Report, examples: int) -> str:
 
 
 def _html_table(report: Report, columns: list[str]) -> str:
-    best = {path: best_rows(report.arms, path) for path in columns}
-    head = "".join(f"<th>{escape(c)}{' ↓' if lower_is_better(c) else ''}</th>" for c in columns)
+    best = {path: best_rows(report, path) for path in columns}
+    head = "".join(f"<th>{escape(c)}{' ↓' if lower_is_better(report, c) else ''}</th>" for c in columns)
     rows = []
     for i, arm in enumerate(report.arms):
         cells = []
@@ -425,12 +437,13 @@ def render_markdown(report: Report, examples: int) -> str:
     lines = [f"# ctrlkit report: {_md(report.title)}", "",
              " · ".join(f"{_md(k)}: {_md(v)}" for k, v in report.facts.items() if v is not None)]
     if report.arms:
-        best = {path: best_rows(report.arms, path) for path in columns}
+        best = {path: best_rows(report, path) for path in columns}
         rows = [[_md(arm.label)] + [f"**{show(arm.metrics.get(c))}**" if i in best[c] else show(arm.metrics.get(c))
                                     for c in columns] for i, arm in enumerate(report.arms)]
         lines += ["", "## Scores", ""]
-        lines += _md_table(["controller"] + [_md(c) + (" ↓" if lower_is_better(c) else "") for c in columns], rows)
-        lines += ["", "Best value per column in bold; ↓ marks a value where lower is better."]
+        lines += _md_table(["controller"] + [_md(c) + (" ↓" if lower_is_better(report, c) else "") for c in columns],
+                           rows)
+        lines += ["", BEST_NOTE]
     if report.interference:
         data = report.interference
         lines += ["", "## Interference", "", f"{_CA_NOTE} (the heatmap is in the HTML report).", "",

@@ -12,15 +12,8 @@ from pathlib import Path
 from .errors import CtrlkitError
 from .files import atomic_write_json, atomic_write_jsonl
 from .markdown import visible
+from .metric_values import is_count, label
 from .plugins import plugin_versions
-
-
-LOWER_IS_BETTER = frozenset({"mad", "word_mad", "abs_bin_error", "abs_word_error", "failed", "empty",
-                             "length_gap", "extractiveness_gap"})
-"""Metric values where smaller is better; every other value is better when larger."""
-
-COUNTS = frozenset({"left_out", "unscored", "failed", "empty"})
-"""Metric values that count things; so do those named ``n_...``."""
 
 
 def versions() -> dict:
@@ -82,8 +75,8 @@ def format_table(results: dict) -> str:
         scored = (results.get("scored") or {}).get(metric, total)
         count = f" (n={scored} of {total})" if scored != total else ""
         for name, value in values.items():
-            counted = _is_count(name)
-            row = [(f"{metric}.{name}" if name != metric else metric) + count, _show(value, counted)]
+            counted = is_count(name)
+            row = [label(metric, name) + count, _show(value, counted)]
             if baseline:
                 other = baseline["metrics"][metric][name]
                 difference = None if value is None or other is None else value - other
@@ -95,11 +88,6 @@ def format_table(results: dict) -> str:
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)
-
-
-def _is_count(name: str) -> bool:
-    """Values that count things (``n_topic``, ``left_out``), shown as whole numbers."""
-    return name.startswith("n_") or name in COUNTS
 
 
 def _show(value, counted: bool = False) -> str:

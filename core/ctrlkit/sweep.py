@@ -22,11 +22,12 @@ from .errors import ConfigurationError, CtrlkitError, OptionError
 from .digest import backbone_digest, data_digest
 from .files import atomic_write_json, atomic_write_text, read_json
 from .markdown import escape_markdown, markdown_table
+from .metric_values import best, better, directions, is_count, label
 from .options import Option
 from .report import flatten
 from .api import backbone_name
 from .pipeline import DEFAULT_METRICS, run
-from .results import LOWER_IS_BETTER, prepare_output, versions
+from .results import prepare_output, versions
 from .secrets import mask_secrets, scrub_text
 from .sweep_settings import check_settings
 
@@ -228,12 +229,21 @@ def columns(rows: Sequence[dict]) -> list[tuple[str, str]]:
     return list(seen)
 
 
-def best(rows: Sequence[dict], column: tuple[str, str]) -> float | None:
-    values = [row["metrics"].get(column[0], {}).get(column[1]) for row in rows]
-    values = [value for value in values if value is not None]
-    if not values:
-        return None
-    return min(values) if column[1] in LOWER_IS_BETTER else max(values)
+def _value(row: dict, column: tuple[str, str]) -> float | None:
+    return row["metrics"].get(column[0], {}).get(column[1])
+
+
+def best_values(rows: Sequence[dict], cols: Sequence[tuple[str, str]], ways: Sequence) -> list[dict]:
+    """Per (dataset, backbone), in table order, the best value of each column among its controllers
+    (None where there is none: no better way, or fewer than two values differ). Only outputs of one
+    backbone for the same examples are compared."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["dataset"], row["backbone"]), []).append(row)
+    return [{"dataset": dataset, "backbone": backbone,
+             "values": {label(*column): best((_value(row, column) for row in members), way)
+                        for column, way in zip(cols, ways)}}
+            for (dataset, backbone), members in groups.items()]
 
 
 def _csv_text(text: str) -> str:
@@ -243,12 +253,18 @@ def _csv_text(text: str) -> str:
 
 
 def write_table(out_dir: Path, rows: Sequence[dict]) -> None:
-    """table.json (the rows, and the best value of each column), table.csv and table.md (best in bold)."""
+    """table.json (the rows; each column's name, metric, value and better way; the best values per
+    dataset and backbone), table.csv and table.md (the best in bold, ↓ where lower is better)."""
     cols = columns(rows)
-    bests = {f"{metric}.{name}": best(rows, (metric, name)) for metric, name in cols}
-    atomic_write_json(out_dir / "table.json", {"rows": list(rows), "best": bests,
-                                               "lower_is_better": sorted(LOWER_IS_BETTER)})
-    labels = [f"{metric}.{name}" for metric, name in cols]
+    higher = directions(metric for metric, _ in cols)
+    ways = [better(name, higher[metric]) for metric, name in cols]
+    labels = [label(metric, name) for metric, name in cols]
+    bests = best_values(rows, cols, ways)
+    atomic_write_json(out_dir / "table.json", {
+        "rows": list(rows),
+        "columns": [{"name": name, "metric": metric, "value": value, "better": way}
+                    for name, (metric, value), way in zip(labels, cols, ways)],
+        "best": bests})
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["dataset", "backbone", "controller", *map(_csv_text, labels)])
@@ -256,15 +272,18 @@ def write_table(out_dir: Path, rows: Sequence[dict]) -> None:
         writer.writerow([*map(_csv_text, (row["dataset"], row["backbone"], row["controller"])),
                          *("" if v is None else v for v in (row["metrics"].get(m, {}).get(n) for m, n in cols))])
     atomic_write_text(out_dir / "table.csv", buffer.getvalue())
+    group_best = {(group["dataset"], group["backbone"]): group["values"] for group in bests}
     body = []
     for row in rows:
         cells = []
-        for (metric, name), label in zip(cols, labels):
-            value = row["metrics"].get(metric, {}).get(name)
-            text = "undefined" if value is None else f"{value:.4f}"
-            cells.append(f"**{text}**" if value is not None and value == bests[label] else text)
+        for column, name in zip(cols, labels):
+            value = _value(row, column)
+            text = "undefined" if value is None else f"{value:.0f}" if is_count(column[1]) else f"{value:.4f}"
+            marked = value is not None and value == group_best[row["dataset"], row["backbone"]][name]
+            cells.append(f"**{text}**" if marked else text)
         body.append([escape_markdown(row[key]) for key in ("dataset", "backbone", "controller")] + cells)
-    lines = markdown_table(["dataset", "backbone", "controller", *map(escape_markdown, labels)], body, text_columns=3)
+    header = [escape_markdown(name) + (" ↓" if way == "lower" else "") for name, way in zip(labels, ways)]
+    lines = markdown_table(["dataset", "backbone", "controller", *header], body, text_columns=3)
     atomic_write_text(out_dir / "table.md", "\n".join(lines) + "\n")
 
 

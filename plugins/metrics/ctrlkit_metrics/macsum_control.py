@@ -251,6 +251,8 @@ class ControlCorrelation(Metric):
     no CC; specificity is not measured (see the module's departures).
     """
 
+    higher_is_better = None  # a CC is read against the gold CC, so only its ..._gap values (lower) are ranked
+
     def compute(self, predictions, examples):
         measure = _Measures()
         values = {
