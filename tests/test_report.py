@@ -77,8 +77,8 @@ def sweep_dir(tmp_path):
 
 def _interference(folder: Path) -> None:
     _write(folder / "interference.json", {
-        "attributes": ["topic", "length"], "values": ["stas.stas", "length.mad"],
-        "matrix": {"topic": {"stas.stas": 0.25, "length.mad": None}, "length": {"stas.stas": 0.05, "length.mad": 1.5}},
+        "attributes": ["topic", "length"], "values": ["stas", "length.mad"],
+        "matrix": {"topic": {"stas": 0.25, "length.mad": None}, "length": {"stas": 0.05, "length.mad": 1.5}},
         "n_examples": 4, "config": {"controller": SCRIPT}})
 
 
@@ -150,7 +150,7 @@ def test_sweep_report_has_every_controller_and_a_heatmap(sweep_dir):
     assert page.count('<div class="output">') == 3 * 3 and "ex-3" not in page
     assert "<b>keywords</b>: a, b" in page
     markdown = markdown_path.read_text(encoding="utf-8")
-    assert "| attribute | stas.stas | length.mad |" in markdown and "| topic | 0.2500 | undefined |" in markdown
+    assert "| attribute | stas | length.mad |" in markdown and "| topic | 0.2500 | undefined |" in markdown
     assert "| &lt;script>alert(1)&lt;/script> | **0.9000** | **0.5000** |" in markdown
 
 
