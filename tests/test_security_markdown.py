@@ -86,7 +86,8 @@ def test_hostile_text_renders_as_itself_in_a_paragraph_a_heading_and_a_table_cel
                                       "blockquote_open", "hr") for token in tokens), source
 
 
-@pytest.mark.parametrize("text", ["don't say \"no\"", "a > b, b >= c", "R&D, AT&T", "café 5% (ok) {x}: y?"])
+@pytest.mark.parametrize("text", ["don't say \"no\"", "a > b, b >= c", "R&D, AT&T", "café 5% (ok) {x}: y?",
+                                  "2026-11-25T17:39:58+00:00", "1-2 of 3"])
 def test_text_markdown_does_not_need_is_written_as_it_is(text):
     """Quotes, a > inside a line, an & that starts no character reference: no entity, no backslash."""
     assert escape_markdown(text) == text

@@ -51,9 +51,9 @@ def _rows():
             rows.append({"dataset": dataset, "backbone": backbone, "controller": controller, "run": None,
                          "metrics": {"stas": {"stas": value, "above_threshold": 0.5},
                                      "length": {"mad": value, "pcc_defined": value},
-                                     "cer": {"average": value, "n_length": 10 + k},
-                                     "cc": {"length": value, "length_gap": value},
-                                     "sr": {"left_out": k}, "fm": {"failed": 3 - k}}})
+                                     "cer": {"average": value, "n_length": 10.0 + k},  # counts as a run
+                                     "cc": {"length": value, "length_gap": value},   # records them
+                                     "sr": {"left_out": float(k)}, "fm": {"failed": 3.0 - k}}})
     return rows
 
 
@@ -106,6 +106,7 @@ def test_the_best_value_is_marked_the_right_way_within_each_dataset_and_backbone
     report = write_report(tmp_path)[1].read_text().splitlines()
     start = next(i for i, line in enumerate(report) if line.startswith("| controller |"))
     assert _bold_cells(report[start:start + 2 + len(rows)], 1) == bold
+    assert report[start + 2].endswith("| **0.9000** | 10 | 0.9000 | **0.9000** | 0 | 3 |")
 
 
 def test_a_metric_says_which_way_its_values_are_better():

@@ -17,8 +17,9 @@ _INLINE = "\\`*_[]|~$#"
 # one (&#60;) cannot form, its # being escaped.
 _REFERENCE = re.compile(r"&(?=[A-Za-z][A-Za-z0-9]*;)")
 # Block syntax that only counts at the start of a line: lists (- + 1. 1)), setext underlines (=),
-# quotes (>); its punctuation is escaped (a backslash before a digit would show).
-_LINE_START = re.compile(r"^(\d*)([-+=.)>])")
+# quotes (>); its punctuation is escaped (a backslash before a digit would show), and only there:
+# a date (2026-11-25) starts no block.
+_LINE_START = re.compile(r"^(\d+(?=[.)])|)([-+=.)>])")
 # Characters that move or hide text when shown: C0/C1 controls (terminal escapes included, since
 # the sweep prints table.md) and the bidirectional overrides of "Trojan Source".
 _HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")

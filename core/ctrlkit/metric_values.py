@@ -67,6 +67,11 @@ def directions(metrics: Iterable[str]) -> dict[str, bool | None]:
     return found
 
 
+def count_labels(metrics: dict) -> set[str]:
+    """The labels of the values of ``{metric: {value: number}}`` that count things."""
+    return {label(metric, value) for metric, values in metrics.items() for value in values if is_count(value)}
+
+
 def value_directions(metrics: dict) -> dict[str, Better]:
     """``{label: better}`` of every value of ``{metric: {value: number}}``."""
     higher = directions(metrics)

@@ -23,7 +23,7 @@ from .charts import escape, show
 from .errors import CtrlkitError
 from .files import atomic_write_text, read_json, read_jsonl
 from .markdown import escape_markdown as _md, markdown_table as _md_table
-from .metric_values import best, label, value_directions
+from .metric_values import best, count_labels, label, value_directions
 from .secrets import mask_secrets
 
 DEFAULT_EXAMPLES = 5
@@ -65,10 +65,15 @@ class Report:
     config: dict
     interference: dict | None = None
     directions: dict = field(default_factory=dict)  # column -> "higher", "lower" or None
+    counts: set = field(default_factory=set)  # columns that count things, shown as whole numbers
 
     @property
     def columns(self) -> list[str]:
         return list(dict.fromkeys(path for arm in self.arms for path in arm.metrics))
+
+    def show(self, path: str, value) -> str:
+        """A table cell: a count as a whole number (as the run table shows it), a score to 4 places."""
+        return f"{value:.0f}" if value is not None and path in self.counts else show(value)
 
 
 def write_report(directory, out=None, examples: int = DEFAULT_EXAMPLES) -> tuple[Path, Path]:
@@ -112,6 +117,7 @@ def _load_run(folder: Path) -> Report:
     group, backbone = str(config.get("dataset", "")), str(config.get("backbone", ""))
     arms = [Arm(str(config.get("controller") or "run"), group, backbone, flatten(results.get("metrics"), path))]
     directions = value_directions(results.get("metrics") or {})
+    counts = count_labels(results.get("metrics") or {})
     baseline = _object(results.get("baseline"), path, "baseline")
     if baseline:
         arms.append(Arm(f"{baseline.get('controller')} (baseline)", group, backbone,
@@ -122,7 +128,8 @@ def _load_run(folder: Path) -> Report:
     facts = mask_secrets({"dataset": config.get("dataset"), "backbone": config.get("backbone"),
                           "split": config.get("split"), "examples": results.get("n_examples"),
                           "created": results.get("created")})
-    return Report(folder.resolve().name, facts, arms, {group: controls}, config, directions=directions)
+    return Report(folder.resolve().name, facts, arms, {group: controls}, config, directions=directions,
+                  counts=counts)
 
 
 def _load_sweep(folder: Path) -> Report:
@@ -133,12 +140,13 @@ def _load_sweep(folder: Path) -> Report:
         raise CtrlkitError(f"{path}: expected a list of row objects")
     rows = [_row(row, path, i) for i, row in enumerate(rows)]
     varying = [key for key in ("controller", "backbone", "dataset") if len({str(r.get(key)) for r in rows}) > 1]
-    arms, controls, directions = [], {}, {}
+    arms, controls, directions, counts = [], {}, {}, set()
     for i, row in enumerate(rows):
         name = " · ".join(str(row.get(key)) for key in varying or ["controller"])
         arm = Arm(name, str(row.get("dataset", "")), str(row.get("backbone", "")),
                   flatten(row.get("metrics"), path, f"rows[{i}].metrics"))
         directions.update(value_directions(row.get("metrics") or {}))
+        counts |= count_labels(row.get("metrics") or {})
         if any(other.label == name for other in arms):
             arm.label = f"{name} ({row.get('run')})"
         samples = folder / str(row.get("run", "")) / "samples.jsonl"
@@ -150,7 +158,8 @@ def _load_sweep(folder: Path) -> Report:
              for key in ("controller", "backbone", "dataset")}
     facts["runs"] = len(rows)
     config = read_json(folder / "sweep.json", dict) if (folder / "sweep.json").is_file() else {}
-    return Report(folder.resolve().name, facts, arms, controls, mask_secrets(config), directions=directions)
+    return Report(folder.resolve().name, facts, arms, controls, mask_secrets(config), directions=directions,
+                  counts=counts)
 
 
 def _load_interference(folder: Path) -> Report:
@@ -390,7 +399,7 @@ def _html_table(report: Report, columns: list[str]) -> str:
         for path in columns:
             value = arm.metrics.get(path)
             kind = "value best" if i in best[path] else "value undefined" if value is None else "value"
-            cells.append(f'<td class="{kind}">{show(value)}</td>')
+            cells.append(f'<td class="{kind}">{report.show(path, value)}</td>')
         rows.append(f"<tr><th>{escape(arm.label)}</th>{''.join(cells)}</tr>")
     # a wide table (many metric values) scrolls in its own box instead of running off the page
     return f'<div class="wide"><table><tr><th>controller</th>{head}</tr>{"".join(rows)}</table></div>'
@@ -438,8 +447,9 @@ def render_markdown(report: Report, examples: int) -> str:
              " · ".join(f"{_md(k)}: {_md(v)}" for k, v in report.facts.items() if v is not None)]
     if report.arms:
         best = {path: best_rows(report, path) for path in columns}
-        rows = [[_md(arm.label)] + [f"**{show(arm.metrics.get(c))}**" if i in best[c] else show(arm.metrics.get(c))
-                                    for c in columns] for i, arm in enumerate(report.arms)]
+        rows = [[_md(arm.label)] + [f"**{report.show(c, arm.metrics.get(c))}**" if i in best[c]
+                                    else report.show(c, arm.metrics.get(c)) for c in columns]
+                for i, arm in enumerate(report.arms)]
         lines += ["", "## Scores", ""]
         lines += _md_table(["controller"] + [_md(c) + (" ↓" if lower_is_better(report, c) else "") for c in columns],
                            rows)
