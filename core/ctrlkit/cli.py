@@ -11,6 +11,7 @@ import click
 
 from .cli_options import (BATCH_SIZE, DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CACHE, SET, SKIP_INVALID, SPLIT,
                           STRICT_CONTROLS, TOPICS)
+from .component_options import qualified
 from .errors import CtrlkitError
 from .options import parse_assignments
 from .plugins import KINDS, add_plugin_commands, get_registry
@@ -330,9 +331,9 @@ def _options(assignments, backbone: str | None, device: str | None = None, skip_
     (for the dataset)."""
     options = parse_assignments(assignments)
     if device:
-        options.setdefault(backbone.partition(":")[0], {})["device"] = device
+        options.setdefault(qualified(("backbones", backbone.partition(":")[0])), {})["device"] = device
     if skip_invalid_in:
-        options.setdefault(skip_invalid_in, {})["skip_invalid"] = True
+        options.setdefault(qualified(("datasets", skip_invalid_in)), {})["skip_invalid"] = True
     return options
 
 

@@ -13,13 +13,15 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
-from .api import get_dataset, get_vectorizer
+from .api import get_dataset
+from .component_options import RunOptions
 from .cache import scope as cache_scope
 from .errors import CtrlkitError, DatasetError
 from .files import read_jsonl
 from .intake import Intake, admit_examples
-from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _timed, _topic_spaces, backbone_name,
-                       bind_metrics, check_counts, check_metrics, create_metrics, report_skipped, score, _refuse_unused_options)
+from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _timed, _topic_spaces, bind_metrics, check_counts,
+                       check_metrics, components, create_metrics, create_vectorizers, report_skipped, resolved_options,
+                       score, with_data)
 from .results import prepare_output, versions, write_run
 from .secrets import mask_secrets
 
@@ -73,17 +75,14 @@ def evaluate(
     scores the examples carrying it (``scored`` counts them); ``strict_controls`` refuses instead."""
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    options = {name: dict(values) for name, values in (options or {}).items()}
-    if data is not None:
-        options.setdefault(dataset, {})["path"] = data
+    given = RunOptions(with_data(options, dataset, data), components(dataset=dataset, metrics=metrics, judge=judge))
     if out is not None:
         prepare_output(out)
     check_counts(limit=limit)
-    source = get_dataset(dataset, **options.get(dataset, {}))
-    scorers = create_metrics(metrics, options, judge)
-    vectorizers = {m.topic_vectorizer: get_vectorizer(m.topic_vectorizer, **options.get(m.topic_vectorizer, {}))
-                   for m in scorers if m.topic_vectorizer}
-    _refuse_unused_options(options, [dataset, *metrics, *vectorizers, *([backbone_name(judge)] if judge else [])])
+    source = get_dataset(dataset, **given.of("datasets", dataset))
+    scorers = create_metrics(metrics, given, judge)
+    vectorizers = create_vectorizers([m for m in scorers if m.topic_vectorizer], given)
+    given.check_unused()
 
     with _timed(timings, "load_s"):
         chosen_split = split if split is not None else source.default_split
@@ -115,7 +114,7 @@ def evaluate(
         "config": mask_secrets({"mode": "evaluate", "predictions": predictions, "dataset": dataset, "data": data,
                    "split": chosen_split, "split_origin": source.describe_split(chosen_split), "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,
                    "limit": limit, "strict_controls": strict_controls,
-                   "options": {c.name: c.options for c in (source, *scorers, *vectorizers.values())}}),
+                   "options": resolved_options(given, source, None, None, scorers, vectorizers.values())}),
         "versions": versions(),
         "n_examples": len(examples),
         "n_skipped": source.skipped,
