@@ -75,14 +75,14 @@ def evaluate(
     scores the examples carrying it (``scored`` counts them); ``strict_controls`` refuses instead."""
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    given = RunOptions(with_data(options, dataset, data), components(dataset=dataset, metrics=metrics, judge=judge))
+    routed = RunOptions(with_data(options, dataset, data), components(dataset=dataset, metrics=metrics, judge=judge))
     if out is not None:
         prepare_output(out)
     check_counts(limit=limit)
-    source = get_dataset(dataset, **given.of("datasets", dataset))
-    scorers = create_metrics(metrics, given, judge)
-    vectorizers = create_vectorizers([m for m in scorers if m.topic_vectorizer], given)
-    given.check_unused()
+    source = get_dataset(dataset, **routed.of("datasets", dataset))
+    scorers = create_metrics(metrics, routed, judge)
+    vectorizers = create_vectorizers([m for m in scorers if m.topic_vectorizer], routed)
+    routed.check_unused()
 
     with _timed(timings, "load_s"):
         chosen_split = split if split is not None else source.default_split
@@ -114,7 +114,8 @@ def evaluate(
         "config": mask_secrets({"mode": "evaluate", "predictions": predictions, "dataset": dataset, "data": data,
                    "split": chosen_split, "split_origin": source.describe_split(chosen_split), "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,
                    "limit": limit, "strict_controls": strict_controls,
-                   "options": resolved_options(given, source, None, None, scorers, vectorizers.values())}),
+                   "options": resolved_options(routed, datasets=[source], metrics=scorers,
+                                               vectorizers=vectorizers.values())}),
         "versions": versions(),
         "n_examples": len(examples),
         "n_skipped": source.skipped,

@@ -67,7 +67,7 @@ def interference(
     config = {"dataset": dataset, "data": data, "split": split, "controller": controller, "backbone": backbone,
               "attributes": list(attributes), "metrics": list(metrics), "topics": topics, "judge": judge,
               "limit": limit, "seed": seed, "batch_size": batch_size, "out": out, "cache": cache}
-    given = RunOptions(with_data(options, dataset, data), components(
+    routed = RunOptions(with_data(options, dataset, data), components(
         dataset=dataset, controllers=_names(controller), backbone=backbone, metrics=metrics, judge=judge))
     attributes = list(dict.fromkeys(attributes))
     if not attributes:
@@ -79,13 +79,13 @@ def interference(
     _seed_everything(seed)
     check_counts(limit=limit, batch_size=batch_size)
 
-    source = get_dataset(dataset, **given.of("datasets", dataset))
-    steering = create_controller(controller, given.names("controllers"))
-    model = get_backbone(backbone, **given.of("backbones", backbone_name(backbone)))
-    scorers = create_metrics(metrics, given, judge)
+    source = get_dataset(dataset, **routed.of("datasets", dataset))
+    steering = create_controller(controller, routed.names("controllers"))
+    model = get_backbone(backbone, **routed.of("backbones", backbone_name(backbone)))
+    scorers = create_metrics(metrics, routed, judge)
     needs_space = [c for c in (steering, *scorers) if c.topic_vectorizer]
-    vectorizers = create_vectorizers(needs_space, given)
-    given.check_unused()
+    vectorizers = create_vectorizers(needs_space, routed)
+    routed.check_unused()
     if not steering.requires <= model.capabilities:
         missing = ", ".join(sorted(steering.requires - model.capabilities))
         raise ConfigurationError(f"controller '{steering.name}' needs backbone capability {missing}, "
@@ -131,7 +131,8 @@ def interference(
             matrix[attribute][path], why = change_amplitude(base[path], changed[attribute].get(path))
             if why:
                 undefined.setdefault(attribute, {})[path] = why
-    config["options"] = resolved_options(given, source, steering, None, model, scorers, vectorizers.values())
+    config["options"] = resolved_options(routed, datasets=[source], controllers=[steering], backbones=[model],
+                                         metrics=scorers, vectorizers=vectorizers.values())
     report = {
         "attributes": attributes,
         "values": list(base),

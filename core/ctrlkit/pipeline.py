@@ -85,7 +85,7 @@ def run(
     """
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    given = RunOptions(with_data(options, dataset, data), components(
+    routed = RunOptions(with_data(options, dataset, data), components(
         dataset=dataset, controllers=[*_names(controller), *_names(baseline)], backbone=backbone, metrics=metrics,
         judge=judge), strict=strict_options)
     check_counts(limit=limit, batch_size=batch_size)
@@ -95,14 +95,14 @@ def run(
     if out is not None:
         prepare_output(out)
 
-    source = get_dataset(dataset, **given.of("datasets", dataset))
-    main = create_controller(controller, given.names("controllers"))
-    other = create_controller(baseline, given.names("controllers")) if baseline and baseline != controller else None
-    model = get_backbone(backbone, **given.of("backbones", backbone_name(backbone)))
-    scorers = create_metrics(metrics, given, judge)
+    source = get_dataset(dataset, **routed.of("datasets", dataset))
+    main = create_controller(controller, routed.names("controllers"))
+    other = create_controller(baseline, routed.names("controllers")) if baseline and baseline != controller else None
+    model = get_backbone(backbone, **routed.of("backbones", backbone_name(backbone)))
+    scorers = create_metrics(metrics, routed, judge)
     needs_space = [c for c in (main, other, *scorers) if c is not None and c.topic_vectorizer]
-    vectorizers = create_vectorizers(needs_space, given)
-    given.check_unused()
+    vectorizers = create_vectorizers(needs_space, routed)
+    routed.check_unused()
     for c in (main, other):
         if c is not None and not c.requires <= model.capabilities:
             missing = ", ".join(sorted(c.requires - model.capabilities))
@@ -157,7 +157,8 @@ def run(
             "topics_digest": digests["topics_digest"], "judge": judge,
             "baseline": other.name if other else None, "limit": limit, "seed": seed, "batch_size": batch_size,
             "strict_controls": strict_controls,
-            "options": resolved_options(given, source, main, other, model, scorers, vectorizers.values()),
+            "options": resolved_options(routed, datasets=[source], controllers=[main, other], backbones=[model],
+                                        metrics=scorers, vectorizers=vectorizers.values()),
         }),
         "versions": versions(),
         "n_examples": len(examples),
@@ -415,12 +416,13 @@ def create_vectorizers(users, options: RunOptions) -> dict:
             for name in dict.fromkeys(c.topic_vectorizer for c in users)}
 
 
-def resolved_options(given: RunOptions, source, main, other, model, scorers, vectorizers) -> dict:
-    """Each component's options as it took them, keyed by its name (``kind:name`` where two share it)."""
-    controllers = [c for arm in (main, other) if arm is not None for c in getattr(arm, "controllers", [arm])]
-    kinds = [("datasets", [source]), ("controllers", controllers), ("backbones", [model]), ("metrics", scorers),
-             ("vectorizers", vectorizers)]
-    return {given.key((kind, c.name)): c.options for kind, made in kinds for c in made}
+def resolved_options(routed: RunOptions, **made) -> dict:
+    """Each component's options as it took them, keyed by its name (``kind:name`` where two share
+    it); ``made`` lists the components by kind: ``datasets=[source], metrics=scorers``. A chain
+    of controllers counts as its links."""
+    return {routed.key((kind, link.name)): link.options for kind, components in made.items()
+            for component in components if component is not None
+            for link in getattr(component, "controllers", [component])}
 
 
 def _names(spec: str | None) -> list[str]:

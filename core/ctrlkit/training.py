@@ -76,13 +76,13 @@ def train(
         raise ConfigurationError("epochs, batch size and gradient accumulation must be at least 1, "
                                  "lr a finite number above 0")
     options = with_data(options, dataset, data)
-    given = RunOptions(options, components(dataset=dataset, controllers=_names(controller), backbone=backbone))
+    routed = RunOptions(options, components(dataset=dataset, controllers=_names(controller), backbone=backbone))
     prepare_output(out_dir)
     checkpoint = out_dir / CHECKPOINT
     resuming = (checkpoint / "trainer_state.json").is_file()
     name = backbone_name(backbone)
     # train in float32 unless asked otherwise: AdamW steps on bf16 weights round small updates away
-    backbone_options = {"dtype": "float32", **given.of("backbones", name)}
+    backbone_options = {"dtype": "float32", **routed.of("backbones", name)}
     # recorded in the checkpoint and compared on resume with secrets masked (a new key resumes)
     settings = mask_secrets({"backbone": backbone, "controller": controller, "dataset": dataset, "data": data,
                              "split": split, "eval_split": eval_split, "topics": topics, "options": options,
@@ -99,10 +99,10 @@ def train(
     model = get_backbone(name if resuming else backbone, **backbone_options)
     if "training" not in model.capabilities:
         raise ConfigurationError(f"backbone '{name}' cannot be trained")
-    source = get_dataset(dataset, **given.of("datasets", dataset))
-    steering = create_controller(controller, given.names("controllers"))
-    vectorizers = create_vectorizers([steering] if steering.topic_vectorizer else [], given)
-    given.check_unused()
+    source = get_dataset(dataset, **routed.of("datasets", dataset))
+    steering = create_controller(controller, routed.names("controllers"))
+    vectorizers = create_vectorizers([steering] if steering.topic_vectorizer else [], routed)
+    routed.check_unused()
     if not steering.requires <= model.capabilities:
         raise ConfigurationError(f"controller '{steering.name}' needs backbone capability "
                                  f"{', '.join(sorted(steering.requires - model.capabilities))}")
@@ -193,7 +193,8 @@ def train(
             "controller": steering.name, "topics": topics, "epochs": epochs, "max_steps": max_steps, "lr": lr,
             "batch_size": batch_size, "grad_accum": grad_accum, "patience": patience,
             "max_target_tokens": max_target_tokens, "limit": limit, "seed": seed, "strict_controls": strict_controls,
-            "options": resolved_options(given, source, steering, None, model, [], vectorizers.values())}),
+            "options": resolved_options(routed, datasets=[source], controllers=[steering], backbones=[model],
+                                        vectorizers=vectorizers.values())}),
         "versions": versions(),
         "n_pairs": len(pairs),
         "uncontrolled": left,

@@ -10,7 +10,7 @@ from ctrlkit.files import read_jsonl, require_text
 from .csvfiles import open_csv
 
 _PATH = Option("path", str, "", "the file to read (--data)")
-_ID = Option("id_field", str, "id", "field holding the example id (default: the line number)")
+_ID = Option("id_field", str, "id", "field holding the example id (a row without it: its line number)")
 _DOCUMENT = Option("document_field", str, "document", "field holding the source text")
 _CONTROL_FIELDS = Option("control_fields", str, "", "comma-separated fields copied into the controls")
 

@@ -70,7 +70,7 @@ class HubDataset(Dataset):
         Option("references_field", str, "summary", "column holding a reference or a list of them ('' for none)"),
         Option("control_fields", str, "", "comma-separated columns copied into the controls; TARGET=SOURCE "
                                           "renames (topic=category)"),
-        Option("id_field", str, "id", "column holding the example id (default: the row number)"),
+        Option("id_field", str, "id", "column holding the example id (a row without it: its row number)"),
         SKIP_INVALID,
     )
 
