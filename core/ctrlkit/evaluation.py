@@ -36,8 +36,11 @@ def read_predictions(path: str) -> dict[str, dict]:
                   for name, value in record.items()}
         if record.get("id") in (None, ""):
             raise DatasetError(f"{path}:{line}: field 'id' is missing")
-        if not isinstance(record.get("prediction"), str):
-            raise DatasetError(f"{path}:{line}: field 'prediction' must be a string")
+        if "prediction" not in record:
+            raise DatasetError(f"{path}:{line}: field 'prediction' is missing (fields: {', '.join(record)})")
+        if not isinstance(record["prediction"], str):
+            raise DatasetError(f"{path}:{line}: field 'prediction' must be a string, got "
+                               f"{'null' if record['prediction'] is None else type(record['prediction']).__name__}")
         identifier = str(record["id"])
         if identifier in predictions:
             raise DatasetError(f"{path}:{line}: duplicate id '{identifier}'")
@@ -52,6 +55,26 @@ def _dataset_predictions(examples, dataset: str) -> dict[str, dict]:
         raise CtrlkitError(f"dataset '{dataset}' gives no prediction for example '{lacking[0]}'; "
                            "pass --predictions FILE")
     return {example.id: {**example.meta, "id": example.id} for example in examples}
+
+
+def check_matched(given: Mapping[str, Any], examples, source: str, dataset: str) -> None:
+    """Refuse, in one line, predictions whose id is no example's and examples that have no
+    prediction, naming the first id of each."""
+    known = {example.id for example in examples}
+    unknown = [identifier for identifier in given if identifier not in known]
+    missing = [example.id for example in examples if example.id not in given]
+    problems = []
+    if unknown:
+        problems.append(f"{_count(unknown, 'prediction')} with an id that is no example of dataset '{dataset}' "
+                        f"(first: id '{unknown[0]}')")
+    if missing:
+        problems.append(f"{_count(missing, 'example')} with no prediction (first: id '{missing[0]}')")
+    if problems:
+        raise CtrlkitError(f"{source}: {'; '.join(problems)}")
+
+
+def _count(items, noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
 
 
 def evaluate(
@@ -89,13 +112,7 @@ def evaluate(
         examples = admit_examples(source.load(chosen_split)[:limit], dataset)
         given = read_predictions(predictions) if predictions else _dataset_predictions(examples, dataset)
     report_skipped(source, dataset)
-    known = {example.id for example in examples}
-    missing = [example.id for example in examples if example.id not in given]
-    unknown = [identifier for identifier in given if identifier not in known]
-    if missing or unknown:
-        problem = (f"{len(missing)} examples have no prediction (first: '{missing[0]}')" if missing
-                   else f"{len(unknown)} predictions match no example (first: '{unknown[0]}')")
-        raise CtrlkitError(f"{predictions or 'predictions'}: {problem}")
+    check_matched(given, examples, predictions or "predictions", dataset)
     if not examples:
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
     check_metrics(scorers, examples, source, dataset, strict_controls)

@@ -83,11 +83,14 @@ class HubDataset(Dataset):
             raise DatasetError(f"dataset '{self.name}' needs a split: --split NAME (e.g. test, or test[:100])")
         rows, label = self._rows(split)
         columns = set(rows.column_names)
-        wanted = [self.options["document_field"], self.options["references_field"], *(s for _, s in self.renames)]
-        for column in filter(None, wanted):
-            if column not in columns:
+        wanted = [(self.options["document_field"], "document_field"),
+                  (self.options["references_field"], "references_field"),
+                  *((column, "control_fields") for _, column in self.renames)]
+        for column, option in wanted:
+            if column and column not in columns:
                 raise DatasetError(f"{label}: no column '{column}' (columns: {', '.join(sorted(columns))}); "
-                                   f"map the fields with --set {self.name}.document_field=... and the like")
+                                   f"--set {self.name}.{option}={'TARGET=' if option == 'control_fields' else ''}"
+                                   "COLUMN reads another")
         return self.build_examples(enumerate(rows, 1), lambda item: self._example(*item, label))
 
     def _rows(self, split):
