@@ -208,7 +208,8 @@ def _same_configuration(config: dict, arguments: dict, digests: dict) -> bool:
     if arguments["split"] not in (None, config.get("split")):  # None: the dataset's default, as recorded
         return False
     moved = {(("datasets", arguments["dataset"]), "path")} if digests["data"] is not None else set()  # the digest
-    recorded = config["options"]  # spoke for it; below: the options this cell's components took, as recorded
+    # spoke for it. The options this cell's components took, under the key its results.json used
+    recorded = config["options"]
     given = RunOptions(arguments["options"], _cell_components(arguments), strict=False)
     for component in given.components:
         taken = recorded.get(qualified(component), recorded.get(component[1]))
