@@ -194,3 +194,33 @@ def test_csv_cells_of_any_size(tmp_path):
     path.write_text(f"id,document,reference\na,\"{long}\",Short.\n", encoding="utf-8")
     examples = ctrlkit.get_dataset("csv", path=str(path)).load(None)
     assert examples[0].document == long
+
+
+@pytest.mark.parametrize("name, text, options, message", [
+    ("data.csv", "id,text,summary\n1,A doc.,A ref.\n", {"reference_fields": "summary"},
+     "data.csv:2: column 'document' is missing (columns: id, text, summary); "
+     "--set csv.document_field=COLUMN reads another"),
+    ("data.csv", "id,document,summary\n1,A doc.,A ref.\n", {},
+     "data.csv:2: column 'reference' is missing (columns: id, document, summary); "
+     "--set csv.reference_fields=COLUMN reads another"),
+    ("data.csv", "id,document,reference\n1,A doc.,A ref.\n", {"control_fields": "topic"},
+     "data.csv:2: column 'topic' is missing (columns: id, document, reference); "
+     "--set csv.control_fields=COLUMN reads another"),
+    ("data.jsonl", '{"id": "a", "text": "A doc."}\n', {},
+     "data.jsonl:1: field 'document' is missing (fields: id, text); --set jsonl.document_field=FIELD reads another"),
+    ("data.jsonl", '{"id": "a", "document": "A doc."}\n', {"control_fields": "topic"},
+     "data.jsonl:1: field 'topic' is missing (fields: id, document); --set jsonl.control_fields=FIELD reads another"),
+])
+def test_a_missing_field_names_those_there_are_and_the_option_that_maps_it(tmp_path, name, text, options, message):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(DatasetError) as caught:
+        ctrlkit.get_dataset(name.split(".")[1], path=str(path), **options).load(None)
+    assert str(caught.value) == f"{tmp_path}/{message}"
+
+
+def test_a_missing_field_message_shows_at_most_20_fields(tmp_path):
+    path = tmp_path / "wide.jsonl"
+    path.write_text(json.dumps({f"f{i}": i for i in range(25)}) + "\n")
+    with pytest.raises(DatasetError, match=r"\(fields: f0, f1, .*, f19 and 5 more\); --set jsonl.document_field"):
+        ctrlkit.get_dataset("jsonl", path=str(path)).load(None)

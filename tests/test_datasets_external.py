@@ -119,7 +119,8 @@ def test_ccsbench_single_attribute_subset_requires_its_attribute_and_files_their
     with pytest.raises(DatasetError, match=r"test.csv:2: field 'length' is missing \(subset 'length'\)"):
         ctrlkit.get_dataset("ccsbench", path=str(tmp_path), subset="length").load("test")
     wrong = write_csv(tmp_path / "wrong.csv", [{"abstract": "x"}], columns=["abstract"])
-    with pytest.raises(DatasetError, match=r"wrong.csv: column 'text' is missing \(not a CCSBench file\?"):
+    with pytest.raises(DatasetError, match=r"wrong.csv: column 'text' is missing \(columns: abstract\); not a "
+                                           r"CCSBench file\? --set ccsbench.fields=ROLE=COLUMN,... maps them"):
         ctrlkit.get_dataset("ccsbench", path=str(wrong)).load(None)
 
 
@@ -217,7 +218,7 @@ def test_entsum_names_the_fields_a_file_has_when_the_mapping_is_wrong(entsum, tm
     _, texts = entsum
     path = write_jsonl(tmp_path / "other.jsonl", [{"doc_id": 1001, "entity_name": "Apple", "summary": "x"}])
     with pytest.raises(DatasetError, match=r"other.jsonl:1: field 'entity' is missing \(fields: doc_id, "
-                                           r"entity_name, summary\); set entsum.entity_field"):
+                                           r"entity_name, summary\); --set entsum.entity_field=FIELD reads another$"):
         ctrlkit.get_dataset("entsum", path=str(path), texts=str(texts)).load(None)
     [example] = ctrlkit.get_dataset("entsum", path=str(path), texts=str(texts), entity_field="entity_name").load(None)
     assert example.controls == {"entity": "Apple"}
@@ -334,9 +335,10 @@ def test_hf_maps_columns_to_documents_references_and_controls(saved):
 
 def test_hf_refuses_columns_the_dataset_lacks_naming_those_it_has(saved):
     with pytest.raises(DatasetError, match=r"saved\[test\]: no column 'document' \(columns: article, category, "
-                                           r"highlights, keywords, uid\)"):
+                                           r"highlights, keywords, uid\); --set hf.document_field=COLUMN reads "
+                                           r"another$"):
         hf(saved, document_field="document").load("test")
-    with pytest.raises(DatasetError, match=r"no column 'label'"):
+    with pytest.raises(DatasetError, match=r"no column 'label' .*; --set hf.control_fields=TARGET=COLUMN reads"):
         hf(saved, control_fields="topic=label").load("test")
     with pytest.raises(OptionError, match=r"'hf.control_fields' expects NAME or TARGET=SOURCE items, got 'topic='"):
         hf(saved, control_fields="topic=")

@@ -83,15 +83,30 @@ def test_predictions_must_match_the_examples(tmp_path):
     examples = ctrlkit.get_dataset("sample").load("test")
     path = tmp_path / "p.jsonl"
     path.write_text("".join(json.dumps({"id": e.id, "prediction": e.references[0]}) + "\n" for e in examples[:5]))
-    with pytest.raises(ctrlkit.CtrlkitError, match=r"115 examples have no prediction \(first: 'sample-003:"):
+    with pytest.raises(ctrlkit.CtrlkitError, match=r"p.jsonl: 115 examples with no prediction "
+                                                   r"\(first: id 'sample-003:"):
         evaluate(predictions=str(path), metrics=["rouge"])
     assert evaluate(predictions=str(path), metrics=["rouge"], limit=5).metrics["rouge"]["rouge1"] == pytest.approx(1.0)
     with open(path, "a") as file:
         file.write('{"id": "nope", "prediction": "x"}\n')
-    with pytest.raises(ctrlkit.CtrlkitError, match=r"1 predictions match no example \(first: 'nope'\)"):
+    with pytest.raises(ctrlkit.CtrlkitError) as caught:
         evaluate(predictions=str(path), metrics=["rouge"], limit=5)
-    path.write_text('{"id": "a"}\n')
-    with pytest.raises(ctrlkit.DatasetError, match=r"p.jsonl:1: field 'prediction' must be a string"):
+    assert str(caught.value) == (f"{path}: 1 prediction with an id that is no example of dataset 'sample' "
+                                 "(first: id 'nope')")
+    # a mistyped id: its prediction matches nothing and its example has none; the line names both ids
+    lines = path.read_text().splitlines()[:5]
+    lines[2] = json.dumps({"id": examples[2].id + "x", "prediction": "y"})
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ctrlkit.CtrlkitError) as caught:
+        evaluate(predictions=str(path), metrics=["rouge"], limit=5)
+    assert str(caught.value) == (f"{path}: 1 prediction with an id that is no example of dataset 'sample' (first: id "
+                                 f"'{examples[2].id}x'); 1 example with no prediction (first: id '{examples[2].id}')")
+    path.write_text('{"id": "a", "text": "x"}\n')
+    with pytest.raises(ctrlkit.DatasetError) as caught:
+        evaluate(predictions=str(path), metrics=["rouge"])
+    assert str(caught.value) == f"{path}:1: field 'prediction' is missing (fields: id, text)"
+    path.write_text('{"id": "a", "prediction": 3}\n')
+    with pytest.raises(ctrlkit.DatasetError, match=r"p.jsonl:1: field 'prediction' must be a string, got int$"):
         evaluate(predictions=str(path), metrics=["rouge"])
 
 

@@ -25,6 +25,11 @@ __all__ = [
 ]
 
 
+def __dir__():
+    # run, evaluate, RunResult and TopicSpace load on first use (below), yet are part of the module
+    return sorted(set(globals()) | set(__all__))
+
+
 def __getattr__(name):
     # numpy and scikit-learn load only when a run or a topic space is asked for
     if name in ("run", "RunResult"):

@@ -11,6 +11,7 @@ import click
 
 from .cli_options import (BATCH_SIZE, DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CACHE, SET, SKIP_INVALID, SPLIT,
                           STRICT_CONTROLS, TOPICS)
+from .component_options import NOUNS, kind_of, qualified
 from .errors import CtrlkitError
 from .options import parse_assignments
 from .plugins import KINDS, add_plugin_commands, get_registry
@@ -330,22 +331,29 @@ def _options(assignments, backbone: str | None, device: str | None = None, skip_
     (for the dataset)."""
     options = parse_assignments(assignments)
     if device:
-        options.setdefault(backbone.partition(":")[0], {})["device"] = device
+        options.setdefault(qualified(("backbones", backbone.partition(":")[0])), {})["device"] = device
     if skip_invalid_in:
-        options.setdefault(skip_invalid_in, {})["skip_invalid"] = True
+        options.setdefault(qualified(("datasets", skip_invalid_in)), {})["skip_invalid"] = True
     return options
 
 
 @cli.command("list")
-@click.argument("kind", required=False, type=click.Choice(list(KINDS)))
+@click.argument("kind", required=False, type=click.Choice([*KINDS, *NOUNS], case_sensitive=False))
 def list_components(kind):
-    """List installed controllers, metrics, datasets, backbones and vectorizers, with their options."""
-    from .listing import describe
+    """List installed controllers, metrics, datasets, backbones and vectorizers, with their options.
 
-    for i, name in enumerate([kind] if kind else KINDS):
+    A name two kinds share (the hf dataset and the hf backbone) shows its options as
+    --set KIND:NAME.OPTION=VALUE, which names one of them where both are in a run."""
+    from .listing import SHARED_NOTE, describe, shared_names
+
+    registries = {name: get_registry(name) for name in KINDS}
+    shared = shared_names(registries.values())
+    for i, name in enumerate([kind_of(kind)] if kind else KINDS):
         if i:
             click.echo()
-        click.echo(describe(name, get_registry(name)))
+        click.echo(describe(name, registries[name], shared))
+    if shared:
+        click.echo(f"\n{SHARED_NOTE}")
 
 
 @cli.command()

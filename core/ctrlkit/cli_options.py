@@ -9,7 +9,9 @@ SPLIT = click.option("--split", help="Dataset split (default: the dataset's own 
 TOPICS = click.option("--topics", type=click.Path(dir_okay=False),
                       help='JSONL of {"topic": ..., "text": ...} defining the topics (default: the dataset\'s).')
 SET = click.option("--set", "assignments", multiple=True, metavar="COMPONENT.OPTION=VALUE",
-                   help="Set a component option, e.g. --set tag.top_n=50 (repeatable).")
+                   help="Set a component option, e.g. --set tag.top_n=50 (repeatable). Where two components "
+                        "of the run share a name and both take the option, name the kind too: "
+                        "--set dataset:hf.path=DIR, --set backbone:hf.device=cpu.")
 JUDGE = click.option("--judge", help="Backbone that judge metrics (fm, focus) ask, e.g. openai:gpt-4o.")
 LIMIT = click.option("--limit", type=click.IntRange(min=1), help="Use only the first N examples.")
 DEVICE = click.option("--device", help="Torch device for a neural backbone (cpu, cuda, cuda:1); default: CUDA when present.")

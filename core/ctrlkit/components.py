@@ -6,13 +6,14 @@ methods, so that listing components stays fast.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Sequence
+import functools
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from .controls import apply_control
 from .errors import ConfigurationError, DatasetError
 from .options import Configurable
 from .secrets import is_secret, mask_secrets
-from .types import Example, MetricResult, ModelInput
+from .types import Example, MetricResult, ModelInput, as_example
 
 if TYPE_CHECKING:
     from .topics import TopicSpace
@@ -131,7 +132,17 @@ class Backbone(Configurable):
 
 
 class Metric(Configurable):
-    """Scores predictions; ``compute`` returns per-example and corpus values."""
+    """Scores predictions; ``compute`` returns per-example and corpus values.
+
+    ``compute`` takes the predictions (strings) and, in the same order, the examples: each an
+    :class:`Example` or a dict with its fields (``{"id", "document", "references", "controls"}``).
+    Every subclass's ``compute`` gets them checked and as Examples, so it reads ``example.controls``.
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "compute" in cls.__dict__:
+            cls.compute = _checked_compute(cls.__dict__["compute"])
 
     needs_references: bool = False
     reads: tuple[str, ...] = ()
@@ -158,6 +169,30 @@ class Metric(Configurable):
 
     def compute(self, predictions: Sequence[str], examples: Sequence[Example]) -> MetricResult:
         raise NotImplementedError
+
+
+def _checked_compute(compute):
+    """``compute`` receiving a list of predictions and as many :class:`Example` objects, or a
+    TypeError (ValueError for unequal lengths) saying what is expected."""
+
+    @functools.wraps(compute)
+    def checked(self, predictions, examples):
+        if isinstance(predictions, (str, bytes)) or not isinstance(predictions, Iterable):
+            raise TypeError(f"metric '{self.name}': predictions must be a list of strings, "
+                            f"got {type(predictions).__name__}")
+        predictions = list(predictions)
+        wrong = [p for p in predictions if not isinstance(p, str)]
+        if wrong:
+            raise TypeError(f"metric '{self.name}': each prediction must be a string, got {type(wrong[0]).__name__}")
+        if isinstance(examples, (str, bytes, Mapping, Example)) or not isinstance(examples, Iterable):
+            raise TypeError(f"metric '{self.name}': examples must be a list, got {type(examples).__name__}")
+        examples = [as_example(example) for example in examples]
+        if len(predictions) != len(examples):
+            raise ValueError(f"metric '{self.name}': {len(predictions)} prediction(s) for {len(examples)} "
+                             "example(s); give one per example, in the same order")
+        return compute(self, predictions, examples)
+
+    return checked
 
 
 class Dataset(Configurable):

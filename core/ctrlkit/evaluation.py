@@ -13,13 +13,15 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
-from .api import get_dataset, get_vectorizer
+from .api import get_dataset
+from .component_options import RunOptions
 from .cache import scope as cache_scope
 from .errors import CtrlkitError, DatasetError
 from .files import read_jsonl
 from .intake import Intake, admit_examples
-from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _timed, _topic_spaces, backbone_name,
-                       bind_metrics, check_counts, check_metrics, create_metrics, report_skipped, score, _refuse_unused_options)
+from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _timed, _topic_spaces, bind_metrics, check_counts,
+                       check_metrics, components, create_metrics, create_vectorizers, report_skipped, resolved_options,
+                       score, with_data)
 from .results import prepare_output, versions, write_run
 from .secrets import mask_secrets
 
@@ -34,8 +36,11 @@ def read_predictions(path: str) -> dict[str, dict]:
                   for name, value in record.items()}
         if record.get("id") in (None, ""):
             raise DatasetError(f"{path}:{line}: field 'id' is missing")
-        if not isinstance(record.get("prediction"), str):
-            raise DatasetError(f"{path}:{line}: field 'prediction' must be a string")
+        if "prediction" not in record:
+            raise DatasetError(f"{path}:{line}: field 'prediction' is missing (fields: {', '.join(record)})")
+        if not isinstance(record["prediction"], str):
+            raise DatasetError(f"{path}:{line}: field 'prediction' must be a string, got "
+                               f"{'null' if record['prediction'] is None else type(record['prediction']).__name__}")
         identifier = str(record["id"])
         if identifier in predictions:
             raise DatasetError(f"{path}:{line}: duplicate id '{identifier}'")
@@ -50,6 +55,26 @@ def _dataset_predictions(examples, dataset: str) -> dict[str, dict]:
         raise CtrlkitError(f"dataset '{dataset}' gives no prediction for example '{lacking[0]}'; "
                            "pass --predictions FILE")
     return {example.id: {**example.meta, "id": example.id} for example in examples}
+
+
+def check_matched(given: Mapping[str, Any], examples, source: str, dataset: str) -> None:
+    """Refuse, in one line, predictions whose id is no example's and examples that have no
+    prediction, naming the first id of each."""
+    known = {example.id for example in examples}
+    unknown = [identifier for identifier in given if identifier not in known]
+    missing = [example.id for example in examples if example.id not in given]
+    problems = []
+    if unknown:
+        problems.append(f"{_count(unknown, 'prediction')} with an id that is no example of dataset '{dataset}' "
+                        f"(first: id '{unknown[0]}')")
+    if missing:
+        problems.append(f"{_count(missing, 'example')} with no prediction (first: id '{missing[0]}')")
+    if problems:
+        raise CtrlkitError(f"{source}: {'; '.join(problems)}")
+
+
+def _count(items, noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
 
 
 def evaluate(
@@ -73,30 +98,21 @@ def evaluate(
     scores the examples carrying it (``scored`` counts them); ``strict_controls`` refuses instead."""
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    options = {name: dict(values) for name, values in (options or {}).items()}
-    if data is not None:
-        options.setdefault(dataset, {})["path"] = data
+    routed = RunOptions(with_data(options, dataset, data), components(dataset=dataset, metrics=metrics, judge=judge))
     if out is not None:
         prepare_output(out)
     check_counts(limit=limit)
-    source = get_dataset(dataset, **options.get(dataset, {}))
-    scorers = create_metrics(metrics, options, judge)
-    vectorizers = {m.topic_vectorizer: get_vectorizer(m.topic_vectorizer, **options.get(m.topic_vectorizer, {}))
-                   for m in scorers if m.topic_vectorizer}
-    _refuse_unused_options(options, [dataset, *metrics, *vectorizers, *([backbone_name(judge)] if judge else [])])
+    source = get_dataset(dataset, **routed.of("datasets", dataset))
+    scorers = create_metrics(metrics, routed, judge)
+    vectorizers = create_vectorizers([m for m in scorers if m.topic_vectorizer], routed)
+    routed.check_unused()
 
     with _timed(timings, "load_s"):
         chosen_split = split if split is not None else source.default_split
         examples = admit_examples(source.load(chosen_split)[:limit], dataset)
         given = read_predictions(predictions) if predictions else _dataset_predictions(examples, dataset)
     report_skipped(source, dataset)
-    known = {example.id for example in examples}
-    missing = [example.id for example in examples if example.id not in given]
-    unknown = [identifier for identifier in given if identifier not in known]
-    if missing or unknown:
-        problem = (f"{len(missing)} examples have no prediction (first: '{missing[0]}')" if missing
-                   else f"{len(unknown)} predictions match no example (first: '{unknown[0]}')")
-        raise CtrlkitError(f"{predictions or 'predictions'}: {problem}")
+    check_matched(given, examples, predictions or "predictions", dataset)
     if not examples:
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
     check_metrics(scorers, examples, source, dataset, strict_controls)
@@ -115,7 +131,8 @@ def evaluate(
         "config": mask_secrets({"mode": "evaluate", "predictions": predictions, "dataset": dataset, "data": data,
                    "split": chosen_split, "split_origin": source.describe_split(chosen_split), "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,
                    "limit": limit, "strict_controls": strict_controls,
-                   "options": {c.name: c.options for c in (source, *scorers, *vectorizers.values())}}),
+                   "options": resolved_options(routed, datasets=[source], metrics=scorers,
+                                               vectorizers=vectorizers.values())}),
         "versions": versions(),
         "n_examples": len(examples),
         "n_skipped": source.skipped,

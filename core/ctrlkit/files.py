@@ -103,9 +103,12 @@ def read_json(path: str | Path, expected: type | tuple[type, ...], error: type[C
     return data
 
 
-def require_text(record: dict, field: str, where: str) -> str:
-    """The non-empty string in ``record[field]``, or a DatasetError naming ``where`` and the field."""
-    if field not in record or record[field] is None:
+def require_text(record: dict, field: str, where: str, option: str | None = None) -> str:
+    """The non-empty string in ``record[field]``, or a DatasetError naming ``where`` and the field
+    (and, for a field the record lacks, the fields it has and ``option``, which names another)."""
+    if field not in record:
+        raise missing_field(record, field, where, option)
+    if record[field] is None:
         raise DatasetError(f"{where}: field '{field}' is missing")
     value = record[field]
     if not isinstance(value, str):
@@ -113,3 +116,19 @@ def require_text(record: dict, field: str, where: str) -> str:
     if not value.strip():
         raise DatasetError(f"{where}: field '{field}' is empty")
     return value
+
+
+MAX_FIELDS_SHOWN = 20
+
+
+def missing_field(record: dict, field: str, where: str, option: str | None = None,
+                  noun: str = "field") -> DatasetError:
+    """``where: field 'x' is missing (fields: a, b); --set OPTION=FIELD reads another`` (or, when
+    ``record`` has the field with nothing in it, that it is empty); ``noun`` is "column" for a CSV."""
+    if field in record:
+        return DatasetError(f"{where}: {noun} '{field}' is empty")
+    names = [str(name) for name in record]
+    shown = ", ".join(names[:MAX_FIELDS_SHOWN]) + (f" and {len(names) - MAX_FIELDS_SHOWN} more"
+                                                   if len(names) > MAX_FIELDS_SHOWN else "")
+    hint = f"; --set {option}={noun.upper()} reads another" if option else ""
+    return DatasetError(f"{where}: {noun} '{field}' is missing ({noun}s: {shown or 'none'}){hint}")

@@ -20,16 +20,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .api import backbone_name, create_controller, get_backbone, get_dataset, get_vectorizer
+from .api import backbone_name, create_controller, get_backbone, get_dataset
 from .cache import Cache, scope as cache_scope
 from .controls import carries
 from .errors import ConfigurationError, CtrlkitError
 from .files import atomic_write_json, atomic_write_text
 from .intake import admit_examples
 from .metric_values import label
-from .pipeline import (_check_topics, _names, _refuse_unused_options, _resolved_options, _seed_everything,
-                       _topic_spaces, bind_metrics, check_counts, check_metrics, create_metrics, fit_or_restore,
-                       generate, report_skipped, score)
+from .component_options import RunOptions
+from .pipeline import (_check_topics, _names, _seed_everything, _topic_spaces, bind_metrics, check_counts,
+                       check_metrics, components, create_metrics, create_vectorizers, fit_or_restore, generate,
+                       report_skipped, resolved_options, score, with_data)
 from .results import prepare_output, versions
 from .secrets import mask_secrets
 from .types import Example
@@ -68,9 +69,8 @@ def interference(
     config = {"dataset": dataset, "data": data, "split": split, "controller": controller, "backbone": backbone,
               "attributes": list(attributes), "metrics": list(metrics), "topics": topics, "judge": judge,
               "limit": limit, "seed": seed, "batch_size": batch_size, "out": out, "cache": cache}
-    options = {name: dict(values) for name, values in (options or {}).items()}
-    if data is not None:
-        options.setdefault(dataset, {})["path"] = data
+    routed = RunOptions(with_data(options, dataset, data), components(
+        dataset=dataset, controllers=_names(controller), backbone=backbone, metrics=metrics, judge=judge))
     attributes = list(dict.fromkeys(attributes))
     if not attributes:
         raise ConfigurationError("an interference analysis needs at least one attribute to change")
@@ -81,15 +81,13 @@ def interference(
     _seed_everything(seed)
     check_counts(limit=limit, batch_size=batch_size)
 
-    source = get_dataset(dataset, **options.get(dataset, {}))
-    steering = create_controller(controller, options)
-    model = get_backbone(backbone, **options.get(backbone_name(backbone), {}))
-    scorers = create_metrics(metrics, options, judge)
+    source = get_dataset(dataset, **routed.of("datasets", dataset))
+    steering = create_controller(controller, routed.names("controllers"))
+    model = get_backbone(backbone, **routed.of("backbones", backbone_name(backbone)))
+    scorers = create_metrics(metrics, routed, judge)
     needs_space = [c for c in (steering, *scorers) if c.topic_vectorizer]
-    vectorizers = {c.topic_vectorizer: get_vectorizer(c.topic_vectorizer, **options.get(c.topic_vectorizer, {}))
-                   for c in needs_space}
-    _refuse_unused_options(options, [dataset, backbone_name(backbone), *_names(controller), *metrics,
-                                     *vectorizers, *([backbone_name(judge)] if judge else [])])
+    vectorizers = create_vectorizers(needs_space, routed)
+    routed.check_unused()
     if not steering.requires <= model.capabilities:
         missing = ", ".join(sorted(steering.requires - model.capabilities))
         raise ConfigurationError(f"controller '{steering.name}' needs backbone capability {missing}, "
@@ -135,7 +133,8 @@ def interference(
             matrix[attribute][path], why = change_amplitude(base[path], changed[attribute].get(path))
             if why:
                 undefined.setdefault(attribute, {})[path] = why
-    config["options"] = _resolved_options(source, steering, None, model, scorers, vectorizers.values())
+    config["options"] = resolved_options(routed, datasets=[source], controllers=[steering], backbones=[model],
+                                         metrics=scorers, vectorizers=vectorizers.values())
     report = {
         "attributes": attributes,
         "values": list(base),

@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 
 from .api import backbone_name, create_controller, get_backbone, get_dataset, get_metric, get_vectorizer
 from .cache import Cache, scope as cache_scope
+from .component_options import Component, RunOptions, qualified
 from .controls import apply_control, carries, check_controls, scored_indices, uncontrolled
 from .digest import backbone_digest, data_digest
 from .errors import ConfigurationError, CtrlkitError, OptionError
@@ -84,9 +85,9 @@ def run(
     """
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    options = {name: dict(values) for name, values in (options or {}).items()}
-    if data is not None:
-        options.setdefault(dataset, {})["path"] = data
+    routed = RunOptions(with_data(options, dataset, data), components(
+        dataset=dataset, controllers=[*_names(controller), *_names(baseline)], backbone=backbone, metrics=metrics,
+        judge=judge), strict=strict_options)
     check_counts(limit=limit, batch_size=batch_size)
     if not metrics:
         raise ConfigurationError("a run needs at least one metric")
@@ -94,17 +95,14 @@ def run(
     if out is not None:
         prepare_output(out)
 
-    source = get_dataset(dataset, **options.get(dataset, {}))
-    main = create_controller(controller, options)
-    other = create_controller(baseline, options) if baseline and baseline != controller else None
-    model = get_backbone(backbone, **options.get(backbone_name(backbone), {}))
-    scorers = create_metrics(metrics, options, judge)
+    source = get_dataset(dataset, **routed.of("datasets", dataset))
+    main = create_controller(controller, routed.names("controllers"))
+    other = create_controller(baseline, routed.names("controllers")) if baseline and baseline != controller else None
+    model = get_backbone(backbone, **routed.of("backbones", backbone_name(backbone)))
+    scorers = create_metrics(metrics, routed, judge)
     needs_space = [c for c in (main, other, *scorers) if c is not None and c.topic_vectorizer]
-    vectorizers = {c.topic_vectorizer: get_vectorizer(c.topic_vectorizer, **options.get(c.topic_vectorizer, {}))
-                   for c in needs_space}
-    if strict_options:
-        _refuse_unused_options(options, [dataset, backbone_name(backbone), *_names(controller), *_names(baseline),
-                                         *metrics, *vectorizers, *([backbone_name(judge)] if judge else [])])
+    vectorizers = create_vectorizers(needs_space, routed)
+    routed.check_unused()
     for c in (main, other):
         if c is not None and not c.requires <= model.capabilities:
             missing = ", ".join(sorted(c.requires - model.capabilities))
@@ -159,7 +157,8 @@ def run(
             "topics_digest": digests["topics_digest"], "judge": judge,
             "baseline": other.name if other else None, "limit": limit, "seed": seed, "batch_size": batch_size,
             "strict_controls": strict_controls,
-            "options": _resolved_options(source, main, other, model, scorers, vectorizers.values()),
+            "options": resolved_options(routed, datasets=[source], controllers=[main, other], backbones=[model],
+                                        metrics=scorers, vectorizers=vectorizers.values()),
         }),
         "versions": versions(),
         "n_examples": len(examples),
@@ -217,14 +216,30 @@ def report_skipped(source, dataset: str) -> None:
         logger.warning("ctrlkit: dataset '%s': %d invalid rows skipped", dataset, source.skipped)
 
 
-def create_metrics(names: Sequence[str], options, judge: str | None) -> list:
+def components(*, dataset: str, controllers: Sequence[str] = (), backbone: str | None = None,
+               metrics: Sequence[str] = (), judge: str | None = None) -> list[Component]:
+    """The ``(kind, name)`` of each component a run names (topic vectorizers come later)."""
+    return [("datasets", dataset), *(("controllers", name) for name in controllers),
+            *(("backbones", backbone_name(spec)) for spec in (backbone, judge) if spec),
+            *(("metrics", name) for name in metrics)]
+
+
+def with_data(options: Mapping[str, Mapping[str, Any]] | None, dataset: str, data: str | None) -> dict:
+    """``options`` with ``data`` as the dataset's ``path`` option (``--data``)."""
+    options = {key: dict(values) for key, values in (options or {}).items()}
+    if data is not None:
+        options.setdefault(qualified(("datasets", dataset)), {})["path"] = data
+    return options
+
+
+def create_metrics(names: Sequence[str], options: RunOptions, judge: str | None) -> list:
     """The named metrics with their options, each given the judge backbone when it needs one."""
-    scorers = [get_metric(name, **options.get(name, {})) for name in dict.fromkeys(names)]
+    scorers = [get_metric(name, **options.of("metrics", name)) for name in dict.fromkeys(names)]
     needing = [m.name for m in scorers if m.needs_judge]
     if needing and not judge:
         raise ConfigurationError(f"metric '{needing[0]}' needs a judge: --judge BACKBONE (e.g. openai:MODEL)")
     if needing:
-        judging = get_backbone(judge, **options.get(backbone_name(judge), {}))
+        judging = get_backbone(judge, **options.of("backbones", backbone_name(judge)))
         for metric in scorers:
             if metric.needs_judge:
                 metric.use_judge(judging)
@@ -395,17 +410,19 @@ def _check_topics(component, space: TopicSpace, examples) -> None:
                                  f"'{unknown[0].id}'{more} has no topic documents ({len(known)} topics known)")
 
 
-def _refuse_unused_options(options, used) -> None:
-    unused = sorted(set(options) - set(used))
-    if unused:
-        raise OptionError(f"--set {unused[0]}.*: no component named '{unused[0]}' in this run "
-                          f"(components: {', '.join(dict.fromkeys(used))})")
+def create_vectorizers(users, options: RunOptions) -> dict:
+    """The topic vectorizer each of ``users`` (controllers, metrics) asks for, by name."""
+    return {name: get_vectorizer(name, **options.of("vectorizers", name))
+            for name in dict.fromkeys(c.topic_vectorizer for c in users)}
 
 
-def _resolved_options(source, main, other, model, scorers, vectorizers) -> dict:
-    controllers = [c for arm in (main, other) if arm is not None for c in getattr(arm, "controllers", [arm])]
-    return {c.name: c.options for c in (source, *controllers, model, *scorers, *vectorizers)}
-
+def resolved_options(routed: RunOptions, **made) -> dict:
+    """Each component's options as it took them, keyed by its name (``kind:name`` where two share
+    it); ``made`` lists the components by kind: ``datasets=[source], metrics=scorers``. A chain
+    of controllers counts as its links."""
+    return {routed.key((kind, link.name)): link.options for kind, components in made.items()
+            for component in components if component is not None
+            for link in getattr(component, "controllers", [component])}
 
 
 def _names(spec: str | None) -> list[str]:

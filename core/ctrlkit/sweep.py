@@ -26,7 +26,9 @@ from .metric_values import best, better, directions, is_count, label
 from .options import Option
 from .report import flatten
 from .api import backbone_name
-from .pipeline import DEFAULT_METRICS, run
+from .component_options import RunOptions, qualified
+from .pipeline import DEFAULT_METRICS, _names, components, run
+from .plugins import get_registry
 from .results import prepare_output, versions
 from .secrets import mask_secrets, scrub_text
 from .sweep_settings import check_settings
@@ -117,13 +119,11 @@ def sweep(
     controllers, metrics, backbones, datasets = (checked[key] for key in ("controllers", "metrics", "backbones",
                                                                           "datasets"))
     data, options = checked.get("data"), checked.get("options")
-    from .pipeline import _names, _refuse_unused_options
-    from .plugins import get_registry
-
-    _refuse_unused_options(options or {}, [*datasets, *(backbone_name(b) for b in backbones),
-                                           *(name for c in controllers for name in _names(c)), *metrics,
-                                           *get_registry("vectorizers").names(),
-                                           *([backbone_name(judge)] if judge else [])])
+    # every option must fit a component of some cell (each cell takes those of its own components)
+    backbone_names = [backbone_name(spec) for spec in (*backbones, *([judge] if judge else []))]
+    RunOptions(options, [*(("datasets", name) for name in datasets), *(("backbones", name) for name in backbone_names),
+                         *(("controllers", name) for spec in controllers for name in _names(spec)),
+                         *(("metrics", name) for name in metrics), *_vectorizers()]).check_unused()
     out_dir = Path(out)
     prepare_output(out_dir)
     settings = {"controllers": list(controllers), "metrics": list(metrics), "backbones": list(backbones),
@@ -134,7 +134,7 @@ def sweep(
     rows = []
     topics_digest = data_digest(topics)
     for dataset in datasets:
-        path = settings["data"].get(dataset) or settings["options"].get(dataset, {}).get("path")
+        path = settings["data"].get(dataset) or _given(settings["options"], "datasets", dataset).get("path")
         # what the files hold now: a cell made from other bytes runs again
         digests = {"data": data_digest(path), "topics": topics_digest}
         for backbone in backbones:
@@ -167,8 +167,13 @@ def _backbone_digest(arguments: dict) -> str:
     its options are read, no weights are loaded."""
     from .api import get_backbone
 
-    name = backbone_name(arguments["backbone"])
-    return backbone_digest(get_backbone(arguments["backbone"], **arguments["options"].get(name, {})))
+    options = _given(arguments["options"], "backbones", backbone_name(arguments["backbone"]))
+    return backbone_digest(get_backbone(arguments["backbone"], **options))
+
+
+def _given(options: Mapping, kind: str, name: str) -> dict:
+    """The options a sweep's ``options`` give component ``name`` of ``kind`` (those it takes)."""
+    return RunOptions(options, [(kind, name)], strict=False).of(kind, name)
 
 
 def _recorded(done: Path) -> dict | None:
@@ -203,10 +208,30 @@ def _same_configuration(config: dict, arguments: dict, digests: dict) -> bool:
         return False
     if arguments["split"] not in (None, config.get("split")):  # None: the dataset's default, as recorded
         return False
-    moved = {(arguments["dataset"], "path")} if digests["data"] is not None else set()  # the digest spoke for it
-    return all(_same_value(config["options"][name].get(option), value)  # the options this cell's components took
-               for name, values in arguments["options"].items() if name in config["options"]
-               for option, value in values.items() if (name, option) not in moved)
+    moved = {(("datasets", arguments["dataset"]), "path")} if digests["data"] is not None else set()  # the digest
+    # spoke for it. The options this cell's components took, under the key its results.json used
+    recorded = config["options"]
+    given = RunOptions(arguments["options"], _cell_components(arguments), strict=False)
+    for component in given.components:
+        taken = recorded.get(qualified(component), recorded.get(component[1]))
+        if taken is None:
+            continue
+        if not all(_same_value(taken.get(option), value) for option, value in given.of(*component).items()
+                   if (component, option) not in moved):
+            return False
+    return True
+
+
+def _cell_components(arguments: dict) -> list:
+    return [*components(dataset=arguments["dataset"], controllers=_names(arguments["controller"]),
+                        backbone=arguments["backbone"], metrics=arguments["metrics"], judge=arguments["judge"]),
+            *_vectorizers()]
+
+
+def _vectorizers() -> list:
+    """Every installed topic vectorizer: which ones a cell uses is known only once its controller
+    and metrics are made."""
+    return [("vectorizers", name) for name in get_registry("vectorizers").names()]
 
 
 def _same_value(recorded, given) -> bool:

@@ -24,6 +24,9 @@ _VECTORS_FILE = "topic_vectors.npy"
 
 
 class TopicSpace:
+    """Topics as vectors. ``topics`` lists the topic names in the order of the columns of
+    :meth:`similarities` (sorted when built with :meth:`fit`): column j is ``topics[j]``."""
+
     def __init__(self, vectorizer, topics: Sequence[str], topic_vectors: np.ndarray):
         self.vectorizer = vectorizer
         self.topics = list(topics)
@@ -72,7 +75,8 @@ class TopicSpace:
             raise CtrlkitError(f"Topic '{topic}' is not in the topic space (topics: {shown})") from None
 
     def similarities(self, texts: Sequence[str], chunk_size: int = 10_000) -> np.ndarray:
-        """Cosine similarity of every text to every topic: shape (len(texts), len(topics))."""
+        """Cosine similarity of every text to every topic: shape (len(texts), len(topics)); column j
+        is topic ``self.topics[j]``."""
         out = np.empty((len(texts), len(self.topics)))
         for start in range(0, len(texts), chunk_size):
             vectors = _normalize_rows(self.vectorizer.transform(texts[start : start + chunk_size]))

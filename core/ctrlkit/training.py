@@ -18,13 +18,14 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from .api import backbone_name, create_controller, get_backbone, get_dataset, get_vectorizer
+from .api import backbone_name, create_controller, get_backbone, get_dataset
 from .errors import ConfigurationError, CtrlkitError
 from .controls import apply_control, check_controls, uncontrolled
 from .files import atomic_write_json, read_json
 from .intake import admit_examples
-from .pipeline import (_check_topics, _seed_everything, _topic_spaces, check_counts, fit_or_restore,
-                       report_uncontrolled)
+from .component_options import RunOptions
+from .pipeline import (_check_topics, _names, _seed_everything, _topic_spaces, check_counts, components,
+                       create_vectorizers, fit_or_restore, report_uncontrolled, resolved_options, with_data)
 from .results import prepare_output, versions
 from .secrets import mask_secrets
 from .types import ModelInput
@@ -74,15 +75,14 @@ def train(
     if min(epochs, batch_size, grad_accum) < 1 or not 0 < lr < float("inf"):  # NaN too
         raise ConfigurationError("epochs, batch size and gradient accumulation must be at least 1, "
                                  "lr a finite number above 0")
-    options = {name: dict(values) for name, values in (options or {}).items()}
-    if data is not None:
-        options.setdefault(dataset, {})["path"] = data
+    options = with_data(options, dataset, data)
+    routed = RunOptions(options, components(dataset=dataset, controllers=_names(controller), backbone=backbone))
     prepare_output(out_dir)
     checkpoint = out_dir / CHECKPOINT
     resuming = (checkpoint / "trainer_state.json").is_file()
     name = backbone_name(backbone)
     # train in float32 unless asked otherwise: AdamW steps on bf16 weights round small updates away
-    backbone_options = {"dtype": "float32", **options.get(name, {})}
+    backbone_options = {"dtype": "float32", **routed.of("backbones", name)}
     # recorded in the checkpoint and compared on resume with secrets masked (a new key resumes)
     settings = mask_secrets({"backbone": backbone, "controller": controller, "dataset": dataset, "data": data,
                              "split": split, "eval_split": eval_split, "topics": topics, "options": options,
@@ -99,8 +99,10 @@ def train(
     model = get_backbone(name if resuming else backbone, **backbone_options)
     if "training" not in model.capabilities:
         raise ConfigurationError(f"backbone '{name}' cannot be trained")
-    source = get_dataset(dataset, **options.get(dataset, {}))
-    steering = create_controller(controller, options)
+    source = get_dataset(dataset, **routed.of("datasets", dataset))
+    steering = create_controller(controller, routed.names("controllers"))
+    vectorizers = create_vectorizers([steering] if steering.topic_vectorizer else [], routed)
+    routed.check_unused()
     if not steering.requires <= model.capabilities:
         raise ConfigurationError(f"controller '{steering.name}' needs backbone capability "
                                  f"{', '.join(sorted(steering.requires - model.capabilities))}")
@@ -112,8 +114,7 @@ def train(
     evaluation = admit_examples(source.load(eval_split), dataset) if eval_split else []
     check_controls(steering, examples + evaluation, dataset, strict_controls)
     vectorizer = steering.topic_vectorizer
-    spaces = _topic_spaces({vectorizer: get_vectorizer(vectorizer, **options.get(vectorizer, {}))} if vectorizer
-                           else {}, topics, source, dataset)
+    spaces = _topic_spaces(vectorizers, topics, source, dataset)
     if vectorizer:
         _check_topics(steering, spaces[vectorizer], examples + evaluation)
     fit_or_restore(steering, model, source, spaces.get(vectorizer))
@@ -192,7 +193,8 @@ def train(
             "controller": steering.name, "topics": topics, "epochs": epochs, "max_steps": max_steps, "lr": lr,
             "batch_size": batch_size, "grad_accum": grad_accum, "patience": patience,
             "max_target_tokens": max_target_tokens, "limit": limit, "seed": seed, "strict_controls": strict_controls,
-            "options": {c.name: c.options for c in (source, model, *getattr(steering, "controllers", [steering]))}}),
+            "options": resolved_options(routed, datasets=[source], controllers=[steering], backbones=[model],
+                                        vectorizers=vectorizers.values())}),
         "versions": versions(),
         "n_pairs": len(pairs),
         "uncontrolled": left,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Mapping
 
 TAG = "[TAG]"
 """Marks a topic term in the source: ``[TAG] businesses [TAG]`` (the tag controller)."""
@@ -27,6 +27,36 @@ class Example:
     references: list[str] = field(default_factory=list)
     controls: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+EXAMPLE_FIELDS = ("id", "document", "references", "controls", "meta")
+_EXPECTED = ("a ctrlkit.Example or a dict {'id': str, 'document': str, 'references': [str, ...], "
+             "'controls': {...}, 'meta': {...}} (references, controls and meta may be left out)")
+
+
+def as_example(value: Any) -> Example:
+    """``value`` as an :class:`Example`: an Example as it is, a dict with its fields made into one
+    (``references`` may be one string); anything else is a TypeError saying what is expected."""
+    if isinstance(value, Example):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"an example must be {_EXPECTED}, got {type(value).__name__}")
+    unknown = [str(key) for key in value if key not in EXAMPLE_FIELDS]
+    if unknown:
+        raise TypeError(f"an example has no field {unknown[0]!r}; expected {_EXPECTED}")
+    for name in ("id", "document"):
+        if not isinstance(value.get(name), str):
+            got = "nothing" if name not in value else type(value[name]).__name__
+            raise TypeError(f"an example's {name!r} must be a string, got {got}; expected {_EXPECTED}")
+    references = value.get("references", [])
+    references = [references] if isinstance(references, str) else references
+    if not isinstance(references, (list, tuple)) or not all(isinstance(item, str) for item in references):
+        raise TypeError(f"example {value['id']!r}: 'references' must be a string or a list of strings")
+    for name in ("controls", "meta"):
+        if not isinstance(value.get(name, {}), Mapping):
+            raise TypeError(f"example {value['id']!r}: {name!r} must be a dict, got {type(value[name]).__name__}")
+    return Example(id=value["id"], document=value["document"], references=list(references),
+                   controls=dict(value.get("controls", {})), meta=dict(value.get("meta", {})))
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ class ExtractiveBackbone(Backbone):
 
     capabilities = frozenset({"text", "guidance", "length_budget"})
     options = (
-        Option("max_words", int, 60, "word budget of each summary", minimum=1),
+        Option("max_words", int, 60, "word budget of each summary (a length controller's target replaces it)",
+               minimum=1),
         Option("lead_weight", float, 1.0, "weight of the position bonus 1/(1+i) against centrality", minimum=0.0),
         Option("control_weight", float, 2.0, "weight of control relevance against generic salience", minimum=0.0),
         Option("guidance", str, "boost", "boost sentences like the guidance, or restrict selection to "

@@ -18,8 +18,8 @@ DTYPES = ("auto", "float32", "float16", "bfloat16")
 class HFBackbone(Backbone):
     spec_option = "model"
     options = (
-        Option("model", str, "", "model path or hub id (the part after 'hf:')"),
-        Option("device", str, "", "torch device, e.g. cpu, cuda, cuda:1 (default: CUDA when present)"),
+        Option("model", str, "", "model path or hub id (what follows the colon in --backbone NAME:MODEL)"),
+        Option("device", str, "", "torch device, e.g. cpu, cuda, cuda:1; empty: CUDA when present, else CPU"),
         Option("dtype", str, "auto", "weights dtype (auto: float32 on CPU, bfloat16 on CUDA when supported)",
                choices=DTYPES),
         Option("max_input_tokens", int, 0, "truncate inputs to this many tokens (0: the model's limit)", minimum=0),

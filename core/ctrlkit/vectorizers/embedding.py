@@ -42,9 +42,9 @@ class EmbeddingVectorizer(Vectorizer):
     the mean of its documents' embeddings."""
 
     options = (
-        Option("model", str, "", "sentence-transformers name or path (default: local all-MiniLM-L6-v2)"),
+        Option("model", str, "", "sentence-transformers name or path; empty: the local all-MiniLM-L6-v2"),
         Option("batch_size", int, 64, "texts per encoding batch", minimum=1),
-        Option("device", str, "", "torch device (default: CUDA when present, else CPU)"),
+        Option("device", str, "", "torch device; empty: CUDA when present, else CPU"),
     )
 
     def fit(self, documents):

@@ -33,7 +33,9 @@ class Guidance(Controller):
     """Puts a guidance signal beside the document: entity sentences, keywords, given or oracle sentences."""
 
     requires = frozenset({"guidance"})
-    options = (Option("source", str, "entity", "what the guidance is", choices=tuple(_READS)),)
+    options = (Option("source", str, "entity", "which control becomes the guidance: entity (the sentences naming "
+                                               "it), keywords, given (the 'guidance' control), salient or "
+                                               "summary_sentences (those oracle sentences)", choices=tuple(_READS)),)
 
     def __init__(self, **options):
         super().__init__(**options)

@@ -18,7 +18,7 @@ class LengthBudget(Controller):
     requires = frozenset({"length_budget"})
     options = (
         Option("unit", str, "words", "how a numeric length control is read", choices=("words", "bin")),
-        Option("levels", str, "", "named levels in words, e.g. short=50,normal=100 (default: the dataset's)"),
+        Option("levels", str, "", "named levels in words, e.g. short=50,normal=100 (over the dataset's own)"),
     )
 
     def __init__(self, **options):

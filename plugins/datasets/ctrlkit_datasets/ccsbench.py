@@ -281,8 +281,9 @@ def _file_rows(path: Path, columns: list[str]) -> list:
 def _check_columns(path: Path, header, columns: list[str]) -> None:
     missing = [column for column in columns if column not in header]
     if missing:
-        raise DatasetError(f"{path}: column '{missing[0]}' is missing (not a CCSBench file? map the columns "
-                           "with --set ccsbench.fields=document=COLUMN,...)")
+        raise DatasetError(f"{path}: column '{missing[0]}' is missing (columns: {', '.join(map(str, header))}); "
+                           "not a CCSBench file? --set ccsbench.fields=ROLE=COLUMN,... maps them "
+                           "(roles: document, summary, length, keywords, readability, focus)")
 
 
 def _parquet_rows(path: Path) -> tuple[list[str], list[dict]]:

@@ -36,7 +36,7 @@ sentences pooled (each sentence once, in order of appearance).
 from pathlib import Path
 
 from ctrlkit import Dataset, DatasetError, Example, Option
-from ctrlkit.files import read_jsonl, require_text
+from ctrlkit.files import missing_field, read_jsonl, require_text
 from ctrlkit.options import SKIP_INVALID
 from ctrlkit.text import sentences
 
@@ -90,8 +90,7 @@ class EntSum(Dataset):
         """Refuse, naming the fields there are, a file whose first line lacks a mapped field."""
         for option in ("doc_id_field", "entity_field", "summary_field"):
             if self.options[option] not in first:
-                raise DatasetError(f"{path}:1: field '{self.options[option]}' is missing (fields: "
-                                   f"{', '.join(first)}); set {self.name}.{option}")
+                raise missing_field(first, self.options[option], f"{path}:1", f"{self.name}.{option}")
 
     def _texts(self):
         """``doc_id -> text`` lookup: a dict from a JSONL file, or a reader of a folder's files."""
@@ -107,17 +106,18 @@ class EntSum(Dataset):
             where = f"{source}:{number}"
             identifier = record.get(self.options["texts_id_field"])
             if identifier in (None, ""):
-                raise DatasetError(f"{where}: field '{self.options['texts_id_field']}' is missing")
-            texts[str(identifier)] = require_text(record, self.options["texts_text_field"], where)
+                raise missing_field(record, self.options["texts_id_field"], where, f"{self.name}.texts_id_field")
+            texts[str(identifier)] = require_text(record, self.options["texts_text_field"], where,
+                                                  f"{self.name}.texts_text_field")
         return texts
 
     def _example(self, path, number, record, texts) -> Example:
         where = f"{path}:{number}"
         doc_id = record.get(self.options["doc_id_field"])
         if doc_id in (None, ""):
-            raise DatasetError(f"{where}: field '{self.options['doc_id_field']}' is missing")
+            raise missing_field(record, self.options["doc_id_field"], where, f"{self.name}.doc_id_field")
         doc_id = str(doc_id)
-        entity = require_text(record, self.options["entity_field"], where).strip()
+        entity = require_text(record, self.options["entity_field"], where, f"{self.name}.entity_field").strip()
         text = texts.get(doc_id)
         if not text or not text.strip():
             raise DatasetError(f"{where}: no text for document '{doc_id}' in {self.options['texts']}")

@@ -5,12 +5,12 @@ from pathlib import Path
 
 from ctrlkit import Dataset, DatasetError, Example, Option
 from ctrlkit.options import SKIP_INVALID
-from ctrlkit.files import read_jsonl, require_text
+from ctrlkit.files import missing_field, read_jsonl, require_text
 
 from .csvfiles import open_csv
 
 _PATH = Option("path", str, "", "the file to read (--data)")
-_ID = Option("id_field", str, "id", "field holding the example id (default: the line number)")
+_ID = Option("id_field", str, "id", "field holding the example id (a row without it: its line number)")
 _DOCUMENT = Option("document_field", str, "document", "field holding the source text")
 _CONTROL_FIELDS = Option("control_fields", str, "", "comma-separated fields copied into the controls")
 
@@ -21,6 +21,9 @@ def _names(text: str) -> list[str]:
 
 class _FileDataset(Dataset):
     controls = None  # whatever the file holds
+    noun = "field"
+    """What errors call a record's named parts: a JSON object's fields, a CSV file's columns."""
+
     def load(self, split):
         if split is not None:
             raise DatasetError(f"dataset '{self.name}' has no splits; point --data at the file you want")
@@ -37,12 +40,15 @@ class _FileDataset(Dataset):
         return examples
 
     def _example(self, record, where, line):
+        if self.options["document_field"] not in record:
+            raise missing_field(record, self.options["document_field"], where, f"{self.name}.document_field",
+                                self.noun)
         document = require_text(record, self.options["document_field"], where)
         identifier = record.get(self.options["id_field"])
         controls = self._controls(record, where)
         for field in _names(self.options["control_fields"]):
             if field not in record:
-                raise DatasetError(f"{where}: field '{field}' is missing")
+                raise missing_field(record, field, where, f"{self.name}.control_fields", self.noun)
             controls[field] = record[field]
         references = self._references(record, where)
         return Example(
@@ -92,6 +98,8 @@ class JsonlDataset(_FileDataset):
 class CsvDataset(_FileDataset):
     """A CSV file with a header row; each column named in ``reference_fields`` is one reference."""
 
+    noun = "column"
+
     options = (
         _PATH,
         _ID,
@@ -118,7 +126,7 @@ class CsvDataset(_FileDataset):
         references = []
         for field in _names(self.options["reference_fields"]):
             if field not in record:
-                raise DatasetError(f"{where}: column '{field}' is missing")
+                raise missing_field(record, field, where, f"{self.name}.reference_fields", self.noun)
             if (record[field] or "").strip():
                 references.append(record[field])
         return references

@@ -70,7 +70,7 @@ class HubDataset(Dataset):
         Option("references_field", str, "summary", "column holding a reference or a list of them ('' for none)"),
         Option("control_fields", str, "", "comma-separated columns copied into the controls; TARGET=SOURCE "
                                           "renames (topic=category)"),
-        Option("id_field", str, "id", "column holding the example id (default: the row number)"),
+        Option("id_field", str, "id", "column holding the example id (a row without it: its row number)"),
         SKIP_INVALID,
     )
 
@@ -83,11 +83,14 @@ class HubDataset(Dataset):
             raise DatasetError(f"dataset '{self.name}' needs a split: --split NAME (e.g. test, or test[:100])")
         rows, label = self._rows(split)
         columns = set(rows.column_names)
-        wanted = [self.options["document_field"], self.options["references_field"], *(s for _, s in self.renames)]
-        for column in filter(None, wanted):
-            if column not in columns:
+        wanted = [(self.options["document_field"], "document_field"),
+                  (self.options["references_field"], "references_field"),
+                  *((column, "control_fields") for _, column in self.renames)]
+        for column, option in wanted:
+            if column and column not in columns:
                 raise DatasetError(f"{label}: no column '{column}' (columns: {', '.join(sorted(columns))}); "
-                                   f"map the fields with --set {self.name}.document_field=... and the like")
+                                   f"--set {self.name}.{option}={'TARGET=' if option == 'control_fields' else ''}"
+                                   "COLUMN reads another")
         return self.build_examples(enumerate(rows, 1), lambda item: self._example(*item, label))
 
     def _rows(self, split):

@@ -33,14 +33,14 @@ class BertScore(Metric):
 
     needs_references = True
     options = (
-        Option("model", str, "", "bert-score model name or path (default: local all-MiniLM-L6-v2)"),
+        Option("model", str, "", "bert-score model name or path; empty: the local all-MiniLM-L6-v2"),
         Option("num_layers", int, 0, "layer whose embeddings are matched (0: bert-score's choice for the "
-                                     "model; 6 for the default model)", minimum=0),
+                                     "model; 6 for the local all-MiniLM-L6-v2)", minimum=0),
         Option("idf", bool, False, "weight tokens by idf over the references scored together"),
         Option("rescale_with_baseline", bool, False, "rescale with bert-score's baseline for model and lang"),
         Option("lang", str, "en", "language of the texts (picks the rescaling baseline)"),
         Option("batch_size", int, 64, "texts per embedding batch", minimum=1),
-        Option("device", str, "", "torch device (default: CUDA when present, else CPU)"),
+        Option("device", str, "", "torch device; empty: CUDA when present, else CPU"),
     )
 
     def __init__(self, **options):
