@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 import click
@@ -13,6 +12,7 @@ from .cli_options import (BATCH_SIZE, DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CA
                           STRICT_CONTROLS, TOPICS)
 from .errors import CtrlkitError
 from .options import parse_assignments
+from .outputs import output_folder
 from .plugins import KINDS, add_plugin_commands, get_registry
 
 
@@ -84,14 +84,14 @@ def run(dataset, data, split, controller, backbone, metrics, topics, assignments
     """Generate summaries with a controller and score them; writes results.json and samples.jsonl."""
     from .pipeline import DEFAULT_METRICS, run as run_pipeline
 
-    out = out or _default_out(dataset, controller)
-    result = run_pipeline(
-        dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
-        metrics=metrics or DEFAULT_METRICS, topics=topics, judge=judge,
-        options=_options(assignments, backbone, device, dataset if skip_invalid else None),
-        baseline=None if no_baseline else baseline, limit=limit, seed=seed, batch_size=batch_size,
-        out=out, cache=not no_cache, strict_controls=strict_controls, progress=True,
-    )
+    with output_folder(out, f"{dataset}-{controller}") as out:
+        result = run_pipeline(
+            dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
+            metrics=metrics or DEFAULT_METRICS, topics=topics, judge=judge,
+            options=_options(assignments, backbone, device, dataset if skip_invalid else None),
+            baseline=None if no_baseline else baseline, limit=limit, seed=seed, batch_size=batch_size,
+            out=out, cache=not no_cache, strict_controls=strict_controls, progress=True,
+        )
     click.echo(result.table())
     click.echo(f"\n{describe_examples(result.results)}; results in {out}/results.json", err=True)
 
@@ -118,12 +118,12 @@ def evaluate(predictions, dataset, data, split, metrics, topics, assignments, ju
     from .evaluation import evaluate as evaluate_predictions
     from .pipeline import DEFAULT_METRICS
 
-    out = out or _default_out(dataset, "evaluate")
-    result = evaluate_predictions(
-        predictions=predictions, dataset=dataset, data=data, split=split, metrics=metrics or DEFAULT_METRICS,
-        topics=topics, options=_options(assignments, None, skip_invalid_in=dataset if skip_invalid else None),
-        judge=judge, limit=limit, strict_controls=strict_controls, out=out,
-    )
+    with output_folder(out, f"{dataset}-evaluate") as out:
+        result = evaluate_predictions(
+            predictions=predictions, dataset=dataset, data=data, split=split, metrics=metrics or DEFAULT_METRICS,
+            topics=topics, options=_options(assignments, None, skip_invalid_in=dataset if skip_invalid else None),
+            judge=judge, limit=limit, strict_controls=strict_controls, out=out,
+        )
     click.echo(result.table())
     click.echo(f"\n{describe_examples(result.results)}; results in {out}/results.json", err=True)
 
@@ -300,13 +300,14 @@ def analyze_interference(dataset, data, split, controller, backbone, attributes,
     amplitude CA = |m_new - m| / |m|. Writes interference.json and the heatmap interference.svg."""
     from .interference import format_matrix, interference
 
-    out = out or _default_out(dataset, "interference")
-    report = interference(
-        dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
-        attributes=[name.strip() for name in attributes.split(",") if name.strip()], metrics=metrics,
-        options=_options(assignments, backbone, device, dataset if skip_invalid else None), topics=topics,
-        judge=judge, limit=limit, seed=seed, batch_size=batch_size, out=out, cache=not no_cache, progress=True,
-    )
+    with output_folder(out, f"{dataset}-interference") as out:
+        report = interference(
+            dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
+            attributes=[name.strip() for name in attributes.split(",") if name.strip()], metrics=metrics,
+            options=_options(assignments, backbone, device, dataset if skip_invalid else None), topics=topics,
+            judge=judge, limit=limit, seed=seed, batch_size=batch_size, out=out, cache=not no_cache,
+            progress=True,
+        )
     click.echo(format_matrix(report))
     click.echo(f"\n{report['n_examples']} examples; results in {out}/interference.json and interference.svg", err=True)
 
@@ -319,10 +320,6 @@ def describe_examples(results: dict) -> str:
     if config.get("split_origin"):
         text += f" ({config['split_origin']})"
     return text
-
-
-def _default_out(dataset: str, what: str) -> str:
-    return f"runs/{dataset}-{what}-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}"
 
 
 def _options(assignments, backbone: str | None, device: str | None = None, skip_invalid_in: str | None = None) -> dict:

@@ -20,7 +20,8 @@ from .files import read_jsonl
 from .intake import Intake, admit_examples
 from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _timed, _topic_spaces, backbone_name,
                        bind_metrics, check_counts, check_metrics, create_metrics, report_skipped, score, _refuse_unused_options)
-from .results import prepare_output, versions, write_run
+from .outputs import check_output, leaves_no_empty_folder
+from .results import versions, write_run
 from .secrets import mask_secrets
 
 
@@ -52,6 +53,7 @@ def _dataset_predictions(examples, dataset: str) -> dict[str, dict]:
     return {example.id: {**example.meta, "id": example.id} for example in examples}
 
 
+@leaves_no_empty_folder
 def evaluate(
     *,
     predictions: str | None = None,
@@ -77,7 +79,7 @@ def evaluate(
     if data is not None:
         options.setdefault(dataset, {})["path"] = data
     if out is not None:
-        prepare_output(out)
+        check_output(out)
     check_counts(limit=limit)
     source = get_dataset(dataset, **options.get(dataset, {}))
     scorers = create_metrics(metrics, options, judge)

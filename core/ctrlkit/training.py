@@ -25,7 +25,8 @@ from .files import atomic_write_json, read_json
 from .intake import admit_examples
 from .pipeline import (_check_topics, _seed_everything, _topic_spaces, check_counts, fit_or_restore,
                        report_uncontrolled)
-from .results import prepare_output, versions
+from .outputs import check_output, leaves_no_empty_folder
+from .results import versions
 from .secrets import mask_secrets
 from .types import ModelInput
 
@@ -38,6 +39,7 @@ def save_controller(directory: str | Path, controller) -> None:
                       {"controller": controller.name, "state": controller.state()})
 
 
+@leaves_no_empty_folder
 def train(
     *,
     backbone: str,
@@ -77,7 +79,7 @@ def train(
     options = {name: dict(values) for name, values in (options or {}).items()}
     if data is not None:
         options.setdefault(dataset, {})["path"] = data
-    prepare_output(out_dir)
+    check_output(out_dir)
     checkpoint = out_dir / CHECKPOINT
     resuming = (checkpoint / "trainer_state.json").is_file()
     name = backbone_name(backbone)
