@@ -184,15 +184,23 @@ def report_command(directory, out, examples):
 @click.option("--limit", type=click.IntRange(min=1), help="Use only the first N examples of each dataset.")
 @click.option("--seed", type=int, help="Random seed [default: 0].")
 @click.option("--batch-size", type=click.IntRange(min=1), help="Inputs per generation batch [default: 16].")
+@click.option("--baseline", help="Controller each cell's run scores beside its own on the same examples, recorded "
+                                 "in the cell's results.json as run does [default: no baseline].")
+@click.option("--device", help="Torch device for every backbone of the sweep that takes one (cpu, cuda, cuda:1).")
+@NO_CACHE
+@click.option("--overwrite", is_flag=True,
+              help="Replace a sweep with other settings already in --out: its cells/, sweep.json, table.* and "
+                   "report.* are removed first (other files stay).")
 def sweep(out, config_file, controllers, metrics, backbones, datasets, data_paths, split, topics, assignments,
-          judge, limit, seed, batch_size):
+          judge, limit, seed, batch_size, baseline, device, no_cache, overwrite):
     """Run a grid of controllers x backbones x datasets with the same metrics; write the paper's table."""
     from .sweep import load_config, sweep as run_sweep
 
     settings = load_config(config_file) if config_file else {}
     given = {"controllers": _comma(controllers), "metrics": _comma(metrics), "backbones": _comma(backbones),
              "datasets": _comma(datasets), "split": split, "topics": topics, "judge": judge, "limit": limit,
-             "seed": seed, "batch_size": batch_size}
+             "seed": seed, "batch_size": batch_size, "baseline": baseline, "device": device,
+             "cache": False if no_cache else None}
     settings.update({key: value for key, value in given.items() if value is not None})
     if assignments:
         settings["options"] = parse_assignments(assignments)
@@ -200,7 +208,7 @@ def sweep(out, config_file, controllers, metrics, backbones, datasets, data_path
         settings["data"] = _data_paths(data_paths, settings.get("datasets", ["sample"]))
     if "controllers" not in settings:
         raise click.UsageError("give --controllers or a --config with controllers")
-    rows = run_sweep(out=out, progress=True, **settings)
+    rows = run_sweep(out=out, overwrite=overwrite, progress=True, **settings)
     click.echo((Path(out) / "table.md").read_text(encoding="utf-8"), nl=False)
     ran = [row for row in rows if not row["reused"]]
     generated = sum((row["cache"] or {}).get("misses", 0) for row in ran)
