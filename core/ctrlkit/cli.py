@@ -135,19 +135,13 @@ def evaluate(predictions, dataset, data, split, metrics, topics, assignments, ju
               help="Dotted path of a metric score (repeatable). Default: every score under 'scores'.")
 @click.option("-o", "--out", type=click.Path(dir_okay=False), help="Also write the report as JSON here.")
 def meta_eval(samples, human, scores, out):
-    """Correlate metric scores with human scores, summary by summary (Pearson, Spearman, Kendall)."""
+    """Correlate metric scores with human scores, summary by summary (Pearson, Spearman, Kendall r, each
+    with its two-sided p-value)."""""
     from .files import atomic_write_json, read_jsonl
-    from .meta_evaluation import meta_evaluate
+    from .meta_evaluation import format_report, meta_evaluate
 
     report = meta_evaluate((row for _, row in read_jsonl(samples)), human, scores)
-    width = max(len(path) for path in report)
-    click.echo(f"{'score':<{width}}  {'n':>5}  {'pearson':>8}  {'spearman':>8}  {'kendall':>8}")
-    for path, result in report.items():
-        if "undefined" in result:
-            click.echo(f"{path:<{width}}  {result['n']:>5}  undefined: {result['undefined']}")
-            continue
-        cells = "  ".join(f"{result[name]['r']:>8.4f}" for name in ("pearson", "spearman", "kendall"))
-        click.echo(f"{path:<{width}}  {result['n']:>5}  {cells}")
+    click.echo(format_report(report))
     if out:
         atomic_write_json(out, {"human": human, "correlations": report})
 
