@@ -136,7 +136,7 @@ def evaluate(predictions, dataset, data, split, metrics, topics, assignments, ju
 @click.option("-o", "--out", type=click.Path(dir_okay=False), help="Also write the report as JSON here.")
 def meta_eval(samples, human, scores, out):
     """Correlate metric scores with human scores, summary by summary (Pearson, Spearman, Kendall r, each
-    with its two-sided p-value)."""""
+    with its two-sided p-value)."""
     from .files import atomic_write_json, read_jsonl
     from .meta_evaluation import format_report, meta_evaluate
 
