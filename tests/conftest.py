@@ -17,6 +17,17 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 NEWTS_CSV = SHARED_DATA / "newts" / "NEWTS_test_600.csv"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_new_run_folder_in_the_repository():
+    """A test that runs a command without --out gives it a cwd under tmp_path; otherwise its default
+    runs/DATASET-CONTROLLER-TIME folder would land in the repository."""
+    runs = ROOT / "runs"
+    before = set(runs.iterdir()) if runs.is_dir() else set()
+    yield
+    left = sorted(str(path) for path in (set(runs.iterdir()) if runs.is_dir() else set()) - before)
+    assert not left, f"tests left run folders in the repository: {', '.join(left)}"
+
+
 def shared_file(relative: str) -> Path:
     """A file under ../shared/data, or skip the test when the shared data is absent."""
     path = SHARED_DATA / relative

@@ -280,7 +280,7 @@ def test_an_output_path_under_a_file_is_one_line(command, private_cache, tmp_pat
     result = run_ctrlkit(*arguments, "-o", str(out))
     assert result.returncode == 1
     _one_line(result.stderr)
-    assert "Not a directory" in result.stderr and str(out) in result.stderr
+    assert result.stderr == f"Error: cannot create output folder {out}: {tmp_path / 'file'} is not a folder\n"
     assert (tmp_path / "file").read_text() == "not a folder"
 
 

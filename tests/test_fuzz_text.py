@@ -134,7 +134,8 @@ def test_a_csv_with_nul_and_control_characters_runs_and_writes_valid_json(tmp_pa
 def test_a_csv_holding_surrogate_bytes_is_one_line_not_a_traceback(tmp_path):
     path = tmp_path / "data.csv"
     path.write_bytes("id,document,reference\n1,doc \ud800 text.,ref\n".encode("utf-8", "surrogatepass"))
-    result = run_ctrlkit("run", "--dataset", "csv", "--data", str(path), "--metric", "rouge", "--no-cache")
+    result = run_ctrlkit("run", "--dataset", "csv", "--data", str(path), "--metric", "rouge", "--no-cache",
+                         cwd=tmp_path)
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "cannot read as CSV" in result.stderr.strip().splitlines()[-1]
 

@@ -103,7 +103,8 @@ def test_topics_file_defines_the_topics_for_a_plain_dataset(tmp_path):
 
 
 def test_errors_reach_the_command_line_as_one_line(tmp_path):
-    result = run_ctrlkit("run", "--dataset", "jsonl", "--data", str(tmp_path / "nope.jsonl"), "--metric", "stas")
+    result = run_ctrlkit("run", "--dataset", "jsonl", "--data", str(tmp_path / "nope.jsonl"), "--metric", "stas",
+                         cwd=tmp_path)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == f"Error: {tmp_path / 'nope.jsonl'}: no such file"
     assert "Traceback" not in result.stderr

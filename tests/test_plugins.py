@@ -68,11 +68,11 @@ def test_strict_plugins_makes_a_failed_import_an_error(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-def test_load_plugins_selects_which_distributions_load():
+def test_load_plugins_selects_which_distributions_load(tmp_path):
     env = {"CTRLKIT_LOAD_PLUGINS": "ctrlkit-metrics"}
     assert "stas  (ctrlkit-metrics)" in run_ctrlkit("list", "metrics", env=env).stdout
     assert run_ctrlkit("list", "controllers", env=env).stdout == "controllers:\n  (none installed)\n"
-    none = run_ctrlkit("run", "--controller", "tag", env={"CTRLKIT_LOAD_PLUGINS": ""})
+    none = run_ctrlkit("run", "--controller", "tag", env={"CTRLKIT_LOAD_PLUGINS": ""}, cwd=tmp_path)
     assert none.returncode != 0
     assert "Unknown dataset 'sample'. Available: none" in none.stderr
     # built-ins still load
@@ -190,7 +190,7 @@ def test_a_factory_that_cannot_be_imported_is_shown_and_refused_in_one_line(tmp_
     assert listing.returncode == 0
     assert ("ghost  (ctrlkit-ghost)  unavailable: controller 'ghost' of plugin 'ctrlkit-ghost' cannot be imported "
             "from 'nonexistent_module:Ghost': ModuleNotFoundError") in listing.stdout
-    run = run_ctrlkit("run", "-c", "ghost", env=env)
+    run = run_ctrlkit("run", "-c", "ghost", env=env, cwd=tmp_path)
     assert run.returncode == 1 and run.stderr.startswith("Error: controller 'ghost' of plugin 'ctrlkit-ghost'")
 
 

@@ -61,8 +61,8 @@ def test_nan_on_the_command_line_is_one_line_before_any_work(tmp_path):
 
 
 @pytest.mark.parametrize("seed", ["-1", str(2**32), str(10**30)])
-def test_a_seed_out_of_range_is_one_line(seed):
-    result = run_ctrlkit("run", "--seed", seed, "--metric", "rouge", "--limit", "2", "--no-cache")
+def test_a_seed_out_of_range_is_one_line(seed, tmp_path):
+    result = run_ctrlkit("run", "--seed", seed, "--metric", "rouge", "--limit", "2", "--no-cache", cwd=tmp_path)
     assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr
     assert f"seed must be a whole number from 0 to 4294967295, got {seed}" in result.stderr.strip().splitlines()[-1]
 

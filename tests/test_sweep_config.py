@@ -280,11 +280,12 @@ def test_a_cell_runs_again_when_its_topic_documents_change_but_not_when_they_mov
     arguments = dict(out=str(tmp_path / "s"), controllers=["tag"], metrics=["stas"], limit=4)
     first = sweep(**arguments, topics=str(topics))[0]
     assert _recorded(tmp_path / "s", first)["topics_digest"] == data_digest(topics)
-    assert sweep(**arguments, topics=str(Path(shutil.copy(topics, tmp_path / "moved.jsonl"))))[0]["reused"]
-    lines = topics.read_text().splitlines(keepends=True)
-    topics.write_text("".join(lines[:-1]))  # one topic document fewer
-    again = sweep(**arguments, topics=str(topics))[0]
-    assert not again["reused"] and _recorded(tmp_path / "s", again)["topics_digest"] == data_digest(topics)
+    moved = Path(shutil.copy(topics, tmp_path / "moved.jsonl"))
+    assert sweep(**arguments, topics=str(moved))[0]["reused"]
+    lines = moved.read_text().splitlines(keepends=True)
+    moved.write_text("".join(lines[:-1]))  # one topic document fewer
+    again = sweep(**arguments, topics=str(moved))[0]
+    assert not again["reused"] and _recorded(tmp_path / "s", again)["topics_digest"] == data_digest(moved)
 
 
 def _recorded(out: Path, row: dict) -> dict:

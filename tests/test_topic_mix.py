@@ -7,7 +7,7 @@ import pytest
 import ctrlkit
 from ctrlkit import Example
 from ctrlkit.text import sentences
-from ctrlkit_datasets.topic_mix import build_topic_mix, mix_topics
+from ctrlkit_datasets.topic_mix import build_topic_mix, mix_topics, topic_mix
 
 from conftest import run_ctrlkit, shared_file
 
@@ -125,7 +125,8 @@ def test_it_refuses_fewer_than_two_topics_and_examples_without_topic_or_referenc
 
 def test_the_data_topic_mix_command(tmp_path):
     out = tmp_path / "mix.jsonl"
-    result = run_ctrlkit("data", "topic-mix", "--dataset", "sample", "--out", str(out), "--seed", "3")
+    result = run_ctrlkit("data", "topic-mix", "--dataset", "sample", "--split", "test", "--out", str(out),
+                         "--seed", "3")
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"60 articles, 60 used in 30 pairs: 60 examples in {out}\n"
     rows = [json.loads(line) for line in out.read_text().splitlines()]
@@ -164,3 +165,20 @@ def test_the_command_takes_dataset_options(tmp_path):
     assert all(row["controls"]["topic"].isdigit() for row in expected)
     refused = run_ctrlkit("data", "topic-mix", "--set", "rouge.use_stemmer=false", "-o", str(out))
     assert refused.returncode == 1 and "only options of dataset 'sample'" in refused.stderr
+
+
+def test_the_mix_is_made_from_the_train_split_unless_told_otherwise(tmp_path):
+    refused = run_ctrlkit("data", "topic-mix", "-o", str(tmp_path / "mix.jsonl"))
+    assert refused.returncode == 1
+    assert refused.stderr == ("Error: dataset 'sample' has no 'train' split (it has test); a topic mix is training "
+                              "data, so choose the split it is made from with --split\n")
+    assert not (tmp_path / "mix.jsonl").exists()
+    csv_path = shared_file("newts/NEWTS_test_600.csv")
+    by_default = topic_mix(tmp_path / "default.jsonl", "newts", str(csv_path))
+    source = ctrlkit.get_dataset("newts", path=str(csv_path))
+    train, test = source.load("train"), source.load("test")
+    assert {row["meta"]["articles"][0] for row in by_default.rows()} <= {example.id for example in train}
+    assert not {row["meta"]["articles"][0] for row in by_default.rows()} & {example.id for example in test}
+    assert by_default.rows() == build_topic_mix(train)
+    written = [json.loads(line) for line in (tmp_path / "default.jsonl").read_text().splitlines()]
+    assert written == build_topic_mix(train)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 import click
@@ -14,6 +13,7 @@ from .cli_options import (BATCH_SIZE, DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CA
 from .component_options import NOUNS, kind_of, qualified
 from .errors import CtrlkitError
 from .options import parse_assignments
+from .outputs import output_folder
 from .plugins import KINDS, add_plugin_commands, get_registry
 
 
@@ -85,14 +85,14 @@ def run(dataset, data, split, controller, backbone, metrics, topics, assignments
     """Generate summaries with a controller and score them; writes results.json and samples.jsonl."""
     from .pipeline import DEFAULT_METRICS, run as run_pipeline
 
-    out = out or _default_out(dataset, controller)
-    result = run_pipeline(
-        dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
-        metrics=metrics or DEFAULT_METRICS, topics=topics, judge=judge,
-        options=_options(assignments, backbone, device, dataset if skip_invalid else None),
-        baseline=None if no_baseline else baseline, limit=limit, seed=seed, batch_size=batch_size,
-        out=out, cache=not no_cache, strict_controls=strict_controls, progress=True,
-    )
+    with output_folder(out, f"{dataset}-{controller}") as out:
+        result = run_pipeline(
+            dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
+            metrics=metrics or DEFAULT_METRICS, topics=topics, judge=judge,
+            options=_options(assignments, backbone, device, dataset if skip_invalid else None),
+            baseline=None if no_baseline else baseline, limit=limit, seed=seed, batch_size=batch_size,
+            out=out, cache=not no_cache, strict_controls=strict_controls, progress=True,
+        )
     click.echo(result.table())
     click.echo(f"\n{describe_examples(result.results)}; results in {out}/results.json", err=True)
 
@@ -119,12 +119,12 @@ def evaluate(predictions, dataset, data, split, metrics, topics, assignments, ju
     from .evaluation import evaluate as evaluate_predictions
     from .pipeline import DEFAULT_METRICS
 
-    out = out or _default_out(dataset, "evaluate")
-    result = evaluate_predictions(
-        predictions=predictions, dataset=dataset, data=data, split=split, metrics=metrics or DEFAULT_METRICS,
-        topics=topics, options=_options(assignments, None, skip_invalid_in=dataset if skip_invalid else None),
-        judge=judge, limit=limit, strict_controls=strict_controls, out=out,
-    )
+    with output_folder(out, f"{dataset}-evaluate") as out:
+        result = evaluate_predictions(
+            predictions=predictions, dataset=dataset, data=data, split=split, metrics=metrics or DEFAULT_METRICS,
+            topics=topics, options=_options(assignments, None, skip_invalid_in=dataset if skip_invalid else None),
+            judge=judge, limit=limit, strict_controls=strict_controls, out=out,
+        )
     click.echo(result.table())
     click.echo(f"\n{describe_examples(result.results)}; results in {out}/results.json", err=True)
 
@@ -136,19 +136,13 @@ def evaluate(predictions, dataset, data, split, metrics, topics, assignments, ju
               help="Dotted path of a metric score (repeatable). Default: every score under 'scores'.")
 @click.option("-o", "--out", type=click.Path(dir_okay=False), help="Also write the report as JSON here.")
 def meta_eval(samples, human, scores, out):
-    """Correlate metric scores with human scores, summary by summary (Pearson, Spearman, Kendall)."""
+    """Correlate metric scores with human scores, summary by summary (Pearson, Spearman, Kendall r, each
+    with its two-sided p-value)."""
     from .files import atomic_write_json, read_jsonl
-    from .meta_evaluation import meta_evaluate
+    from .meta_evaluation import format_report, meta_evaluate
 
     report = meta_evaluate((row for _, row in read_jsonl(samples)), human, scores)
-    width = max(len(path) for path in report)
-    click.echo(f"{'score':<{width}}  {'n':>5}  {'pearson':>8}  {'spearman':>8}  {'kendall':>8}")
-    for path, result in report.items():
-        if "undefined" in result:
-            click.echo(f"{path:<{width}}  {result['n']:>5}  undefined: {result['undefined']}")
-            continue
-        cells = "  ".join(f"{result[name]['r']:>8.4f}" for name in ("pearson", "spearman", "kendall"))
-        click.echo(f"{path:<{width}}  {result['n']:>5}  {cells}")
+    click.echo(format_report(report))
     if out:
         atomic_write_json(out, {"human": human, "correlations": report})
 
@@ -185,15 +179,23 @@ def report_command(directory, out, examples):
 @click.option("--limit", type=click.IntRange(min=1), help="Use only the first N examples of each dataset.")
 @click.option("--seed", type=int, help="Random seed [default: 0].")
 @click.option("--batch-size", type=click.IntRange(min=1), help="Inputs per generation batch [default: 16].")
+@click.option("--baseline", help="Controller each cell's run scores beside its own on the same examples, recorded "
+                                 "in the cell's results.json as run does [default: no baseline].")
+@click.option("--device", help="Torch device for every backbone of the sweep that takes one (cpu, cuda, cuda:1).")
+@NO_CACHE
+@click.option("--overwrite", is_flag=True,
+              help="Replace a sweep with other settings already in --out: its cells/, sweep.json, table.* and "
+                   "report.* are removed first (other files stay).")
 def sweep(out, config_file, controllers, metrics, backbones, datasets, data_paths, split, topics, assignments,
-          judge, limit, seed, batch_size):
+          judge, limit, seed, batch_size, baseline, device, no_cache, overwrite):
     """Run a grid of controllers x backbones x datasets with the same metrics; write the paper's table."""
     from .sweep import load_config, sweep as run_sweep
 
     settings = load_config(config_file) if config_file else {}
     given = {"controllers": _comma(controllers), "metrics": _comma(metrics), "backbones": _comma(backbones),
              "datasets": _comma(datasets), "split": split, "topics": topics, "judge": judge, "limit": limit,
-             "seed": seed, "batch_size": batch_size}
+             "seed": seed, "batch_size": batch_size, "baseline": baseline, "device": device,
+             "cache": False if no_cache else None}
     settings.update({key: value for key, value in given.items() if value is not None})
     if assignments:
         settings["options"] = parse_assignments(assignments)
@@ -201,7 +203,7 @@ def sweep(out, config_file, controllers, metrics, backbones, datasets, data_path
         settings["data"] = _data_paths(data_paths, settings.get("datasets", ["sample"]))
     if "controllers" not in settings:
         raise click.UsageError("give --controllers or a --config with controllers")
-    rows = run_sweep(out=out, progress=True, **settings)
+    rows = run_sweep(out=out, overwrite=overwrite, progress=True, **settings)
     click.echo((Path(out) / "table.md").read_text(encoding="utf-8"), nl=False)
     ran = [row for row in rows if not row["reused"]]
     generated = sum((row["cache"] or {}).get("misses", 0) for row in ran)
@@ -301,13 +303,14 @@ def analyze_interference(dataset, data, split, controller, backbone, attributes,
     amplitude CA = |m_new - m| / |m|. Writes interference.json and the heatmap interference.svg."""
     from .interference import format_matrix, interference
 
-    out = out or _default_out(dataset, "interference")
-    report = interference(
-        dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
-        attributes=[name.strip() for name in attributes.split(",") if name.strip()], metrics=metrics,
-        options=_options(assignments, backbone, device, dataset if skip_invalid else None), topics=topics,
-        judge=judge, limit=limit, seed=seed, batch_size=batch_size, out=out, cache=not no_cache, progress=True,
-    )
+    with output_folder(out, f"{dataset}-interference") as out:
+        report = interference(
+            dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
+            attributes=[name.strip() for name in attributes.split(",") if name.strip()], metrics=metrics,
+            options=_options(assignments, backbone, device, dataset if skip_invalid else None), topics=topics,
+            judge=judge, limit=limit, seed=seed, batch_size=batch_size, out=out, cache=not no_cache,
+            progress=True,
+        )
     click.echo(format_matrix(report))
     click.echo(f"\n{report['n_examples']} examples; results in {out}/interference.json and interference.svg", err=True)
 
@@ -320,10 +323,6 @@ def describe_examples(results: dict) -> str:
     if config.get("split_origin"):
         text += f" ({config['split_origin']})"
     return text
-
-
-def _default_out(dataset: str, what: str) -> str:
-    return f"runs/{dataset}-{what}-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}"
 
 
 def _options(assignments, backbone: str | None, device: str | None = None, skip_invalid_in: str | None = None) -> dict:

@@ -22,7 +22,8 @@ from .intake import Intake, admit_examples
 from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _timed, _topic_spaces, bind_metrics, check_counts,
                        check_metrics, components, create_metrics, create_vectorizers, report_skipped, resolved_options,
                        score, with_data)
-from .results import prepare_output, versions, write_run
+from .outputs import check_output, leaves_no_empty_folder
+from .results import versions, write_run
 from .secrets import mask_secrets
 
 
@@ -77,6 +78,7 @@ def _count(items, noun: str) -> str:
     return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
 
 
+@leaves_no_empty_folder
 def evaluate(
     *,
     predictions: str | None = None,
@@ -100,7 +102,7 @@ def evaluate(
     timings: dict[str, float] = {}
     routed = RunOptions(with_data(options, dataset, data), components(dataset=dataset, metrics=metrics, judge=judge))
     if out is not None:
-        prepare_output(out)
+        check_output(out)
     check_counts(limit=limit)
     source = get_dataset(dataset, **routed.of("datasets", dataset))
     scorers = create_metrics(metrics, routed, judge)

@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from .errors import CtrlkitError, DatasetError
+from .outputs import missing_folders, remove_empty_folders
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically; a failure (disk full, a folder in the way) is one
-    CtrlkitError naming the file, and leaves the previous file and no temporary file behind. A lone
+    CtrlkitError naming the file, and leaves the previous file and no temporary file (nor a folder made
+    for it) behind. A lone
     surrogate, which UTF-8 cannot encode, is written as U+FFFD (a path from a non-UTF-8 file name)."""
     from .intake import replace_surrogates
 
@@ -26,7 +28,16 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    made = missing_folders(path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_and_replace(path, text)
+    except BaseException:
+        remove_empty_folders(made)  # the folders made for a file that was not written
+        raise
+
+
+def _write_and_replace(path: Path, text: str) -> None:
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600; results are for sharing

@@ -31,13 +31,15 @@ from .component_options import RunOptions
 from .pipeline import (_check_topics, _names, _seed_everything, _topic_spaces, bind_metrics, check_counts,
                        check_metrics, components, create_metrics, create_vectorizers, fit_or_restore, generate,
                        report_skipped, resolved_options, score, with_data)
-from .results import prepare_output, versions
+from .outputs import check_output, leaves_no_empty_folder
+from .results import versions
 from .secrets import mask_secrets
 from .types import Example
 
 logger = logging.getLogger("ctrlkit")
 
 
+@leaves_no_empty_folder
 def interference(
     *,
     dataset: str = "sample",
@@ -77,7 +79,7 @@ def interference(
     if not metrics:
         raise ConfigurationError("an interference analysis needs at least one metric")
     if out is not None:
-        prepare_output(out)
+        check_output(out)
     _seed_everything(seed)
     check_counts(limit=limit, batch_size=batch_size)
 

@@ -14,6 +14,8 @@ from typing import Any, Iterable, Sequence
 
 from .errors import CtrlkitError
 
+CORRELATIONS = ("pearson", "spearman", "kendall")
+
 
 def lookup(row: dict, path: str) -> Any:
     """``lookup({"a": {"b": 1}}, "a.b") == 1``; None when any step is absent."""
@@ -49,7 +51,7 @@ def correlate(human: Sequence[float], metric: Sequence[float]) -> dict:
     if len(set(human)) < 2 or len(set(metric)) < 2:
         return {"n": len(human), "undefined": "a constant series has no correlation"}
     out: dict[str, Any] = {"n": len(human)}
-    for name, function in (("pearson", stats.pearsonr), ("spearman", stats.spearmanr), ("kendall", stats.kendalltau)):
+    for name, function in zip(CORRELATIONS, (stats.pearsonr, stats.spearmanr, stats.kendalltau)):
         statistic, p_value = function(human, metric)
         out[name] = {"r": float(statistic), "p": float(p_value)}
     return out
@@ -74,6 +76,21 @@ def meta_evaluate(rows: Iterable[dict], human: str, scores: Sequence[str] | None
         result["left_out"] = len(pairs) - len(kept)
         report[path] = result
     return report
+
+
+def format_report(report: dict) -> str:
+    """The report as a text table: per score, n and each correlation's r and two-sided p-value
+    (three significant digits: 0.0123, 4.56e-08)."""
+    width = max(len("score"), *(len(path) for path in report))
+    header = "  ".join(f"{name:>8}  {'p':>9}" for name in CORRELATIONS)
+    lines = [f"{'score':<{width}}  {'n':>5}  {header}"]
+    for path, result in report.items():
+        if "undefined" in result:
+            lines.append(f"{path:<{width}}  {result['n']:>5}  undefined: {result['undefined']}")
+            continue
+        cells = "  ".join(f"{result[name]['r']:>8.4f}  {result[name]['p']:>9.3g}" for name in CORRELATIONS)
+        lines.append(f"{path:<{width}}  {result['n']:>5}  {cells}")
+    return "\n".join(lines)
 
 
 def _is_number(value) -> bool:

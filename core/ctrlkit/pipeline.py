@@ -22,7 +22,8 @@ from .controls import apply_control, carries, check_controls, scored_indices, un
 from .digest import backbone_digest, data_digest
 from .errors import ConfigurationError, CtrlkitError, OptionError
 from .intake import Intake, admit_examples
-from .results import format_table, number, prepare_output, versions, write_run
+from .outputs import check_output, leaves_no_empty_folder
+from .results import format_table, number, versions, write_run
 from .secrets import mask_secrets
 from .topics import TopicSpace, load_topic_documents
 from .types import Example, ModelInput
@@ -46,6 +47,7 @@ class RunResult:
         return format_table(self.results)
 
 
+@leaves_no_empty_folder
 def run(
     *,
     dataset: str = "sample",
@@ -93,7 +95,7 @@ def run(
         raise ConfigurationError("a run needs at least one metric")
     _seed_everything(seed)
     if out is not None:
-        prepare_output(out)
+        check_output(out)
 
     source = get_dataset(dataset, **routed.of("datasets", dataset))
     main = create_controller(controller, routed.names("controllers"))

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import math
-import os
 import platform
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from .errors import CtrlkitError
 from .files import atomic_write_json, atomic_write_jsonl
 from .markdown import visible
 from .metric_values import is_count, label
@@ -43,17 +41,6 @@ def number(value) -> float | None:
         return None
     value = float(value)
     return value if math.isfinite(value) else None
-
-
-def prepare_output(out: str | Path) -> None:
-    """Create the output folder and make sure it is writable, before any work is done."""
-    out = Path(out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CtrlkitError(f"cannot create output folder {out}: {exc.strerror or exc}") from None
-    if not os.access(out, os.W_OK):
-        raise CtrlkitError(f"output folder {out} is not writable")
 
 
 def write_run(out: str | Path, results: dict, samples: list[dict]) -> None:

@@ -1,11 +1,15 @@
 """``ctrlkit sweep``: the cross product of controllers x backbones x datasets, each cell a run
 with the same metrics, and the table a paper prints (rows: cells, columns: metric values).
 
-Each cell is a run folder under ``OUT/cells/``. A cell whose results.json already holds the
-same configuration (secrets aside: a new API key gives the same outputs), made from data holding
-the same bytes (``data_digest``), is reused; any other cell, or one whose results.json is
-damaged, runs again, and the shared generation cache makes that cheap: rerunning a sweep with
-one more metric generates nothing. A sweep killed at any moment resumes the same way.
+Each cell is a run folder under ``OUT/cells/``; with a ``baseline``, each cell's run scores it
+beside the cell's controller on the same examples and records it, as ``ctrlkit run`` does (the
+table keeps one row per cell: name the baseline among the controllers for a row of its own).
+A cell whose results.json already holds the same configuration (secrets aside: a new API key
+gives the same outputs), made from data holding the same bytes (``data_digest``), is reused; any
+other cell, or one whose results.json is damaged, runs again, and the shared generation cache
+makes that cheap: rerunning a sweep with one more metric generates nothing. A sweep killed at
+any moment resumes the same way. A folder holding a sweep with other settings is refused
+(:mod:`ctrlkit.sweep_folder`).
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ from .api import backbone_name
 from .component_options import RunOptions, qualified
 from .pipeline import DEFAULT_METRICS, _names, components, run
 from .plugins import get_registry
-from .results import prepare_output, versions
+from .outputs import check_output, leaves_no_empty_folder
+from .results import versions
 from .secrets import mask_secrets, scrub_text
+from .sweep_folder import SETTINGS_FILE, check_earlier_sweep, remove_stale_report
 from .sweep_settings import check_settings
 
 logger = logging.getLogger("ctrlkit")
@@ -87,6 +93,7 @@ def _refuse_yaml_hazards(yaml, text: str, path: Path) -> None:
             depth -= 1
 
 
+@leaves_no_empty_folder
 def sweep(
     *,
     out: str,
@@ -102,56 +109,92 @@ def sweep(
     limit: int | None = None,
     seed: int = 0,
     batch_size: int = 16,
+    baseline: str | None = None,
+    device: str | None = None,
+    cache: bool = True,
+    overwrite: bool = False,
     progress: bool = False,
 ) -> list[dict]:
     """Run every (dataset, backbone, controller) cell; write the table; return its rows.
 
-    ``data`` maps a dataset name to the file it reads. The settings are checked as a configuration
-    file's are, so names may also be one comma-separated string."""
+    ``data`` maps a dataset name to the file it reads. ``baseline`` is a controller each cell's
+    run scores beside its own (recorded in the cell's results.json). ``device`` is set on every
+    backbone that takes one. ``cache`` as in :func:`ctrlkit.run`. A folder holding a sweep with
+    other settings is refused unless these only add controllers, metrics, backbones or datasets
+    (the sweep resumes), or ``overwrite`` removes the earlier sweep's cells, tables and report
+    first. The settings are checked as a configuration file's are, so names may also be one
+    comma-separated string."""
     if not controllers or not metrics or not backbones or not datasets:
         raise ConfigurationError("a sweep needs at least one controller, metric, backbone and dataset")
     given = {"controllers": controllers, "metrics": metrics, "backbones": backbones, "datasets": datasets,
              "data": data, "split": split, "topics": topics, "options": options, "judge": judge, "limit": limit,
-             "seed": seed, "batch_size": batch_size}
+             "seed": seed, "batch_size": batch_size, "baseline": baseline, "device": device, "cache": cache}
     checked = check_settings({key: list(value) if isinstance(value, tuple) else
                               {k: dict(v) if isinstance(v, Mapping) else v for k, v in value.items()}
                               if isinstance(value, Mapping) else value for key, value in given.items()}, "sweep")
     controllers, metrics, backbones, datasets = (checked[key] for key in ("controllers", "metrics", "backbones",
                                                                           "datasets"))
-    data, options = checked.get("data"), checked.get("options")
+    data, options, baseline, device = (checked.get(key) for key in ("data", "options", "baseline", "device"))
     # every option must fit a component of some cell (each cell takes those of its own components)
     backbone_names = [backbone_name(spec) for spec in (*backbones, *([judge] if judge else []))]
     RunOptions(options, [*(("datasets", name) for name in datasets), *(("backbones", name) for name in backbone_names),
-                         *(("controllers", name) for spec in controllers for name in _names(spec)),
+                         *(("controllers", name) for spec in [*controllers, *([baseline] if baseline else [])]
+                           for name in _names(spec)),
                          *(("metrics", name) for name in metrics), *_vectorizers()]).check_unused()
     out_dir = Path(out)
-    prepare_output(out_dir)
+    check_output(out_dir)
     settings = {"controllers": list(controllers), "metrics": list(metrics), "backbones": list(backbones),
                 "datasets": list(datasets), "data": dict(data or {}), "split": split, "topics": topics,
                 "options": {k: dict(v) for k, v in (options or {}).items()}, "judge": judge, "limit": limit,
-                "seed": seed, "batch_size": batch_size}
-    atomic_write_json(out_dir / "sweep.json", {"settings": mask_secrets(settings), "versions": versions()})
+                "seed": seed, "batch_size": batch_size, "baseline": baseline, "device": device}
+    # what the files hold now: a cell made from other bytes runs again
+    digests = {"data": {dataset: data_digest(settings["data"].get(dataset)
+                                             or _given(settings["options"], "datasets", dataset).get("path"))
+                        for dataset in datasets},
+               "topics": data_digest(topics)}
+    check_earlier_sweep(out_dir, mask_secrets(settings), digests, overwrite)
+    cell_options = _with_device(settings["options"], backbones, device)
     rows = []
-    topics_digest = data_digest(topics)
     for dataset in datasets:
-        path = settings["data"].get(dataset) or _given(settings["options"], "datasets", dataset).get("path")
-        # what the files hold now: a cell made from other bytes runs again
-        digests = {"data": data_digest(path), "topics": topics_digest}
         for backbone in backbones:
             for controller in controllers:
                 cell = f"cells/{_slug(dataset)}--{_slug(backbone)}--{_slug(controller)}"
-                results, reused = _cell(out_dir / cell, digests, dataset=dataset, data=settings["data"].get(dataset),
-                                        split=split, controller=controller, backbone=backbone, metrics=list(metrics),
-                                        topics=topics, options=settings["options"], judge=judge, limit=limit,
-                                        seed=seed, batch_size=batch_size, progress=progress)
+                cell_digests = {"data": digests["data"][dataset], "topics": digests["topics"]}
+                results, reused = _cell(out_dir / cell, cell_digests, cache, dataset=dataset,
+                                        data=settings["data"].get(dataset), split=split, controller=controller,
+                                        backbone=backbone, metrics=list(metrics), topics=topics, options=cell_options,
+                                        judge=judge, baseline=baseline, limit=limit, seed=seed, batch_size=batch_size,
+                                        progress=progress)
+                if not rows:  # written once a cell is done, so a sweep that fails at once leaves nothing
+                    atomic_write_json(out_dir / SETTINGS_FILE, {"settings": mask_secrets(settings), "digests": digests,
+                                                                "versions": versions()})
                 rows.append({**mask_secrets({"controller": controller, "backbone": backbone, "dataset": dataset}),
                              "run": cell, "metrics": results["metrics"], "cache": results.get("cache"),
                              "reused": reused})
     write_table(out_dir, rows)
+    if not all(row["reused"] for row in rows):
+        remove_stale_report(out_dir)
     return rows
 
 
-def _cell(folder: Path, digests: dict, **arguments) -> tuple[dict, bool]:
+def _with_device(options: dict, backbones: Sequence[str], device: str | None) -> dict:
+    """``options`` with ``device`` set on every backbone of the sweep that takes a device option."""
+    if device is None:
+        return options
+    from .plugins import get_registry
+
+    registry = get_registry("backbones")
+    names = list(dict.fromkeys(backbone_name(backbone) for backbone in backbones))
+    taking = [name for name in names
+              if any(option.name == "device" for option in getattr(registry.entry(name).load(registry.kind),
+                                                                    "options", ()))]
+    if not taking:
+        raise ConfigurationError(f"device {device!r}: no backbone of the sweep takes a device ({', '.join(names)})")
+    keys = [qualified(("backbones", name)) for name in taking]
+    return {**options, **{key: {**options.get(key, {}), "device": device} for key in keys}}
+
+
+def _cell(folder: Path, digests: dict, cache: bool, **arguments) -> tuple[dict, bool]:
     """The cell's results, and whether they were reused (its results.json has this configuration
     and was made from files holding the same bytes) rather than run now."""
     done = folder / "results.json"
@@ -159,7 +202,7 @@ def _cell(folder: Path, digests: dict, **arguments) -> tuple[dict, bool]:
     if results is not None and _same_configuration(results["config"], mask_secrets(arguments),
                                                    {**digests, "backbone": _backbone_digest(arguments)}):
         return results, True
-    return run(baseline=None, out=str(folder), strict_options=False, **arguments).results, False
+    return run(out=str(folder), strict_options=False, cache=cache, **arguments).results, False
 
 
 def _backbone_digest(arguments: dict) -> str:
@@ -205,6 +248,9 @@ def _same_configuration(config: dict, arguments: dict, digests: dict) -> bool:
             return False
     keys = ("dataset", "controller", "backbone", "metrics", "judge", "limit", "seed", "batch_size")
     if any(config.get(key) != arguments[key] for key in keys):
+        return False
+    if config.get("baseline") != (None if arguments["baseline"] in (None, arguments["controller"]) else
+                                  arguments["baseline"]):  # run records no baseline that is the controller
         return False
     if arguments["split"] not in (None, config.get("split")):  # None: the dataset's default, as recorded
         return False

@@ -68,6 +68,12 @@ def _whole(minimum: int, maximum: int | None = None) -> Callable[[Any], int]:
     return check
 
 
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _Refused(f"must be true or false, got {_kind(value)}")
+    return value
+
+
 def _options(value: Any) -> dict[str, dict[str, Any]]:
     """``{component: {option: value}}``, each value a string, number or true/false."""
     if not isinstance(value, dict):
@@ -117,7 +123,8 @@ def _key(value: Any) -> str:
 SETTINGS: dict[str, Callable[[Any], Any]] = {
     "controllers": _names, "metrics": _names, "backbones": _names, "datasets": _names, "data": _data,
     "split": _text, "topics": _text, "options": _options, "judge": _text,
-    "limit": _whole(1), "seed": _whole(0, MAX_SEED), "batch_size": _whole(1),
+    "limit": _whole(1), "seed": _whole(0, MAX_SEED), "batch_size": _whole(1), "baseline": _text, "device": _text,
+    "cache": _flag,
 }
 
 

@@ -26,7 +26,8 @@ from .intake import admit_examples
 from .component_options import RunOptions
 from .pipeline import (_check_topics, _names, _seed_everything, _topic_spaces, check_counts, components,
                        create_vectorizers, fit_or_restore, report_uncontrolled, resolved_options, with_data)
-from .results import prepare_output, versions
+from .outputs import check_output, leaves_no_empty_folder
+from .results import versions
 from .secrets import mask_secrets
 from .types import ModelInput
 
@@ -39,6 +40,7 @@ def save_controller(directory: str | Path, controller) -> None:
                       {"controller": controller.name, "state": controller.state()})
 
 
+@leaves_no_empty_folder
 def train(
     *,
     backbone: str,
@@ -77,7 +79,7 @@ def train(
                                  "lr a finite number above 0")
     options = with_data(options, dataset, data)
     routed = RunOptions(options, components(dataset=dataset, controllers=_names(controller), backbone=backbone))
-    prepare_output(out_dir)
+    check_output(out_dir)
     checkpoint = out_dir / CHECKPOINT
     resuming = (checkpoint / "trainer_state.json").is_file()
     name = backbone_name(backbone)

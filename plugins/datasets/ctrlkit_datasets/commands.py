@@ -20,7 +20,7 @@ def register_commands(cli):
     @click.option("-d", "--dataset", default="sample", show_default=True,
                   help="Topic-labelled dataset with references (see: ctrlkit list datasets).")
     @click.option("--data", "path", help="File the dataset reads (its 'path' option).")
-    @click.option("--split", help="Dataset split (default: the dataset's own default).")
+    @click.option("--split", help="Dataset split [default: train; a dataset read from one file: all of it].")
     @click.option("--set", "assignments", multiple=True, metavar="DATASET.OPTION=VALUE",
                   help="Set a dataset option, e.g. --set newts.topic_label=id (repeatable).")
     @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="JSONL file to write.")
@@ -28,20 +28,16 @@ def register_commands(cli):
     def topic_mix_command(dataset, path, split, assignments, out, seed):
         """Super-articles interleaving two articles on different topics, each paired with either
         article's summary and topic (Passali & Tsoumakas); read them back with --dataset jsonl."""
-        from .topic_mix import write_topic_mix
+        from .topic_mix import topic_mix
 
         options = parse_assignments(assignments)
         other = sorted(set(options) - {dataset})
         if other:
             raise ctrlkit.OptionError(f"--set {other[0]}.*: only options of dataset '{dataset}' apply here")
-        if path is not None:
-            options.setdefault(dataset, {})["path"] = path
-        source = ctrlkit.get_dataset(dataset, **options.get(dataset, {}))
-        examples = source.load(split if split is not None else source.default_split)
-        mix = write_topic_mix(out, examples, seed)
+        mix = topic_mix(out, dataset, path, split, options.get(dataset), seed)
         used = 2 * len(mix.pairs)
-        if source.skipped:
-            click.echo(f"{source.skipped} invalid rows skipped")
+        if mix.skipped:
+            click.echo(f"{mix.skipped} invalid rows skipped")
         click.echo(f"{used + len(mix.unpaired)} articles, {used} used in {len(mix.pairs)} pairs: "
                    f"{used} examples in {out}")
         for topics, count in mix.unpaired_by_topics().items():

@@ -18,6 +18,9 @@ and the sample, articles that all have two topics) this gives the most pairs pos
 general it stops only when no two remaining articles can be mixed. ``random.Random(seed)``
 orders the articles within each group and picks a topic when an article has several the other
 lacks, so the same examples and seed give the same rows.
+
+A mix is training data, so :func:`topic_mix` reads a dataset's train split unless told
+otherwise: mixed from the test split, it would train a model on the examples it is scored on.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Iterable
 
-from ctrlkit import DatasetError, Example
+from ctrlkit import DatasetError, Example, get_dataset
 from ctrlkit.files import atomic_write_jsonl
 from ctrlkit.text import sentences
 
@@ -55,10 +58,14 @@ class Pair:
     second_topic: str
 
 
+TRAIN_SPLIT = "train"
+
+
 @dataclass
 class TopicMix:
     pairs: list[Pair]
     unpaired: list[Article]
+    skipped: int = 0  # invalid dataset rows left out (the dataset's skip_invalid option)
 
     def rows(self) -> list[dict]:
         """Two rows per pair, in the ``jsonl`` dataset's format; ``meta`` (the source example ids
@@ -87,6 +94,24 @@ class TopicMix:
 def build_topic_mix(examples: Iterable[Example], seed: int = 0) -> list[dict]:
     """The super-article rows for ``examples`` (topic-labelled, with references)."""
     return mix_topics(examples, seed).rows()
+
+
+def topic_mix(out: str | Path, dataset: str = "sample", data: str | None = None, split: str | None = None,
+              options: dict | None = None, seed: int = 0) -> TopicMix:
+    """Mix ``dataset``'s ``split`` (default: its train split; all of a dataset read from one
+    file) and write the rows to ``out``; ``options`` are the dataset's."""
+    options = dict(options or {})
+    if data is not None:
+        options["path"] = data
+    source = get_dataset(dataset, **options)
+    if split is None and source.splits:
+        if TRAIN_SPLIT not in source.splits:
+            raise DatasetError(f"dataset '{dataset}' has no '{TRAIN_SPLIT}' split (it has {', '.join(source.splits)}); "
+                               f"a topic mix is training data, so choose the split it is made from with --split")
+        split = TRAIN_SPLIT
+    mix = write_topic_mix(out, source.load(split), seed)
+    mix.skipped = source.skipped
+    return mix
 
 
 def write_topic_mix(path: str | Path, examples: Iterable[Example], seed: int = 0) -> TopicMix:
