@@ -190,8 +190,9 @@ def test_device_is_set_on_every_backbone_that_takes_one(tmp_path, private_cache,
                for row in rows]
     assert "device" not in options[0]["extractive"] and options[1]["device-model"]["device"] == "cuda:1"
     assert json.loads((tmp_path / "s" / "sweep.json").read_text())["settings"]["device"] == "cuda:1"
+    # named by kind, so the hf dataset in the same sweep never receives it
     assert _with_device({"hf": {"dtype": "float32"}}, ["extractive", "hf:some/model"], "cpu") == {
-        "hf": {"dtype": "float32", "device": "cpu"}}
+        "hf": {"dtype": "float32"}, "backbone:hf": {"device": "cpu"}}
 
 
 def test_a_device_no_backbone_takes_is_one_line(tmp_path):
