@@ -11,6 +11,7 @@ resumes from it.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import shutil
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .api import backbone_name, create_controller, get_backbone, get_dataset, get_vectorizer
+from .backbones.hf_base import require_hf_libraries
 from .errors import ConfigurationError, CtrlkitError
 from .controls import apply_control, check_controls, uncontrolled
 from .files import atomic_write_json, read_json
@@ -28,6 +30,8 @@ from .pipeline import (_check_topics, _seed_everything, _topic_spaces, check_cou
 from .results import prepare_output, versions
 from .secrets import mask_secrets
 from .types import ModelInput
+
+logger = logging.getLogger("ctrlkit")
 
 CONTROLLER_FILE = "ctrlkit_controller.json"
 CHECKPOINT = "checkpoint"
@@ -66,6 +70,7 @@ def train(
     ``controller`` applied to each input; returns what ``training.json`` records. An example lacking
     a control the controller reads trains uncontrolled (counted), or with ``strict_controls`` is
     refused."""
+    require_hf_libraries("ctrlkit train")
     import torch
 
     out_dir = Path(out)
@@ -132,6 +137,7 @@ def train(
     if resuming:
         state = _read_trainer_state(checkpoint)
         optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", weights_only=True))
+        logger.warning("ctrlkit: resuming from %s at step %d", checkpoint, state["step"])
 
     def save_checkpoint():
         temporary = out_dir / f".{CHECKPOINT}.tmp"
