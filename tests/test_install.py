@@ -1,13 +1,16 @@
 """Installing without make: the four distributions are built as wheels and installed with pip into
 a fresh virtual environment without torch (dependencies from the package index), where the
 embedded default, `ctrlkit run` on the bundled sample with the extractive backbone, gives the
-numbers this environment gives. Slow (a pip install); pip's own cache makes a rerun quicker."""
+numbers this environment gives. Slow (a pip install); pip's own cache makes a rerun quicker.
+The README's table of extras lists what the pyproject files declare."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -15,8 +18,6 @@ import pytest
 import ctrlkit
 
 from conftest import ROOT
-
-pytestmark = pytest.mark.slow
 
 PLUGINS = ("plugins/controllers", "plugins/metrics", "plugins/datasets")
 # what the root distribution (ctrlkit, the core) is built from
@@ -94,6 +95,7 @@ def _same_numbers(fresh: dict, here: dict) -> None:
     assert _flat(fresh) == pytest.approx(_flat(here), rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_the_fresh_environment_holds_the_wheels_and_no_torch(venv, tmp_path):
     probe = _in_venv(venv, "-c", "import importlib.util, json, ctrlkit; print(json.dumps("
                      "[ctrlkit.__file__, [n for n in ('torch', 'transformers') if importlib.util.find_spec(n)]]))",
@@ -110,6 +112,7 @@ def test_the_fresh_environment_holds_the_wheels_and_no_torch(venv, tmp_path):
         assert distribution in plugins.stdout
 
 
+@pytest.mark.slow
 def test_the_default_run_gives_the_numbers_of_this_environment(venv, tmp_path):
     ctrlkit_command = venv.parent / "ctrlkit"
     out = tmp_path / "run"
@@ -124,6 +127,7 @@ def test_the_default_run_gives_the_numbers_of_this_environment(venv, tmp_path):
     assert [sample["prediction"] for sample in samples] == [sample["prediction"] for sample in here.samples]
 
 
+@pytest.mark.slow
 def test_the_library_call_gives_the_numbers_of_this_environment(venv, tmp_path):
     script = ("import json, ctrlkit\n"
               "result = ctrlkit.run(controller='tag', metrics=['stas', 'rouge'], cache=False)\n"
@@ -139,6 +143,7 @@ def test_the_library_call_gives_the_numbers_of_this_environment(venv, tmp_path):
     assert fresh["metrics"]["stas"]["stas"] > fresh["baseline"]["stas"]["stas"]  # tag steers toward the topic
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [
     ["run", "-b", "hf:facebook/bart-base", "--limit", "2"],
     ["train", "-b", "hf:facebook/bart-base", "--split", "test", "--max-steps", "1"],
@@ -148,3 +153,24 @@ def test_without_torch_the_transformers_commands_say_what_to_install_in_one_line
     assert result.returncode == 1
     assert result.stderr.strip().count("\n") == 0 and "Traceback" not in result.stderr, result.stderr
     assert "needs torch and transformers: pip install 'ctrlkit[hf]'" in result.stderr
+
+
+def _names(requirements) -> set[str]:
+    return {re.match(r"[\w.-]+", requirement)[0].lower().replace("_", "-") for requirement in requirements}
+
+
+def test_the_readme_table_of_extras_lists_what_each_distribution_brings():
+    declared = {}
+    for folder in (ROOT, *(ROOT / plugin for plugin in PLUGINS)):
+        project = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+        brings = _names(project.get("dependencies", [])) - {"ctrlkit"}
+        if brings:
+            declared[(project["name"], "")] = brings
+        for extra, requirements in project.get("optional-dependencies", {}).items():
+            declared[(project["name"], extra)] = _names(requirements)
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n### Installing into your own environment\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([\w-]+)`[^|]*\| (?:`(\w+)`)? *\| ([^|]+) \|", section, re.MULTILINE)
+    documented = {(name, extra): {item.split()[0].lower() for item in re.sub(r"\([^)]*\)", "", brings).split(",")}
+                  for name, extra, brings in rows}
+    assert documented == declared
