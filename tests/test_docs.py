@@ -100,3 +100,16 @@ def test_every_test_named_in_reliability_md_exists():
         if not re.search(rf"^def {test}\(", source, re.MULTILINE):
             missing.append(f"{path}::{test}")
     assert not missing, f"docs/reliability.md names tests that do not exist: {', '.join(missing)}"
+
+
+# Words that speak to the docs' writers or tell the project's history: a reader has no "before"
+# to compare with and no issue tracker open.
+WRITERS_WORDS = re.compile(r"\bissue \d+|\bhardening round|\bas before\b|\bbefore this\b|\bTODO\b|\bFIXME\b|\bXXX\b",
+                           re.IGNORECASE)
+
+
+@pytest.mark.parametrize("path", ["README.md", *sorted(f"docs/{path.name}" for path in DOCS.glob("*.md"))])
+def test_the_docs_speak_to_their_readers_not_to_their_writers(path):
+    lines = (ROOT / path).read_text(encoding="utf-8").splitlines()
+    found = [f"{path}:{number}: {line.strip()}" for number, line in enumerate(lines, 1) if WRITERS_WORDS.search(line)]
+    assert not found, "\n".join(found)

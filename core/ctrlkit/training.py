@@ -11,6 +11,7 @@ resumes from it.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import shutil
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .api import backbone_name, create_controller, get_backbone, get_dataset
+from .backbones.hf_base import require_hf_libraries
 from .errors import ConfigurationError, CtrlkitError
 from .controls import apply_control, check_controls, uncontrolled
 from .files import atomic_write_json, read_json
@@ -30,6 +32,8 @@ from .outputs import check_output, leaves_no_empty_folder
 from .results import versions
 from .secrets import mask_secrets
 from .types import ModelInput
+
+logger = logging.getLogger("ctrlkit")
 
 CONTROLLER_FILE = "ctrlkit_controller.json"
 CHECKPOINT = "checkpoint"
@@ -69,6 +73,7 @@ def train(
     ``controller`` applied to each input; returns what ``training.json`` records. An example lacking
     a control the controller reads trains uncontrolled (counted), or with ``strict_controls`` is
     refused."""
+    require_hf_libraries("ctrlkit train")
     import torch
 
     out_dir = Path(out)
@@ -135,6 +140,7 @@ def train(
     if resuming:
         state = _read_trainer_state(checkpoint)
         optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", weights_only=True))
+        logger.warning("ctrlkit: resuming from %s at step %d", checkpoint, state["step"])
 
     def save_checkpoint():
         temporary = out_dir / f".{CHECKPOINT}.tmp"

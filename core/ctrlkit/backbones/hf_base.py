@@ -4,6 +4,7 @@ truncation to the model's limit (counted and reported), and saving."""
 from __future__ import annotations
 
 import logging
+from importlib.util import find_spec
 from pathlib import Path
 
 from ..components import Backbone
@@ -13,6 +14,14 @@ from ..options import Option
 logger = logging.getLogger("ctrlkit")
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
+def require_hf_libraries(what: str) -> None:
+    """One line, before any work, when torch or transformers is not installed (``ctrlkit[hf]``)."""
+    missing = [name for name in ("torch", "transformers") if find_spec(name) is None]
+    if missing:
+        raise ConfigurationError(f"{what} needs {' and '.join(missing)}: pip install 'ctrlkit[hf]' "
+                                 "(install torch first to choose its CPU or CUDA build)")
 
 
 class HFBackbone(Backbone):
@@ -33,6 +42,7 @@ class HFBackbone(Backbone):
 
     def __init__(self, **options):
         super().__init__(**options)
+        require_hf_libraries("the transformers backbones (hf, hf-causal)")
         self._model = None
         self._tokenizer = None
         self.truncated = 0

@@ -1,0 +1,114 @@
+"""The README's way to try `ctrlkit train` without internet: the commands of its Training section
+(build a tiny BART from the bundled sample, train, run, and a training interrupted then resumed)
+run as written, in a fresh process each."""
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT
+
+pytest.importorskip("torch", reason="training needs torch")
+pytest.importorskip("transformers", reason="training needs transformers")
+pytest.importorskip("tokenizers", reason="the tiny model's tokenizer is trained with tokenizers")
+
+pytestmark = pytest.mark.slow
+
+
+def _documented_commands() -> list[str]:
+    """The command lines of the README's block under "Without a model hub" (Training section)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    training = text.split("\n### Training\n", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"\*\*Without a model hub\.\*\*.*?^```\n(.*?)^```$", training, re.MULTILINE | re.DOTALL)
+    assert block, "README's Training section has no command block under **Without a model hub.**"
+    return block.group(1).splitlines()
+
+
+def _argv(line: str) -> list[str]:
+    """A documented line as this interpreter runs it (the example script from this checkout)."""
+    words = shlex.split(line)
+    if words[0] == "python":
+        return [sys.executable, str(ROOT / words[1]), *words[2:]]
+    assert words[0] == "ctrlkit", line
+    return [sys.executable, "-m", "ctrlkit", *words[1:]]
+
+
+# one torch thread: on a machine whose few cores other processes share, torch's threads wait on
+# each other (a run of the tiny model took 60 s with them, 24 s with one)
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+def _run(argv, cwd):
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600, env=ENV)
+
+
+def _out(argv: list[str]) -> str:
+    return argv[argv.index("-o") + 1]
+
+
+def test_the_readme_commands_build_train_run_and_resume_offline(tmp_path):
+    build, train, run = (_argv(line) for line in _documented_commands())
+    assert build[1].endswith("examples/tiny_model.py") and train[3:4] == ["train"] and run[3:4] == ["run"]
+
+    built = _run(build, tmp_path)
+    assert built.returncode == 0, built.stderr
+    model = tmp_path / build[2]
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= {path.name for path in model.iterdir()}
+    again = _run(build, tmp_path)
+    assert again.returncode != 0 and "already exists" in again.stderr  # never written over
+
+    trained = _run(train, tmp_path)
+    assert trained.returncode == 0, trained.stderr
+    assert "20 steps on 120 pairs" in trained.stdout
+    whole = json.loads((tmp_path / _out(train) / "training.json").read_text(encoding="utf-8"))
+    assert whole["steps"] == 20 and not whole["resumed"] and whole["config"]["split"] == "test"
+
+    ran = _run(run, tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    out = next((tmp_path / "runs").iterdir())  # the default output folder
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert results["n_examples"] == 10 and set(results["metrics"]) == {"rouge", "stas"}
+    assert results["config"]["options"]["hf"]["model"] == _out(train)
+
+    # the same training into another folder, stopped with Ctrl-C after its first checkpoint
+    train[train.index("-o") + 1] = "models/pt-interrupted"
+    checkpoint = tmp_path / "models" / "pt-interrupted" / "checkpoint"
+    process = subprocess.Popen(train, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=ENV)
+    deadline = time.monotonic() + 300
+    while not (checkpoint / "trainer_state.json").is_file() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode != 0, stderr  # stopped before its 20 steps
+    assert not (tmp_path / "models" / "pt-interrupted" / "training.json").exists()
+    step = json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))["step"]
+    assert step in (5, 10, 15)
+
+    resumed = _run(train, tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"ctrlkit: resuming from models/pt-interrupted/checkpoint at step {step}" in resumed.stderr
+    record = json.loads((tmp_path / "models" / "pt-interrupted" / "training.json").read_text(encoding="utf-8"))
+    assert record["resumed"] and record["steps"] == 20
+    assert record["losses"] == pytest.approx(whole["losses"], abs=1e-5)
+    assert not checkpoint.exists()
+
+
+def test_the_folders_the_commands_write_are_ignored_by_git():
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs git and a git checkout of ctrlkit")
+    written = [_argv(line)[2] for line in _documented_commands() if line.startswith("python")]
+    written += [_out(_argv(line)) for line in _documented_commands() if " -o " in line]
+    written += ["runs/sample-tag-20260101-000000", "runs/demo"]  # `ctrlkit run`'s default, `make demo`
+    assert len(written) == 4
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *(f"{path}/results.json" for path in written)],
+                             cwd=ROOT, capture_output=True, text=True)
+    assert sorted(ignored.stdout.split()) == sorted(f"{path}/results.json" for path in written), ignored.stderr
