@@ -18,7 +18,6 @@ import csv
 import io
 import logging
 import re
-import tomllib
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -38,6 +37,11 @@ from .results import versions
 from .secrets import mask_secrets, scrub_text
 from .sweep_folder import SETTINGS_FILE, check_earlier_sweep, remove_stale_report
 from .sweep_settings import check_settings
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser, published as tomli
+    import tomli as tomllib
 
 logger = logging.getLogger("ctrlkit")
 
