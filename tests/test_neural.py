@@ -13,6 +13,7 @@ from click.testing import CliRunner  # noqa: E402
 import ctrlkit  # noqa: E402
 from ctrlkit import ModelInput  # noqa: E402
 from ctrlkit.cli import cli  # noqa: E402
+from ctrlkit.controls import apply_control  # noqa: E402
 from ctrlkit.pipeline import fit_or_restore  # noqa: E402
 from ctrlkit.topics import TopicSpace  # noqa: E402
 
@@ -175,7 +176,45 @@ def test_causal_backbone_returns_only_new_text_and_pads_left(models):
 def test_truncation_is_counted(models):
     backbone = ctrlkit.get_backbone(f"hf:{models['bart']}", max_input_tokens=16, max_new_tokens=4, num_beams=1)
     backbone.generate([ModelInput(source="word " * 100), ModelInput(source="short")])
-    assert backbone.truncated == 1
+    assert (backbone.truncated, backbone.tokenized, backbone.truncated_to) == (1, 2, 16)
+
+
+@pytest.mark.parametrize("spec", ["hf", "hf-causal"])
+def test_truncation_is_reported_once_per_arm_not_once_per_batch(models, spec, caplog):
+    """Four batches of two: one line for the run and one for the baseline, each with the total,
+    which the tokenizer counts independently here."""
+    kind = "bart" if spec == "hf" else "gpt2"
+    limit = 24
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        result = ctrlkit.run(controller="prepend", backbone=f"{spec}:{models[kind]}", metrics=["rouge"], limit=8,
+                             batch_size=2, cache=False,
+                             options={spec: {"max_new_tokens": 2, "num_beams": 1, "max_input_tokens": limit}})
+    lines = [r.getMessage() for r in caplog.records if "truncated" in r.getMessage()]
+    assert len(lines) == 2, lines
+    backbone = ctrlkit.get_backbone(f"{spec}:{models[kind]}", max_new_tokens=2, max_input_tokens=limit)
+    examples = ctrlkit.get_dataset("sample").load("test")[:8]
+    for arm, line in zip(("prepend", "none"), lines):
+        controller = ctrlkit.create_controller(arm, {})
+        fit_or_restore(controller, backbone, ctrlkit.get_dataset("sample"), None)
+        controller.prepare(backbone)
+        texts = [backbone.texts([apply_control(controller, e, ModelInput(source=e.document))])[0] if spec == "hf"
+                 else backbone.prompt(apply_control(controller, e, ModelInput(source=e.document))) for e in examples]
+        long = sum(len(backbone.tokenizer(text)["input_ids"]) > limit for text in texts)
+        assert 0 < long
+        assert f"backbone '{spec}' (controller '{arm}'): {long} of 8 inputs truncated to {limit} tokens" in line
+    assert len(result.samples) == 8
+
+
+def test_training_reports_truncation_once(models, tmp_path, caplog):
+    from ctrlkit.training import train
+
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        train(backbone=f"hf:{models['bart']}", out=str(tmp_path / "m"), split="test", limit=4, epochs=2,
+              batch_size=2, options={"hf": {"max_input_tokens": 8}})
+    lines = [r.getMessage() for r in caplog.records if "truncated" in r.getMessage()]
+    # every sample document is longer than 8 tokens; 4 examples x 2 epochs, 4 batches
+    assert lines == ["ctrlkit: backbone 'hf' (training; an input counts once per epoch): 8 of 8 inputs truncated "
+                     "to 8 tokens (--set hf.max_input_tokens=N sets the limit)"]
 
 
 def test_causal_backbone_uses_the_chat_template_when_the_tokenizer_has_one(models):

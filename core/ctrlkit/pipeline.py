@@ -287,7 +287,7 @@ def generate(controller, backbone, examples: Sequence[Example], batch_size: int,
         stats["hits"] = stats.get("hits", 0) + len(inputs) - len(todo)
         stats["misses"] = stats.get("misses", 0) + len(todo)
     received = Intake(f"backbone '{backbone.name}'")
-    with tqdm(total=len(todo), desc=f"generate [{controller.name}]", unit="ex", disable=None if progress else True,
+    with truncation_reported(backbone, f"controller '{controller.name}'"), tqdm(total=len(todo), desc=f"generate [{controller.name}]", unit="ex", disable=None if progress else True,
               file=sys.stderr) as bar:
         for start in range(0, len(todo), batch_size):
             batch = todo[start : start + batch_size]
@@ -305,6 +305,19 @@ def generate(controller, backbone, examples: Sequence[Example], batch_size: int,
             bar.update(len(batch))
     received.report()
     return predictions
+
+
+@contextmanager
+def truncation_reported(backbone, during: str):
+    """One warning line for the inputs ``backbone`` cut to its limit inside the block, however
+    many batches it took: ``backbone 'hf' (controller 'tag'): 8 of 8 inputs truncated to 1024 tokens``."""
+    tokenized, truncated = backbone.tokenized, backbone.truncated
+    yield
+    cut = backbone.truncated - truncated
+    if cut:
+        logger.warning("ctrlkit: backbone '%s' (%s): %d of %d inputs truncated to %d tokens (--set %s."
+                       "max_input_tokens=N sets the limit)", backbone.name, during, cut,
+                       backbone.tokenized - tokenized, backbone.truncated_to, backbone.name)
 
 
 def _input_key(model_input: ModelInput) -> dict:

@@ -24,7 +24,7 @@ from .controls import apply_control, check_controls, uncontrolled
 from .files import atomic_write_json, read_json
 from .intake import admit_examples
 from .pipeline import (_check_topics, _seed_everything, _topic_spaces, check_counts, fit_or_restore,
-                       report_uncontrolled)
+                       report_uncontrolled, truncation_reported)
 from .results import prepare_output, versions
 from .secrets import mask_secrets
 from .types import ModelInput
@@ -151,34 +151,35 @@ def train(
                disable=None if progress else True, file=sys.stderr)
     stop = state["done"]
     model.train_mode(True)
-    while (max_steps or state["epoch"] < epochs) and not stop:  # max_steps overrides epochs
-        order = list(range(len(pairs)))
-        random.Random(seed + state["epoch"]).shuffle(order)
-        while state["batch"] < batches_per_epoch:
-            chosen = [pairs[i] for i in order[state["batch"] * batch_size:(state["batch"] + 1) * batch_size]]
-            loss = model.loss([p[0] for p in chosen], [p[1] for p in chosen], max_target_tokens) / grad_accum
-            loss.backward()
-            state["batch"] += 1
-            if state["batch"] % grad_accum and state["batch"] < batches_per_epoch:
-                continue
-            optimizer.step()
-            optimizer.zero_grad()
-            state["step"] += 1
-            state["losses"].append(round(loss.item() * grad_accum, 6))
-            bar.update(1)
-            bar.set_postfix(loss=f"{state['losses'][-1]:.4f}")
-            if max_steps and state["step"] >= max_steps:
-                stop = True
-                break
-            if save_every and state["step"] % save_every == 0:
-                save_checkpoint()
-        if not stop:
-            state["epoch"] += 1
-            state["batch"] = 0
-        if eval_pairs:
-            stop = _evaluate(model, eval_pairs, batch_size, max_target_tokens, state, patience, out_dir) or stop
-        state["done"] = stop or (not max_steps and state["epoch"] >= epochs)
-        save_checkpoint()
+    with truncation_reported(model, "training; an input counts once per epoch"):
+        while (max_steps or state["epoch"] < epochs) and not stop:  # max_steps overrides epochs
+            order = list(range(len(pairs)))
+            random.Random(seed + state["epoch"]).shuffle(order)
+            while state["batch"] < batches_per_epoch:
+                chosen = [pairs[i] for i in order[state["batch"] * batch_size:(state["batch"] + 1) * batch_size]]
+                loss = model.loss([p[0] for p in chosen], [p[1] for p in chosen], max_target_tokens) / grad_accum
+                loss.backward()
+                state["batch"] += 1
+                if state["batch"] % grad_accum and state["batch"] < batches_per_epoch:
+                    continue
+                optimizer.step()
+                optimizer.zero_grad()
+                state["step"] += 1
+                state["losses"].append(round(loss.item() * grad_accum, 6))
+                bar.update(1)
+                bar.set_postfix(loss=f"{state['losses'][-1]:.4f}")
+                if max_steps and state["step"] >= max_steps:
+                    stop = True
+                    break
+                if save_every and state["step"] % save_every == 0:
+                    save_checkpoint()
+            if not stop:
+                state["epoch"] += 1
+                state["batch"] = 0
+            if eval_pairs:
+                stop = _evaluate(model, eval_pairs, batch_size, max_target_tokens, state, patience, out_dir) or stop
+            state["done"] = stop or (not max_steps and state["epoch"] >= epochs)
+            save_checkpoint()
     bar.close()
     model.train_mode(False)
 

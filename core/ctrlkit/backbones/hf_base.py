@@ -1,16 +1,13 @@
 """What the transformers backbones share: lazy loading, device and dtype, special tokens,
-truncation to the model's limit (counted and reported), and saving."""
+truncation to the model's limit (counted), and saving."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from ..components import Backbone
 from ..errors import ConfigurationError
 from ..options import Option
-
-logger = logging.getLogger("ctrlkit")
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -35,8 +32,6 @@ class HFBackbone(Backbone):
         super().__init__(**options)
         self._model = None
         self._tokenizer = None
-        self.truncated = 0
-        """How many inputs were cut to the model's limit so far."""
 
     @property
     def model(self):
@@ -99,14 +94,14 @@ class HFBackbone(Backbone):
         return min(sensible) if sensible else 1024
 
     def tokenize(self, texts: list[str], add_special_tokens: bool = True):
-        """Pad and truncate a batch to the input limit, counting (and reporting) truncations."""
+        """Pad and truncate a batch to the input limit, counting truncations (the caller reports
+        them once for all its batches, not once a batch)."""
         limit = self.input_limit()
         lengths = [len(ids) for ids in self.tokenizer(texts, truncation=False, verbose=False,
                                                       add_special_tokens=add_special_tokens)["input_ids"]]
-        cut = sum(length > limit for length in lengths)
-        if cut:
-            self.truncated += cut
-            logger.warning("ctrlkit: %s: %d of %d inputs truncated to %d tokens", self.name, cut, len(texts), limit)
+        self.tokenized += len(texts)
+        self.truncated += sum(length > limit for length in lengths)
+        self.truncated_to = limit
         batch = self.tokenizer(texts, truncation=True, max_length=limit, padding=True, return_tensors="pt",
                                add_special_tokens=add_special_tokens)
         return {key: value.to(self.device) for key, value in batch.items()}
