@@ -21,7 +21,7 @@ from .controls import apply_control, carries, check_controls, scored_indices, un
 from .digest import backbone_digest, data_digest
 from .errors import ConfigurationError, CtrlkitError, OptionError
 from .intake import Intake, admit_examples
-from .results import format_table, number, prepare_output, versions, write_run
+from .results import format_table, is_count, number, prepare_output, versions, write_run
 from .secrets import mask_secrets
 from .topics import TopicSpace, load_topic_documents
 from .types import Example, ModelInput
@@ -368,8 +368,8 @@ def score(metrics, predictions: Sequence[str], examples: Sequence[Example]) -> S
             for scores in per_example:
                 scores.setdefault(metric.name, {})[value_name] = None
             for i, value in zip(keep, values):
-                per_example[i][metric.name][value_name] = number(value)
-        corpus[metric.name] = {name: number(value) for name, value in result.corpus.items()}
+                per_example[i][metric.name][value_name] = number(value, is_count(value_name))
+        corpus[metric.name] = {name: number(value, is_count(name)) for name, value in result.corpus.items()}
     return Scores(corpus, per_example, details, scored)
 
 

@@ -44,12 +44,15 @@ def _git_commit() -> str | None:
     return found.stdout.strip() if found.returncode == 0 else None
 
 
-def number(value) -> float | None:
-    """A finite float, or None for an undefined value (JSON has no NaN)."""
+def number(value, count: bool = False) -> float | int | None:
+    """A finite float, or None for an undefined value (JSON has no NaN); a ``count`` that is a
+    whole number is an int (``"failed": 2``, not ``2.0``)."""
     if value is None:
         return None
     value = float(value)
-    return value if math.isfinite(value) else None
+    if not math.isfinite(value):
+        return None
+    return int(value) if count and value.is_integer() else value
 
 
 def prepare_output(out: str | Path) -> None:
@@ -82,7 +85,7 @@ def format_table(results: dict) -> str:
         scored = (results.get("scored") or {}).get(metric, total)
         count = f" (n={scored} of {total})" if scored != total else ""
         for name, value in values.items():
-            counted = _is_count(name)
+            counted = is_count(name)
             row = [(f"{metric}.{name}" if name != metric else metric) + count, _show(value, counted)]
             if baseline:
                 other = baseline["metrics"][metric][name]
@@ -97,7 +100,7 @@ def format_table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def _is_count(name: str) -> bool:
+def is_count(name: str) -> bool:
     """Values that count things (``n_topic``, ``left_out``), shown as whole numbers."""
     return name.startswith("n_") or name in COUNTS
 
