@@ -122,7 +122,7 @@ def evaluate(predictions, dataset, data, split, metrics, topics, assignments, ju
     result = evaluate_predictions(
         predictions=predictions, dataset=dataset, data=data, split=split, metrics=metrics or DEFAULT_METRICS,
         topics=topics, options=_options(assignments, None, skip_invalid_in=dataset if skip_invalid else None),
-        judge=judge, limit=limit, strict_controls=strict_controls, out=out,
+        judge=judge, limit=limit, strict_controls=strict_controls, out=out, progress=True,
     )
     click.echo(result.table())
     click.echo(f"\n{describe_examples(result.results)}; results in {out}/results.json", err=True)

@@ -20,6 +20,7 @@ from .files import read_jsonl
 from .intake import Intake, admit_examples
 from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _timed, _topic_spaces, backbone_name,
                        bind_metrics, check_counts, check_metrics, create_metrics, report_skipped, score, _refuse_unused_options)
+from .quiet import quietly
 from .results import prepare_output, versions, write_run
 from .secrets import mask_secrets
 
@@ -52,6 +53,7 @@ def _dataset_predictions(examples, dataset: str) -> dict[str, dict]:
     return {example.id: {**example.meta, "id": example.id} for example in examples}
 
 
+@quietly
 def evaluate(
     *,
     predictions: str | None = None,
@@ -65,12 +67,14 @@ def evaluate(
     limit: int | None = None,
     strict_controls: bool = False,
     out: str | None = None,
+    progress: bool = False,
 ) -> RunResult:
     """Score ``predictions`` (a JSONL file) against ``dataset``'s examples with ``metrics``.
 
     Every example (after ``limit``) needs a prediction, and every prediction an example: a
     mismatch is an error rather than a silently smaller corpus. A metric that reads a control
-    scores the examples carrying it (``scored`` counts them); ``strict_controls`` refuses instead."""
+    scores the examples carrying it (``scored`` counts them); ``strict_controls`` refuses instead.
+    ``progress`` shows the scoring's progress on stderr (``ctrlkit.progress``)."""
     started = time.perf_counter()
     timings: dict[str, float] = {}
     options = {name: dict(values) for name, values in (options or {}).items()}
@@ -109,7 +113,7 @@ def evaluate(
 
     texts = [given[example.id]["prediction"] for example in examples]
     with _timed(timings, "score_s"), cache_scope():  # a broken cache is reported once, as in a run
-        scores = score(scorers, texts, examples)
+        scores = score(scorers, texts, examples, progress)
     timings["total_s"] = time.perf_counter() - started
     results = {
         "config": mask_secrets({"mode": "evaluate", "predictions": predictions, "dataset": dataset, "data": data,

@@ -29,6 +29,7 @@ from .intake import admit_examples
 from .pipeline import (_check_topics, _names, _refuse_unused_options, _resolved_options, _seed_everything,
                        _topic_spaces, bind_metrics, check_counts, check_metrics, create_metrics, fit_or_restore,
                        generate, report_skipped, score)
+from .quiet import quietly
 from .results import prepare_output, versions
 from .secrets import mask_secrets
 from .types import Example
@@ -36,6 +37,7 @@ from .types import Example
 logger = logging.getLogger("ctrlkit")
 
 
+@quietly
 def interference(
     *,
     dataset: str = "sample",
@@ -118,7 +120,7 @@ def interference(
 
     def corpus_values(condition: list[Example]) -> dict[str, float | None]:
         predictions = generate(steering, model, condition, batch_size, progress, generations, cache_stats)
-        corpus = score(scorers, predictions, condition).corpus
+        corpus = score(scorers, predictions, condition, progress).corpus
         return {f"{metric}.{name}": value for metric, values in corpus.items() for name, value in values.items()}
 
     with cache_scope(enabled=cache):  # judge answers too

@@ -21,6 +21,8 @@ from .controls import apply_control, carries, check_controls, scored_indices, un
 from .digest import backbone_digest, data_digest
 from .errors import ConfigurationError, CtrlkitError, OptionError
 from .intake import Intake, admit_examples
+from .progress import Progress, say
+from .quiet import quietly
 from .results import format_table, is_count, number, prepare_output, versions, write_run
 from .secrets import mask_secrets
 from .topics import TopicSpace, load_topic_documents
@@ -45,6 +47,7 @@ class RunResult:
         return format_table(self.results)
 
 
+@quietly
 def run(
     *,
     dataset: str = "sample",
@@ -145,7 +148,7 @@ def run(
                 predictions = generate(arm_controller, model, examples, batch_size, progress, generations,
                                        cache_stats)
             with _timed(timings, prefix + "score_s"):
-                outcomes[arm] = (predictions, score(scorers, predictions, examples))
+                outcomes[arm] = (predictions, score(scorers, predictions, examples, progress))
     timings["total_s"] = time.perf_counter() - started
     left = {arm: uncontrolled(c, examples) for arm, c in arms.items()}
     report_uncontrolled(left["run"], len(examples), main)
@@ -276,8 +279,6 @@ def generate(controller, backbone, examples: Sequence[Example], batch_size: int,
     batch is stored as soon as it is done: a run killed midway resumes where it stopped.
     ``stats`` counts ``hits`` and ``misses``. Generations are cleaned as they come (``intake``):
     a lone surrogate becomes U+FFFD, so nothing generated fails to be written."""
-    from tqdm.auto import tqdm
-
     inputs = [apply_control(controller, example, ModelInput(source=example.document)) for example in examples]
     keys = [[backbone.identity(), _input_key(model_input)] for model_input in inputs] if cache else []
     cached = [cache.get(key) for key in keys] if cache else [None] * len(inputs)
@@ -286,9 +287,12 @@ def generate(controller, backbone, examples: Sequence[Example], batch_size: int,
     if stats is not None:
         stats["hits"] = stats.get("hits", 0) + len(inputs) - len(todo)
         stats["misses"] = stats.get("misses", 0) + len(todo)
+    what = f"generate [{controller.name}]"
+    if progress and len(todo) < len(inputs):
+        say(f"{what}: resuming: {len(inputs) - len(todo)} of {len(inputs)} already done (cached)")
     received = Intake(f"backbone '{backbone.name}'")
-    with truncation_reported(backbone, f"controller '{controller.name}'"), tqdm(total=len(todo), desc=f"generate [{controller.name}]", unit="ex", disable=None if progress else True,
-              file=sys.stderr) as bar:
+    with truncation_reported(backbone, f"controller '{controller.name}'"), \
+            Progress(what, len(todo), "examples", enabled=progress and bool(todo)) as bar:
         for start in range(0, len(todo), batch_size):
             batch = todo[start : start + batch_size]
             outputs = list(backbone.generate([inputs[i] for i in batch]))
@@ -342,18 +346,25 @@ class Scores:
     scored: dict[str, int]
 
 
-def score(metrics, predictions: Sequence[str], examples: Sequence[Example]) -> Scores:
+def score(metrics, predictions: Sequence[str], examples: Sequence[Example], progress: bool = False) -> Scores:
     """Score with each metric the examples that carry every control it reads (the others get
     None for each of its values); its corpus values are over those examples only."""
+    with Progress(f"score {len(examples)} examples", len(metrics), "metrics", enabled=progress) as bar:
+        return _score(metrics, predictions, examples, bar)
+
+
+def _score(metrics, predictions, examples, bar: Progress) -> Scores:
     corpus: dict[str, dict] = {}
     per_example: list[dict] = [{} for _ in examples]
     details: list[dict] = [{} for _ in examples]
     scored: dict[str, int] = {}
     for metric in metrics:
+        bar.update(0, f"metric '{metric.name}'")
         keep = scored_indices(metric, examples)
         scored[metric.name] = len(keep)
         if not keep:
             corpus[metric.name] = {}
+            bar.update(1)
             continue
         if len(keep) == len(examples):
             result = metric.compute(predictions, examples)
@@ -370,6 +381,7 @@ def score(metrics, predictions: Sequence[str], examples: Sequence[Example]) -> S
             for i, value in zip(keep, values):
                 per_example[i][metric.name][value_name] = number(value, is_count(value_name))
         corpus[metric.name] = {name: number(value, is_count(name)) for name, value in result.corpus.items()}
+        bar.update(1)
     return Scores(corpus, per_example, details, scored)
 
 

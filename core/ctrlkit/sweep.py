@@ -26,6 +26,8 @@ from .options import Option
 from .report import flatten
 from .api import backbone_name
 from .pipeline import DEFAULT_METRICS, run
+from .progress import say
+from .quiet import quietly
 from .results import LOWER_IS_BETTER, prepare_output, versions
 from .secrets import mask_secrets, scrub_text
 from .sweep_settings import check_settings
@@ -84,6 +86,7 @@ def _refuse_yaml_hazards(yaml, text: str, path: Path) -> None:
             depth -= 1
 
 
+@quietly
 def sweep(
     *,
     out: str,
@@ -130,7 +133,7 @@ def sweep(
                 "options": {k: dict(v) for k, v in (options or {}).items()}, "judge": judge, "limit": limit,
                 "seed": seed, "batch_size": batch_size}
     atomic_write_json(out_dir / "sweep.json", {"settings": mask_secrets(settings), "versions": versions()})
-    rows = []
+    cells = []
     topics_digest = data_digest(topics)
     for dataset in datasets:
         path = settings["data"].get(dataset) or settings["options"].get(dataset, {}).get("path")
@@ -138,27 +141,40 @@ def sweep(
         digests = {"data": data_digest(path), "topics": topics_digest}
         for backbone in backbones:
             for controller in controllers:
-                cell = f"cells/{_slug(dataset)}--{_slug(backbone)}--{_slug(controller)}"
-                results, reused = _cell(out_dir / cell, digests, dataset=dataset, data=settings["data"].get(dataset),
-                                        split=split, controller=controller, backbone=backbone, metrics=list(metrics),
-                                        topics=topics, options=settings["options"], judge=judge, limit=limit,
-                                        seed=seed, batch_size=batch_size, progress=progress)
-                rows.append({**mask_secrets({"controller": controller, "backbone": backbone, "dataset": dataset}),
-                             "run": cell, "metrics": results["metrics"], "cache": results.get("cache"),
-                             "reused": reused})
+                arguments = dict(dataset=dataset, data=settings["data"].get(dataset), split=split,
+                                 controller=controller, backbone=backbone, metrics=list(metrics), topics=topics,
+                                 options=settings["options"], judge=judge, limit=limit, seed=seed,
+                                 batch_size=batch_size)
+                folder = f"cells/{_slug(dataset)}--{_slug(backbone)}--{_slug(controller)}"
+                cells.append((folder, arguments, _reusable(out_dir / folder, digests, arguments)))
+    reusable = sum(done is not None for _, _, done in cells)
+    if progress and reusable:
+        say(f"sweep: resuming: {reusable} of {len(cells)} cells already done")
+    rows = []
+    for number, (folder, arguments, results) in enumerate(cells, 1):
+        shown = mask_secrets({name: arguments[name] for name in ("controller", "backbone", "dataset")})
+        reused = results is not None
+        if not reused:
+            if progress:
+                say(f"sweep: cell {number} of {len(cells)}: controller {shown['controller']}, backbone "
+                    f"{shown['backbone']}, dataset {shown['dataset']}")
+            results = run(baseline=None, out=str(out_dir / folder), strict_options=False, progress=progress,
+                          **arguments).results
+        rows.append({**shown, "run": folder, "metrics": results["metrics"], "cache": results.get("cache"),
+                     "reused": reused})
     write_table(out_dir, rows)
     return rows
 
 
-def _cell(folder: Path, digests: dict, **arguments) -> tuple[dict, bool]:
-    """The cell's results, and whether they were reused (its results.json has this configuration
-    and was made from files holding the same bytes) rather than run now."""
+def _reusable(folder: Path, digests: dict, arguments: dict) -> dict | None:
+    """The cell's recorded results when they can be reused (its results.json has this
+    configuration and was made from files holding the same bytes), else None: it runs."""
     done = folder / "results.json"
     results = _recorded(done) if done.is_file() else None
     if results is not None and _same_configuration(results["config"], mask_secrets(arguments),
                                                    {**digests, "backbone": _backbone_digest(arguments)}):
-        return results, True
-    return run(baseline=None, out=str(folder), strict_options=False, **arguments).results, False
+        return results
+    return None
 
 
 def _backbone_digest(arguments: dict) -> str:

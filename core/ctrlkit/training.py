@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import random
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -25,6 +24,8 @@ from .files import atomic_write_json, read_json
 from .intake import admit_examples
 from .pipeline import (_check_topics, _seed_everything, _topic_spaces, check_counts, fit_or_restore,
                        report_uncontrolled, truncation_reported)
+from .progress import Progress, say
+from .quiet import quietly
 from .results import prepare_output, versions
 from .secrets import mask_secrets
 from .types import ModelInput
@@ -38,6 +39,7 @@ def save_controller(directory: str | Path, controller) -> None:
                       {"controller": controller.name, "state": controller.state()})
 
 
+@quietly
 def train(
     *,
     backbone: str,
@@ -143,15 +145,14 @@ def train(
         shutil.rmtree(checkpoint, ignore_errors=True)
         temporary.rename(checkpoint)
 
-    from tqdm.auto import tqdm
-
     batches_per_epoch = -(-len(pairs) // batch_size)
     total = max_steps or epochs * -(-batches_per_epoch // grad_accum)
-    bar = tqdm(total=total, initial=state["step"], desc=f"train [{steering.name}]", unit="step",
-               disable=None if progress else True, file=sys.stderr)
+    if progress and resuming:
+        say(f"train [{steering.name}]: resuming: {state['step']} of {total} steps already done ({checkpoint})")
+    bar = Progress(f"train [{steering.name}]", total, "steps", enabled=progress, initial=state["step"])
     stop = state["done"]
     model.train_mode(True)
-    with truncation_reported(model, "training; an input counts once per epoch"):
+    with bar, truncation_reported(model, "training; an input counts once per epoch"):
         while (max_steps or state["epoch"] < epochs) and not stop:  # max_steps overrides epochs
             order = list(range(len(pairs)))
             random.Random(seed + state["epoch"]).shuffle(order)
@@ -166,8 +167,7 @@ def train(
                 optimizer.zero_grad()
                 state["step"] += 1
                 state["losses"].append(round(loss.item() * grad_accum, 6))
-                bar.update(1)
-                bar.set_postfix(loss=f"{state['losses'][-1]:.4f}")
+                bar.update(1, f"loss {state['losses'][-1]:.4f}")
                 if max_steps and state["step"] >= max_steps:
                     stop = True
                     break
@@ -180,7 +180,6 @@ def train(
                 stop = _evaluate(model, eval_pairs, batch_size, max_target_tokens, state, patience, out_dir) or stop
             state["done"] = stop or (not max_steps and state["epoch"] >= epochs)
             save_checkpoint()
-    bar.close()
     model.train_mode(False)
 
     if not eval_pairs:

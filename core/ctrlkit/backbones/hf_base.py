@@ -8,6 +8,7 @@ from pathlib import Path
 from ..components import Backbone
 from ..errors import ConfigurationError
 from ..options import Option
+from ..quiet import quiet_new_imports
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -55,6 +56,7 @@ class HFBackbone(Backbone):
         import torch
         import transformers
 
+        quiet_new_imports()
         device = self.options["device"] or ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = self.options["dtype"]
         if dtype == "auto":

@@ -3,6 +3,7 @@ from __future__ import annotations
 from ..components import Vectorizer
 from ..errors import ConfigurationError
 from ..options import Option
+from ..quiet import quiet_new_imports
 
 _models: dict = {}
 
@@ -29,6 +30,7 @@ def load_sentence_model(name_or_path: str, device: str | None):
             raise ConfigurationError(
                 "vectorizer 'embedding' needs sentence-transformers: pip install 'ctrlkit[embedding]'"
             ) from None
+        quiet_new_imports()
         try:
             _models[key] = SentenceTransformer(name_or_path, device=device)
         except Exception as exc:  # missing path, no network for a hub name, bad device...

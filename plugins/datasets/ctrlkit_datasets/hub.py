@@ -20,6 +20,7 @@ from pathlib import Path
 from ctrlkit import Dataset, DatasetError, Example, Option, OptionError
 from ctrlkit.files import require_text
 from ctrlkit.options import SKIP_INVALID
+from ctrlkit.quiet import quiet_new_imports
 
 INSTALL = "pip install 'ctrlkit-datasets[hf]'"
 
@@ -30,6 +31,7 @@ def import_datasets():
         import datasets
     except ImportError:
         raise DatasetError(f"reading Hugging Face datasets needs the 'datasets' library: {INSTALL}") from None
+    quiet_new_imports()
     return datasets
 
 
