@@ -123,7 +123,7 @@ def test_mismatched_controller_and_backbone_are_refused_in_one_line():
         ctrlkit.run(controller="embed", metrics=["rouge"])
 
 
-def test_training_resumes_from_its_checkpoint(models, tmp_path, monkeypatch):
+def test_training_resumes_from_its_checkpoint(models, tmp_path, monkeypatch, capsys):
     from ctrlkit.backbones.hf import HFSeq2Seq
     from ctrlkit.training import train
 
@@ -145,8 +145,11 @@ def test_training_resumes_from_its_checkpoint(models, tmp_path, monkeypatch):
         train(out=str(tmp_path / "resumed"), **args)
     assert json.loads((tmp_path / "resumed" / "checkpoint" / "trainer_state.json").read_text())["step"] == 2
     monkeypatch.setattr(HFSeq2Seq, "loss", original)
-    resumed = train(out=str(tmp_path / "resumed"), **args)
+    capsys.readouterr()
+    resumed = train(out=str(tmp_path / "resumed"), progress=True, **args)
     assert resumed["resumed"] and resumed["steps"] == 4
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"ctrlkit: train [tag]: resuming: 2 of 4 steps already done ({tmp_path / 'resumed' / 'checkpoint'})")
     assert resumed["losses"] == pytest.approx(whole["losses"], abs=1e-5)
     with pytest.raises(ctrlkit.CtrlkitError, match="already holds a trained model"):
         train(out=str(tmp_path / "resumed"), **args)
@@ -203,6 +206,19 @@ def test_truncation_is_reported_once_per_arm_not_once_per_batch(models, spec, ca
         assert 0 < long
         assert f"backbone '{spec}' (controller '{arm}'): {long} of 8 inputs truncated to {limit} tokens" in line
     assert len(result.samples) == 8
+
+
+def test_a_neural_run_shows_no_library_progress_bars_or_warnings(models, tmp_path):
+    """transformers draws "Loading weights" bars and logs advice; ctrlkit's own lines stay."""
+    import transformers
+
+    before = transformers.utils.logging.is_progress_bar_enabled()
+    result = invoke("run", "-b", f"hf:{models['bart']}", "-c", "tag", "-m", "rouge", "--limit", 2, "--no-cache",
+                    "-o", tmp_path / "run", *FAST)
+    assert "Loading" not in result.stderr and "it/s]" not in result.stderr, result.stderr
+    assert all(line.startswith("ctrlkit: ") or line.startswith("2 examples") or not line
+               for line in result.stderr.splitlines()), result.stderr
+    assert transformers.utils.logging.is_progress_bar_enabled() == before  # restored for a library user
 
 
 def test_training_reports_truncation_once(models, tmp_path, caplog):

@@ -35,10 +35,10 @@ def _progress_switches() -> dict:
         switches["transformers"] = (hf_logging.is_progress_bar_enabled, hf_logging.enable_progress_bar,
                                     hf_logging.disable_progress_bar)
     if "datasets" in sys.modules:
-        from datasets.utils import tqdm as datasets_tqdm
+        from datasets import utils as datasets_utils
 
-        switches["datasets"] = (lambda: not datasets_tqdm.are_progress_bars_disabled(),
-                                datasets_tqdm.enable_progress_bars, datasets_tqdm.disable_progress_bars)
+        switches["datasets"] = (lambda: not datasets_utils.are_progress_bars_disabled(),
+                                datasets_utils.enable_progress_bars, datasets_utils.disable_progress_bars)
     if "huggingface_hub" in sys.modules:
         from huggingface_hub import utils as hub_utils
 
