@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..components import Backbone
 from ..errors import ConfigurationError
+from ..hub import hub_unreachable, is_local, not_found_offline
 from ..options import Option
 from ..quiet import quiet_new_imports
 
@@ -65,12 +66,18 @@ class HFBackbone(Backbone):
         name = self.options["model"]
         if name.startswith((".", "/", "~")) and not Path(name).expanduser().is_dir():
             raise ConfigurationError(f"backbone '{self.name}': no model folder at {name}")
+        # a Hub name with the Hub out of reach: the local Hub cache only, not a minute of retries
+        offline = None if is_local(name) else hub_unreachable()
         try:
-            self._tokenizer = transformers.AutoTokenizer.from_pretrained(name)
+            self._tokenizer = transformers.AutoTokenizer.from_pretrained(name, local_files_only=bool(offline))
             model_class = getattr(transformers, self.auto_model_class)
-            self._model = model_class.from_pretrained(name, dtype=getattr(torch, dtype))
+            self._model = model_class.from_pretrained(name, dtype=getattr(torch, dtype),
+                                                      local_files_only=bool(offline))
         except (OSError, ValueError) as exc:
-            raise ConfigurationError(f"backbone '{self.name}' cannot load {name!r}: {exc}") from None
+            if offline:
+                raise ConfigurationError(not_found_offline(f"backbone '{self.name}'", name, offline)) from None
+            raise ConfigurationError(f"backbone '{self.name}' cannot load {name!r}: {' '.join(str(exc).split())}") \
+                from None
         try:
             self._model.to(device)
         except (RuntimeError, AssertionError) as exc:  # no such device, or torch built without it
