@@ -21,8 +21,8 @@ _TRUE = {"1", "on", "yes", "true"}
 
 
 def is_local(name: str) -> bool:
-    """A path that exists here (a model folder, a data folder), as opposed to a Hub name."""
-    return Path(name).expanduser().exists()
+    """A path (one that exists here, or is written as a path: /x, ./x, ~/x), not a Hub name."""
+    return name.startswith((".", "/", "~")) or Path(name).expanduser().exists()
 
 
 def offline_setting() -> str | None:
