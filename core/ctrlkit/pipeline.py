@@ -83,7 +83,8 @@ def run(
     An example lacking a control the controller reads is left uncontrolled (counted per
     controller in ``uncontrolled``), and a metric scores only the examples carrying what it reads
     (counted in ``scored``); ``strict_controls=True`` refuses the run instead when any example
-    lacks such a control. A control that no example carries is always refused.
+    lacks such a control. A control that no example carries is always refused. ``progress`` shows
+    progress on stderr (``ctrlkit.progress``), and says how much a rerun resumes.
     """
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -288,7 +289,9 @@ def generate(controller, backbone, examples: Sequence[Example], batch_size: int,
         stats["hits"] = stats.get("hits", 0) + len(inputs) - len(todo)
         stats["misses"] = stats.get("misses", 0) + len(todo)
     what = f"generate [{controller.name}]"
-    if progress and len(todo) < len(inputs):
+    if progress and not todo:
+        say(f"{what}: all {len(inputs)} already done (cached)")
+    elif progress and len(todo) < len(inputs):
         say(f"{what}: resuming: {len(inputs) - len(todo)} of {len(inputs)} already done (cached)")
     received = Intake(f"backbone '{backbone.name}'")
     with truncation_reported(backbone, f"controller '{controller.name}'"), \
