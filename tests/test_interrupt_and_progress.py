@@ -122,3 +122,30 @@ def test_a_library_first_imported_during_the_work_is_quieted_then_restored():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "(True, 'error') (False, None)"
+
+
+def test_evaluate_shows_progress_while_a_slow_metric_scores(tmp_path, monkeypatch, capsys, throwaway_plugins):
+    import ctrlkit
+    from ctrlkit.evaluation import evaluate
+
+    class Slow(ctrlkit.Metric):
+        def compute(self, predictions, examples):
+            time.sleep(0.3)
+            return ctrlkit.MetricResult(per_example={"slow": [1.0] * len(predictions)}, corpus={"slow": 1.0})
+
+    class Plugin:
+        @ctrlkit.hookimpl
+        def register_metrics(self, register):
+            register("slow", Slow)
+
+    throwaway_plugins(Plugin(), "slow-metric")
+    rows = [{"id": str(i), "document": f"Document {i}.", "prediction": f"Summary {i}."} for i in range(3)]
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("".join(json.dumps({"id": r["id"], "prediction": r["prediction"]}) + "\n" for r in rows))
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({"id": r["id"], "document": r["document"]}) + "\n" for r in rows))
+    monkeypatch.setenv("CTRLKIT_PROGRESS_SECONDS", "0.05")
+    evaluate(predictions=str(predictions), dataset="jsonl", data=str(data), metrics=["slow"], progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "ctrlkit: score 3 examples: 0/1 metrics, metric 'slow', 0:00 elapsed"
+    assert lines[-1] == "ctrlkit: score 3 examples: 1/1 metrics, 0:00 elapsed"

@@ -146,10 +146,14 @@ def test_training_resumes_from_its_checkpoint(models, tmp_path, monkeypatch, cap
     assert json.loads((tmp_path / "resumed" / "checkpoint" / "trainer_state.json").read_text())["step"] == 2
     monkeypatch.setattr(HFSeq2Seq, "loss", original)
     capsys.readouterr()
+    monkeypatch.setenv("CTRLKIT_PROGRESS_SECONDS", "0.01")
     resumed = train(out=str(tmp_path / "resumed"), progress=True, **args)
     assert resumed["resumed"] and resumed["steps"] == 4
-    assert capsys.readouterr().err.splitlines()[0] == (
-        f"ctrlkit: train [tag]: resuming: 2 of 4 steps already done ({tmp_path / 'resumed' / 'checkpoint'})")
+    said = capsys.readouterr().err.splitlines()
+    assert said[0] == f"ctrlkit: train [tag]: resuming: 2 of 4 steps already done ({tmp_path / 'resumed' / 'checkpoint'})"
+    # off a terminal, plain lines from step 2 on, the last one with the last loss
+    assert said[1].startswith("ctrlkit: train [tag]: 2/4 steps, ") and said[-1].startswith(
+        f"ctrlkit: train [tag]: 4/4 steps, loss {resumed['losses'][-1]:.4f}, 0:"), said
     assert resumed["losses"] == pytest.approx(whole["losses"], abs=1e-5)
     with pytest.raises(ctrlkit.CtrlkitError, match="already holds a trained model"):
         train(out=str(tmp_path / "resumed"), **args)
