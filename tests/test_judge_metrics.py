@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from sklearn.metrics import f1_score
 
 import ctrlkit
+from ctrlkit.cli import cli
 from chat_server import JsonHandler
 from ctrlkit import ConfigurationError, DatasetError
 from ctrlkit.cache import Cache, cache_key
@@ -392,3 +393,51 @@ def test_cache_is_safe_for_several_processes_at_once(tmp_path):
                            ".execute('PRAGMA journal_mode').fetchone()[0])", str(cache.path)],
                           capture_output=True, text=True, check=True).stdout.strip()
     assert mode == "wal"
+
+
+@pytest.mark.parametrize("metric", ["fm", "focus"])
+def test_a_judge_that_always_answers_garbage_warns_loudly_and_counts_failures(metric, tmp_path, throwaway_plugins,
+                                                                             caplog):
+    """Every answer fails to parse: the run still finishes (what it computed is kept), one loud
+    line says the metric is undefined, and results.json records ``failed`` as a whole number."""
+
+    class Garbage(ctrlkit.Backbone):
+        capabilities = frozenset({"text", "messages"})
+
+        def generate(self, inputs):
+            return ["I'd rather not say." for _ in inputs]
+
+    class Plugin:
+        @ctrlkit.hookimpl
+        def register_backbones(self, register):
+            register("garbage", Garbage)
+
+    throwaway_plugins(Plugin(), "garbage-judge")
+    rows = FM_ROWS if metric == "fm" else FOCUS_ROWS
+    path = write_jsonl(tmp_path / "rows.jsonl", rows)
+    out = tmp_path / "out"
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        result = CliRunner().invoke(cli, ["run", "--dataset", "jsonl", "--data", path, "-m", metric,
+                                          "--judge", "garbage", "--no-baseline", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    recorded = (out / "results.json").read_text(encoding="utf-8")
+    assert f'"failed": {len(rows)}' in recorded  # an int in the file, not 4.0
+    values = json.loads(recorded)["metrics"][metric]
+    assert values["failed"] == len(rows) and isinstance(values["failed"], int)
+    assert all(value is None for name, value in values.items() if name != "failed")
+    warning = (f"ctrlkit: WARNING: metric '{metric}': the judge failed on every one of the {len(rows)} examples "
+               f"(first: no JSON object in the answer, answer \"I'd rather not say.\"); the metric is undefined.")
+    assert [r.getMessage() for r in caplog.records if "judge failed" in r.getMessage()] == [
+        warning + " Check the judge (--judge) and the answers under details in samples.jsonl"]
+
+
+def test_a_judge_failing_on_some_examples_says_how_many(serve, tmp_path, caplog):
+    judge = serve({"fone": ['{"label": "empirical"}'], "ftwo": ["no idea"]})
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        result = ctrlkit.run(dataset="jsonl", data=write_jsonl(tmp_path / "two.jsonl", FOCUS_ROWS[:2]),
+                             backbone="extractive", metrics=["focus"], baseline=None, judge="openai:judge-model",
+                             options={"openai": {"base_url": judge.url}, "focus": {"retries": 0}})
+    assert result.metrics["focus"]["failed"] == 1
+    lines = [r.getMessage() for r in caplog.records if "judge failed" in r.getMessage()]
+    assert lines == ["ctrlkit: metric 'focus': the judge failed on 1 of 2 examples (first: no JSON object in the "
+                     "answer, answer \"no idea\"); they are left out of the value and counted in 'focus.failed'"]

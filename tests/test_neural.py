@@ -13,6 +13,7 @@ from click.testing import CliRunner  # noqa: E402
 import ctrlkit  # noqa: E402
 from ctrlkit import ModelInput  # noqa: E402
 from ctrlkit.cli import cli  # noqa: E402
+from ctrlkit.controls import apply_control  # noqa: E402
 from ctrlkit.pipeline import fit_or_restore  # noqa: E402
 from ctrlkit.topics import TopicSpace  # noqa: E402
 
@@ -122,7 +123,7 @@ def test_mismatched_controller_and_backbone_are_refused_in_one_line():
         ctrlkit.run(controller="embed", metrics=["rouge"])
 
 
-def test_training_resumes_from_its_checkpoint(models, tmp_path, monkeypatch):
+def test_training_resumes_from_its_checkpoint(models, tmp_path, monkeypatch, capsys):
     from ctrlkit.backbones.hf import HFSeq2Seq
     from ctrlkit.training import train
 
@@ -144,8 +145,15 @@ def test_training_resumes_from_its_checkpoint(models, tmp_path, monkeypatch):
         train(out=str(tmp_path / "resumed"), **args)
     assert json.loads((tmp_path / "resumed" / "checkpoint" / "trainer_state.json").read_text())["step"] == 2
     monkeypatch.setattr(HFSeq2Seq, "loss", original)
-    resumed = train(out=str(tmp_path / "resumed"), **args)
+    capsys.readouterr()
+    monkeypatch.setenv("CTRLKIT_PROGRESS_SECONDS", "0.01")
+    resumed = train(out=str(tmp_path / "resumed"), progress=True, **args)
     assert resumed["resumed"] and resumed["steps"] == 4
+    said = capsys.readouterr().err.splitlines()
+    assert said[0] == f"ctrlkit: train [tag]: resuming: 2 of 4 steps already done ({tmp_path / 'resumed' / 'checkpoint'})"
+    # off a terminal, plain lines from step 2 on, the last one with the last loss
+    assert said[1].startswith("ctrlkit: train [tag]: 2/4 steps, ") and said[-1].startswith(
+        f"ctrlkit: train [tag]: 4/4 steps, loss {resumed['losses'][-1]:.4f}, 0:"), said
     assert resumed["losses"] == pytest.approx(whole["losses"], abs=1e-5)
     with pytest.raises(ctrlkit.CtrlkitError, match="already holds a trained model"):
         train(out=str(tmp_path / "resumed"), **args)
@@ -175,7 +183,58 @@ def test_causal_backbone_returns_only_new_text_and_pads_left(models):
 def test_truncation_is_counted(models):
     backbone = ctrlkit.get_backbone(f"hf:{models['bart']}", max_input_tokens=16, max_new_tokens=4, num_beams=1)
     backbone.generate([ModelInput(source="word " * 100), ModelInput(source="short")])
-    assert backbone.truncated == 1
+    assert (backbone.truncated, backbone.tokenized, backbone.truncated_to) == (1, 2, 16)
+
+
+@pytest.mark.parametrize("spec", ["hf", "hf-causal"])
+def test_truncation_is_reported_once_per_arm_not_once_per_batch(models, spec, caplog):
+    """Four batches of two: one line for the run and one for the baseline, each with the total,
+    which the tokenizer counts independently here."""
+    kind = "bart" if spec == "hf" else "gpt2"
+    limit = 24
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        result = ctrlkit.run(controller="prepend", backbone=f"{spec}:{models[kind]}", metrics=["rouge"], limit=8,
+                             batch_size=2, cache=False,
+                             options={spec: {"max_new_tokens": 2, "num_beams": 1, "max_input_tokens": limit}})
+    lines = [r.getMessage() for r in caplog.records if "truncated" in r.getMessage()]
+    assert len(lines) == 2, lines
+    backbone = ctrlkit.get_backbone(f"{spec}:{models[kind]}", max_new_tokens=2, max_input_tokens=limit)
+    examples = ctrlkit.get_dataset("sample").load("test")[:8]
+    for arm, line in zip(("prepend", "none"), lines):
+        controller = ctrlkit.create_controller(arm, {})
+        fit_or_restore(controller, backbone, ctrlkit.get_dataset("sample"), None)
+        controller.prepare(backbone)
+        texts = [backbone.texts([apply_control(controller, e, ModelInput(source=e.document))])[0] if spec == "hf"
+                 else backbone.prompt(apply_control(controller, e, ModelInput(source=e.document))) for e in examples]
+        long = sum(len(backbone.tokenizer(text)["input_ids"]) > limit for text in texts)
+        assert 0 < long
+        assert f"backbone '{spec}' (controller '{arm}'): {long} of 8 inputs truncated to {limit} tokens" in line
+    assert len(result.samples) == 8
+
+
+def test_a_neural_run_shows_no_library_progress_bars_or_warnings(models, tmp_path):
+    """transformers draws "Loading weights" bars and logs advice; ctrlkit's own lines stay."""
+    import transformers
+
+    before = transformers.utils.logging.is_progress_bar_enabled()
+    result = invoke("run", "-b", f"hf:{models['bart']}", "-c", "tag", "-m", "rouge", "--limit", 2, "--no-cache",
+                    "-o", tmp_path / "run", *FAST)
+    assert "Loading" not in result.stderr and "it/s]" not in result.stderr, result.stderr
+    assert all(line.startswith("ctrlkit: ") or line.startswith("2 examples") or not line
+               for line in result.stderr.splitlines()), result.stderr
+    assert transformers.utils.logging.is_progress_bar_enabled() == before  # restored for a library user
+
+
+def test_training_reports_truncation_once(models, tmp_path, caplog):
+    from ctrlkit.training import train
+
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        train(backbone=f"hf:{models['bart']}", out=str(tmp_path / "m"), split="test", limit=4, epochs=2,
+              batch_size=2, options={"hf": {"max_input_tokens": 8}})
+    lines = [r.getMessage() for r in caplog.records if "truncated" in r.getMessage()]
+    # every sample document is longer than 8 tokens; 4 examples x 2 epochs, 4 batches
+    assert lines == ["ctrlkit: backbone 'hf' (training; an input counts once per epoch): 8 of 8 inputs truncated "
+                     "to 8 tokens (--set hf.max_input_tokens=N sets the limit)"]
 
 
 def test_causal_backbone_uses_the_chat_template_when_the_tokenizer_has_one(models):

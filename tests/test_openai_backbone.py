@@ -171,13 +171,42 @@ def test_a_timeout_is_retried_then_reported(server):
     assert len(server.requests) == 2
 
 
-def test_a_refused_connection_is_retried_then_reported():
+def closed_port() -> int:
     with socket.socket() as probe:  # a port that nothing listens on once closed
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    model = ctrlkit.get_backbone("openai:m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, backoff=0.01)
-    with pytest.raises(CtrlkitError, match=r"input 0 failed after 2 attempts: connection error: .*refused"):
-        model.generate([ModelInput("doc")])
+        return probe.getsockname()[1]
+
+
+def test_a_server_never_reached_fails_at_once_in_one_line(monkeypatch, caplog):
+    """Refused with the default backoff (1 s, then 2, 4, 8, 16: half a minute): not retried."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    model = ctrlkit.get_backbone("openai:m", base_url=url)
+    started = time.monotonic()
+    with pytest.raises(CtrlkitError) as failed:
+        model.generate([ModelInput("doc"), ModelInput("other")])
+    assert time.monotonic() - started < 3
+    message = str(failed.value)
+    assert "\n" not in message and message.startswith("backbone 'openai': request for input ")
+    assert f"cannot reach {url} (connection error: " in message and "refused" in message
+    assert message.endswith("; check that this machine is online, the server runs and the address is right (--set "
+                            "openai.base_url or $OPENAI_BASE_URL); no API key is set either ($OPENAI_API_KEY or "
+                            "--set openai.api_key)")
+    assert "retrying" not in caplog.text
+
+
+def test_a_refused_connection_after_the_server_answered_is_retried_then_reported(server, caplog):
+    """A server that answered and then went away (a restart) is worth waiting for, and the wait is said."""
+    model = backbone(server, max_retries=2, backoff=0.01)
+    assert model.generate([ModelInput("doc")]) == [f"summary: {INSTRUCTION}\n\ndoc"]
+    server.http.shutdown()
+    server.http.server_close()
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        with pytest.raises(CtrlkitError, match=r"input 0 failed after 3 attempts: connection error: .*refused"):
+            model.generate([ModelInput("doc two")])
+    said = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("ctrlkit: backbone 'openai': connection error: ")
+    assert said[0].endswith("; retrying with backoff (up to 3 attempts a request)")
 
 
 def test_401_is_not_retried_and_the_key_never_leaks(server):

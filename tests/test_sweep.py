@@ -117,7 +117,9 @@ def _slow_backbone(tmp_path):
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ctrlkit-slow\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[ctrlkit]\nctrlkit-slow = slow_plugin\n")
-    return {**os.environ, "PYTHONPATH": str(tmp_path), "CTRLKIT_CACHE_DIR": str(tmp_path / "cache")}
+    # before, not instead of, the caller's PYTHONPATH: a checkout on it is the ctrlkit under test
+    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, "CTRLKIT_CACHE_DIR": str(tmp_path / "cache")}
 
 
 def _cached_generations(cache_dir) -> int:

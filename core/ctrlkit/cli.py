@@ -43,6 +43,8 @@ class CtrlkitGroup(click.Group):
             return super().invoke(ctx)
         except CtrlkitError as exc:
             raise click.ClickException(str(exc)) from None
+        except KeyboardInterrupt:  # click's own handling would print "Aborted!" and exit 1
+            _interrupted()
 
 
 @click.group(cls=CtrlkitGroup)
@@ -123,7 +125,7 @@ def evaluate(predictions, dataset, data, split, metrics, topics, assignments, ju
         result = evaluate_predictions(
             predictions=predictions, dataset=dataset, data=data, split=split, metrics=metrics or DEFAULT_METRICS,
             topics=topics, options=_options(assignments, None, skip_invalid_in=dataset if skip_invalid else None),
-            judge=judge, limit=limit, strict_controls=strict_controls, out=out,
+            judge=judge, limit=limit, strict_controls=strict_controls, out=out, progress=True,
         )
     click.echo(result.table())
     click.echo(f"\n{describe_examples(result.results)}; results in {out}/results.json", err=True)
@@ -381,9 +383,15 @@ def plugin_new(name, directory):
     click.echo(f"wrote {target}; next: pip install -e {target} && python -m pytest {target}")
 
 
+def _interrupted():
+    """Ctrl-C: one line, and the exit status of a process ended by SIGINT (128 + 2)."""
+    start = "\n" if sys.stderr.isatty() else ""  # off the line ^C and a progress bar are on
+    click.echo(f"{start}Interrupted; rerun the same command to resume.", err=True)
+    sys.exit(130)
+
+
 def main():
     try:
         cli(prog_name="ctrlkit")
-    except KeyboardInterrupt:  # between commands' own handling, e.g. while printing the table
-        click.echo("Interrupted; rerun the same command to resume.", err=True)
-        sys.exit(130)
+    except KeyboardInterrupt:  # outside a command, e.g. while click parses the arguments
+        _interrupted()

@@ -111,6 +111,11 @@ class Backbone(Configurable):
     """Option set by the argument of a ``name:ARGUMENT`` spec (``hf:PATH``), if it takes one."""
     transport_options: frozenset[str] = frozenset({"concurrency", "timeout", "max_retries", "backoff"})
     """Options that change how outputs are fetched, not what they are (left out of cache keys)."""
+    tokenized: int = 0
+    truncated: int = 0
+    """How many inputs a backbone with an input limit has read so far, and how many of them it cut
+    to ``truncated_to`` tokens; a run reports the difference once (``pipeline.truncation_reported``)."""
+    truncated_to: int | None = None
 
     def identity(self) -> dict:
         """What makes this backbone's outputs differ from another's: the key of its cached

@@ -23,6 +23,7 @@ from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _timed, _topic
                        check_metrics, components, create_metrics, create_vectorizers, report_skipped, resolved_options,
                        score, with_data)
 from .outputs import check_output, leaves_no_empty_folder
+from .quiet import quietly
 from .results import versions, write_run
 from .secrets import mask_secrets
 
@@ -79,6 +80,7 @@ def _count(items, noun: str) -> str:
 
 
 @leaves_no_empty_folder
+@quietly
 def evaluate(
     *,
     predictions: str | None = None,
@@ -92,12 +94,14 @@ def evaluate(
     limit: int | None = None,
     strict_controls: bool = False,
     out: str | None = None,
+    progress: bool = False,
 ) -> RunResult:
     """Score ``predictions`` (a JSONL file) against ``dataset``'s examples with ``metrics``.
 
     Every example (after ``limit``) needs a prediction, and every prediction an example: a
     mismatch is an error rather than a silently smaller corpus. A metric that reads a control
-    scores the examples carrying it (``scored`` counts them); ``strict_controls`` refuses instead."""
+    scores the examples carrying it (``scored`` counts them); ``strict_controls`` refuses instead.
+    ``progress`` shows the scoring's progress on stderr (``ctrlkit.progress``)."""
     started = time.perf_counter()
     timings: dict[str, float] = {}
     routed = RunOptions(with_data(options, dataset, data), components(dataset=dataset, metrics=metrics, judge=judge))
@@ -127,7 +131,7 @@ def evaluate(
 
     texts = [given[example.id]["prediction"] for example in examples]
     with _timed(timings, "score_s"), cache_scope():  # a broken cache is reported once, as in a run
-        scores = score(scorers, texts, examples)
+        scores = score(scorers, texts, examples, progress)
     timings["total_s"] = time.perf_counter() - started
     results = {
         "config": mask_secrets({"mode": "evaluate", "predictions": predictions, "dataset": dataset, "data": data,

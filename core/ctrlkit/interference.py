@@ -32,6 +32,7 @@ from .pipeline import (_check_topics, _names, _seed_everything, _topic_spaces, b
                        check_metrics, components, create_metrics, create_vectorizers, fit_or_restore, generate,
                        report_skipped, resolved_options, score, with_data)
 from .outputs import check_output, leaves_no_empty_folder
+from .quiet import quietly
 from .results import versions
 from .secrets import mask_secrets
 from .types import Example
@@ -40,6 +41,7 @@ logger = logging.getLogger("ctrlkit")
 
 
 @leaves_no_empty_folder
+@quietly
 def interference(
     *,
     dataset: str = "sample",
@@ -120,7 +122,7 @@ def interference(
 
     def corpus_values(condition: list[Example]) -> dict[str, float | None]:
         predictions = generate(steering, model, condition, batch_size, progress, generations, cache_stats)
-        corpus = score(scorers, predictions, condition).corpus
+        corpus = score(scorers, predictions, condition, progress).corpus
         return {label(metric, name): value for metric, values in corpus.items() for name, value in values.items()}
 
     with cache_scope(enabled=cache):  # judge answers too

@@ -22,7 +22,10 @@ from .controls import apply_control, carries, check_controls, scored_indices, un
 from .digest import backbone_digest, data_digest
 from .errors import ConfigurationError, CtrlkitError, OptionError
 from .intake import Intake, admit_examples
+from .metric_values import is_count
 from .outputs import check_output, leaves_no_empty_folder
+from .progress import Progress, say
+from .quiet import quietly
 from .results import format_table, number, versions, write_run
 from .secrets import mask_secrets
 from .topics import TopicSpace, load_topic_documents
@@ -48,6 +51,7 @@ class RunResult:
 
 
 @leaves_no_empty_folder
+@quietly
 def run(
     *,
     dataset: str = "sample",
@@ -83,7 +87,8 @@ def run(
     An example lacking a control the controller reads is left uncontrolled (counted per
     controller in ``uncontrolled``), and a metric scores only the examples carrying what it reads
     (counted in ``scored``); ``strict_controls=True`` refuses the run instead when any example
-    lacks such a control. A control that no example carries is always refused.
+    lacks such a control. A control that no example carries is always refused. ``progress`` shows
+    progress on stderr (``ctrlkit.progress``), and says how much a rerun resumes.
     """
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -145,7 +150,7 @@ def run(
                 predictions = generate(arm_controller, model, examples, batch_size, progress, generations,
                                        cache_stats)
             with _timed(timings, prefix + "score_s"):
-                outcomes[arm] = (predictions, score(scorers, predictions, examples))
+                outcomes[arm] = (predictions, score(scorers, predictions, examples, progress))
     timings["total_s"] = time.perf_counter() - started
     left = {arm: uncontrolled(c, examples) for arm, c in arms.items()}
     report_uncontrolled(left["run"], len(examples), main)
@@ -293,8 +298,6 @@ def generate(controller, backbone, examples: Sequence[Example], batch_size: int,
     batch is stored as soon as it is done: a run killed midway resumes where it stopped.
     ``stats`` counts ``hits`` and ``misses``. Generations are cleaned as they come (``intake``):
     a lone surrogate becomes U+FFFD, so nothing generated fails to be written."""
-    from tqdm.auto import tqdm
-
     inputs = [apply_control(controller, example, ModelInput(source=example.document)) for example in examples]
     keys = [[backbone.identity(), _input_key(model_input)] for model_input in inputs] if cache else []
     cached = [cache.get(key) for key in keys] if cache else [None] * len(inputs)
@@ -303,9 +306,14 @@ def generate(controller, backbone, examples: Sequence[Example], batch_size: int,
     if stats is not None:
         stats["hits"] = stats.get("hits", 0) + len(inputs) - len(todo)
         stats["misses"] = stats.get("misses", 0) + len(todo)
+    what = f"generate [{controller.name}]"
+    if progress and not todo:
+        say(f"{what}: all {len(inputs)} already done (cached)")
+    elif progress and len(todo) < len(inputs):
+        say(f"{what}: resuming: {len(inputs) - len(todo)} of {len(inputs)} already done (cached)")
     received = Intake(f"backbone '{backbone.name}'")
-    with tqdm(total=len(todo), desc=f"generate [{controller.name}]", unit="ex", disable=None if progress else True,
-              file=sys.stderr) as bar:
+    with truncation_reported(backbone, f"controller '{controller.name}'"), \
+            Progress(what, len(todo), "examples", enabled=progress and bool(todo)) as bar:
         for start in range(0, len(todo), batch_size):
             batch = todo[start : start + batch_size]
             outputs = list(backbone.generate([inputs[i] for i in batch]))
@@ -322,6 +330,19 @@ def generate(controller, backbone, examples: Sequence[Example], batch_size: int,
             bar.update(len(batch))
     received.report()
     return predictions
+
+
+@contextmanager
+def truncation_reported(backbone, during: str):
+    """One warning line for the inputs ``backbone`` cut to its limit inside the block, however
+    many batches it took: ``backbone 'hf' (controller 'tag'): 8 of 8 inputs truncated to 1024 tokens``."""
+    tokenized, truncated = backbone.tokenized, backbone.truncated
+    yield
+    cut = backbone.truncated - truncated
+    if cut:
+        logger.warning("ctrlkit: backbone '%s' (%s): %d of %d inputs truncated to %d tokens (--set %s."
+                       "max_input_tokens=N sets the limit)", backbone.name, during, cut,
+                       backbone.tokenized - tokenized, backbone.truncated_to, backbone.name)
 
 
 def _input_key(model_input: ModelInput) -> dict:
@@ -346,18 +367,25 @@ class Scores:
     scored: dict[str, int]
 
 
-def score(metrics, predictions: Sequence[str], examples: Sequence[Example]) -> Scores:
+def score(metrics, predictions: Sequence[str], examples: Sequence[Example], progress: bool = False) -> Scores:
     """Score with each metric the examples that carry every control it reads (the others get
     None for each of its values); its corpus values are over those examples only."""
+    with Progress(f"score {len(examples)} examples", len(metrics), "metrics", enabled=progress) as bar:
+        return _score(metrics, predictions, examples, bar)
+
+
+def _score(metrics, predictions, examples, bar: Progress) -> Scores:
     corpus: dict[str, dict] = {}
     per_example: list[dict] = [{} for _ in examples]
     details: list[dict] = [{} for _ in examples]
     scored: dict[str, int] = {}
     for metric in metrics:
+        bar.update(0, f"metric '{metric.name}'")
         keep = scored_indices(metric, examples)
         scored[metric.name] = len(keep)
         if not keep:
             corpus[metric.name] = {}
+            bar.update(1)
             continue
         if len(keep) == len(examples):
             result = metric.compute(predictions, examples)
@@ -372,8 +400,9 @@ def score(metrics, predictions: Sequence[str], examples: Sequence[Example]) -> S
             for scores in per_example:
                 scores.setdefault(metric.name, {})[value_name] = None
             for i, value in zip(keep, values):
-                per_example[i][metric.name][value_name] = number(value)
-        corpus[metric.name] = {name: number(value) for name, value in result.corpus.items()}
+                per_example[i][metric.name][value_name] = number(value, is_count(value_name))
+        corpus[metric.name] = {name: number(value, is_count(name)) for name, value in result.corpus.items()}
+        bar.update(1)
     return Scores(corpus, per_example, details, scored)
 
 

@@ -35,12 +35,15 @@ def _git_commit() -> str | None:
     return found.stdout.strip() if found.returncode == 0 else None
 
 
-def number(value) -> float | None:
-    """A finite float, or None for an undefined value (JSON has no NaN)."""
+def number(value, count: bool = False) -> float | int | None:
+    """A finite float, or None for an undefined value (JSON has no NaN); a ``count`` that is a
+    whole number is an int (``"failed": 2``, not ``2.0``)."""
     if value is None:
         return None
     value = float(value)
-    return value if math.isfinite(value) else None
+    if not math.isfinite(value):
+        return None
+    return int(value) if count and value.is_integer() else value
 
 
 def write_run(out: str | Path, results: dict, samples: list[dict]) -> None:

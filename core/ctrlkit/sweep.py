@@ -33,6 +33,8 @@ from .component_options import RunOptions, qualified
 from .pipeline import DEFAULT_METRICS, _names, components, run
 from .plugins import get_registry
 from .outputs import check_output, leaves_no_empty_folder
+from .progress import say
+from .quiet import quietly
 from .results import versions
 from .secrets import mask_secrets, scrub_text
 from .sweep_folder import SETTINGS_FILE, check_earlier_sweep, remove_stale_report
@@ -98,6 +100,7 @@ def _refuse_yaml_hazards(yaml, text: str, path: Path) -> None:
 
 
 @leaves_no_empty_folder
+@quietly
 def sweep(
     *,
     out: str,
@@ -158,23 +161,35 @@ def sweep(
                "topics": data_digest(topics)}
     check_earlier_sweep(out_dir, mask_secrets(settings), digests, overwrite)
     cell_options = _with_device(settings["options"], backbones, device)
-    rows = []
+    cells = []
     for dataset in datasets:
         for backbone in backbones:
             for controller in controllers:
-                cell = f"cells/{_slug(dataset)}--{_slug(backbone)}--{_slug(controller)}"
+                arguments = dict(dataset=dataset, data=settings["data"].get(dataset), split=split,
+                                 controller=controller, backbone=backbone, metrics=list(metrics), topics=topics,
+                                 options=cell_options, judge=judge, baseline=baseline, limit=limit, seed=seed,
+                                 batch_size=batch_size)
+                folder = f"cells/{_slug(dataset)}--{_slug(backbone)}--{_slug(controller)}"
                 cell_digests = {"data": digests["data"][dataset], "topics": digests["topics"]}
-                results, reused = _cell(out_dir / cell, cell_digests, cache, dataset=dataset,
-                                        data=settings["data"].get(dataset), split=split, controller=controller,
-                                        backbone=backbone, metrics=list(metrics), topics=topics, options=cell_options,
-                                        judge=judge, baseline=baseline, limit=limit, seed=seed, batch_size=batch_size,
-                                        progress=progress)
-                if not rows:  # written once a cell is done, so a sweep that fails at once leaves nothing
-                    atomic_write_json(out_dir / SETTINGS_FILE, {"settings": mask_secrets(settings), "digests": digests,
-                                                                "versions": versions()})
-                rows.append({**mask_secrets({"controller": controller, "backbone": backbone, "dataset": dataset}),
-                             "run": cell, "metrics": results["metrics"], "cache": results.get("cache"),
-                             "reused": reused})
+                cells.append((folder, arguments, _reusable(out_dir / folder, cell_digests, arguments)))
+    reusable = sum(done is not None for _, _, done in cells)
+    if progress and reusable:
+        say(f"sweep: resuming: {reusable} of {len(cells)} cells already done")
+    rows = []
+    for number, (folder, arguments, results) in enumerate(cells, 1):
+        shown = mask_secrets({name: arguments[name] for name in ("controller", "backbone", "dataset")})
+        reused = results is not None
+        if not reused:
+            if progress:
+                say(f"sweep: cell {number} of {len(cells)}: controller {shown['controller']}, backbone "
+                    f"{shown['backbone']}, dataset {shown['dataset']}")
+            results = run(out=str(out_dir / folder), strict_options=False, cache=cache, progress=progress,
+                          **arguments).results
+        if not rows:  # written once a cell is done, so a sweep that fails at once leaves nothing
+            atomic_write_json(out_dir / SETTINGS_FILE, {"settings": mask_secrets(settings), "digests": digests,
+                                                        "versions": versions()})
+        rows.append({**shown, "run": folder, "metrics": results["metrics"], "cache": results.get("cache"),
+                     "reused": reused})
     write_table(out_dir, rows)
     if not all(row["reused"] for row in rows):
         remove_stale_report(out_dir)
@@ -185,8 +200,6 @@ def _with_device(options: dict, backbones: Sequence[str], device: str | None) ->
     """``options`` with ``device`` set on every backbone of the sweep that takes a device option."""
     if device is None:
         return options
-    from .plugins import get_registry
-
     registry = get_registry("backbones")
     names = list(dict.fromkeys(backbone_name(backbone) for backbone in backbones))
     taking = [name for name in names
@@ -198,15 +211,15 @@ def _with_device(options: dict, backbones: Sequence[str], device: str | None) ->
     return {**options, **{key: {**options.get(key, {}), "device": device} for key in keys}}
 
 
-def _cell(folder: Path, digests: dict, cache: bool, **arguments) -> tuple[dict, bool]:
-    """The cell's results, and whether they were reused (its results.json has this configuration
-    and was made from files holding the same bytes) rather than run now."""
+def _reusable(folder: Path, digests: dict, arguments: dict) -> dict | None:
+    """The cell's recorded results when they can be reused (its results.json has this
+    configuration and was made from files holding the same bytes), else None: it runs."""
     done = folder / "results.json"
     results = _recorded(done) if done.is_file() else None
     if results is not None and _same_configuration(results["config"], mask_secrets(arguments),
                                                    {**digests, "backbone": _backbone_digest(arguments)}):
-        return results, True
-    return run(out=str(folder), strict_options=False, cache=cache, **arguments).results, False
+        return results
+    return None
 
 
 def _backbone_digest(arguments: dict) -> str:

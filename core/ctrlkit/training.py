@@ -14,7 +14,6 @@ import json
 import logging
 import random
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -27,8 +26,11 @@ from .files import atomic_write_json, read_json
 from .intake import admit_examples
 from .component_options import RunOptions
 from .pipeline import (_check_topics, _names, _seed_everything, _topic_spaces, check_counts, components,
-                       create_vectorizers, fit_or_restore, report_uncontrolled, resolved_options, with_data)
+                       create_vectorizers, fit_or_restore, report_uncontrolled, resolved_options, truncation_reported,
+                       with_data)
 from .outputs import check_output, leaves_no_empty_folder
+from .progress import Progress, say
+from .quiet import quietly
 from .results import versions
 from .secrets import mask_secrets
 from .types import ModelInput
@@ -45,6 +47,7 @@ def save_controller(directory: str | Path, controller) -> None:
 
 
 @leaves_no_empty_folder
+@quietly
 def train(
     *,
     backbone: str,
@@ -152,43 +155,41 @@ def train(
         shutil.rmtree(checkpoint, ignore_errors=True)
         temporary.rename(checkpoint)
 
-    from tqdm.auto import tqdm
-
     batches_per_epoch = -(-len(pairs) // batch_size)
     total = max_steps or epochs * -(-batches_per_epoch // grad_accum)
-    bar = tqdm(total=total, initial=state["step"], desc=f"train [{steering.name}]", unit="step",
-               disable=None if progress else True, file=sys.stderr)
+    if progress and resuming:
+        say(f"train [{steering.name}]: resuming: {state['step']} of {total} steps already done ({checkpoint})")
+    bar = Progress(f"train [{steering.name}]", total, "steps", enabled=progress, initial=state["step"])
     stop = state["done"]
     model.train_mode(True)
-    while (max_steps or state["epoch"] < epochs) and not stop:  # max_steps overrides epochs
-        order = list(range(len(pairs)))
-        random.Random(seed + state["epoch"]).shuffle(order)
-        while state["batch"] < batches_per_epoch:
-            chosen = [pairs[i] for i in order[state["batch"] * batch_size:(state["batch"] + 1) * batch_size]]
-            loss = model.loss([p[0] for p in chosen], [p[1] for p in chosen], max_target_tokens) / grad_accum
-            loss.backward()
-            state["batch"] += 1
-            if state["batch"] % grad_accum and state["batch"] < batches_per_epoch:
-                continue
-            optimizer.step()
-            optimizer.zero_grad()
-            state["step"] += 1
-            state["losses"].append(round(loss.item() * grad_accum, 6))
-            bar.update(1)
-            bar.set_postfix(loss=f"{state['losses'][-1]:.4f}")
-            if max_steps and state["step"] >= max_steps:
-                stop = True
-                break
-            if save_every and state["step"] % save_every == 0:
-                save_checkpoint()
-        if not stop:
-            state["epoch"] += 1
-            state["batch"] = 0
-        if eval_pairs:
-            stop = _evaluate(model, eval_pairs, batch_size, max_target_tokens, state, patience, out_dir) or stop
-        state["done"] = stop or (not max_steps and state["epoch"] >= epochs)
-        save_checkpoint()
-    bar.close()
+    with bar, truncation_reported(model, "training; an input counts once per epoch"):
+        while (max_steps or state["epoch"] < epochs) and not stop:  # max_steps overrides epochs
+            order = list(range(len(pairs)))
+            random.Random(seed + state["epoch"]).shuffle(order)
+            while state["batch"] < batches_per_epoch:
+                chosen = [pairs[i] for i in order[state["batch"] * batch_size:(state["batch"] + 1) * batch_size]]
+                loss = model.loss([p[0] for p in chosen], [p[1] for p in chosen], max_target_tokens) / grad_accum
+                loss.backward()
+                state["batch"] += 1
+                if state["batch"] % grad_accum and state["batch"] < batches_per_epoch:
+                    continue
+                optimizer.step()
+                optimizer.zero_grad()
+                state["step"] += 1
+                state["losses"].append(round(loss.item() * grad_accum, 6))
+                bar.update(1, f"loss {state['losses'][-1]:.4f}")
+                if max_steps and state["step"] >= max_steps:
+                    stop = True
+                    break
+                if save_every and state["step"] % save_every == 0:
+                    save_checkpoint()
+            if not stop:
+                state["epoch"] += 1
+                state["batch"] = 0
+            if eval_pairs:
+                stop = _evaluate(model, eval_pairs, batch_size, max_target_tokens, state, patience, out_dir) or stop
+            state["done"] = stop or (not max_steps and state["epoch"] >= epochs)
+            save_checkpoint()
     model.train_mode(False)
 
     if not eval_pairs:

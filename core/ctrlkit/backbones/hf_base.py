@@ -1,17 +1,16 @@
 """What the transformers backbones share: lazy loading, device and dtype, special tokens,
-truncation to the model's limit (counted and reported), and saving."""
+truncation to the model's limit (counted), and saving."""
 
 from __future__ import annotations
 
-import logging
 from importlib.util import find_spec
 from pathlib import Path
 
 from ..components import Backbone
 from ..errors import ConfigurationError
+from ..hub import hub_unreachable, is_local, not_found_offline
 from ..options import Option
-
-logger = logging.getLogger("ctrlkit")
+from ..quiet import quiet_new_imports
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -45,8 +44,6 @@ class HFBackbone(Backbone):
         require_hf_libraries("the transformers backbones (hf, hf-causal)")
         self._model = None
         self._tokenizer = None
-        self.truncated = 0
-        """How many inputs were cut to the model's limit so far."""
 
     @property
     def model(self):
@@ -70,6 +67,7 @@ class HFBackbone(Backbone):
         import torch
         import transformers
 
+        quiet_new_imports()
         device = self.options["device"] or ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = self.options["dtype"]
         if dtype == "auto":
@@ -78,12 +76,18 @@ class HFBackbone(Backbone):
         name = self.options["model"]
         if name.startswith((".", "/", "~")) and not Path(name).expanduser().is_dir():
             raise ConfigurationError(f"backbone '{self.name}': no model folder at {name}")
+        # a Hub name with the Hub out of reach: the local Hub cache only, not a minute of retries
+        offline = None if is_local(name) else hub_unreachable()
         try:
-            self._tokenizer = transformers.AutoTokenizer.from_pretrained(name)
+            self._tokenizer = transformers.AutoTokenizer.from_pretrained(name, local_files_only=bool(offline))
             model_class = getattr(transformers, self.auto_model_class)
-            self._model = model_class.from_pretrained(name, dtype=getattr(torch, dtype))
+            self._model = model_class.from_pretrained(name, dtype=getattr(torch, dtype),
+                                                      local_files_only=bool(offline))
         except (OSError, ValueError) as exc:
-            raise ConfigurationError(f"backbone '{self.name}' cannot load {name!r}: {exc}") from None
+            if offline:
+                raise ConfigurationError(not_found_offline(f"backbone '{self.name}'", name, offline)) from None
+            raise ConfigurationError(f"backbone '{self.name}' cannot load {name!r}: {' '.join(str(exc).split())}") \
+                from None
         try:
             self._model.to(device)
         except (RuntimeError, AssertionError) as exc:  # no such device, or torch built without it
@@ -109,14 +113,14 @@ class HFBackbone(Backbone):
         return min(sensible) if sensible else 1024
 
     def tokenize(self, texts: list[str], add_special_tokens: bool = True):
-        """Pad and truncate a batch to the input limit, counting (and reporting) truncations."""
+        """Pad and truncate a batch to the input limit, counting truncations (the caller reports
+        them once for all its batches, not once a batch)."""
         limit = self.input_limit()
         lengths = [len(ids) for ids in self.tokenizer(texts, truncation=False, verbose=False,
                                                       add_special_tokens=add_special_tokens)["input_ids"]]
-        cut = sum(length > limit for length in lengths)
-        if cut:
-            self.truncated += cut
-            logger.warning("ctrlkit: %s: %d of %d inputs truncated to %d tokens", self.name, cut, len(texts), limit)
+        self.tokenized += len(texts)
+        self.truncated += sum(length > limit for length in lengths)
+        self.truncated_to = limit
         batch = self.tokenizer(texts, truncation=True, max_length=limit, padding=True, return_tensors="pt",
                                add_special_tokens=add_special_tokens)
         return {key: value.to(self.device) for key, value in batch.items()}

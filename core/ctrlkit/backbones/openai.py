@@ -2,8 +2,10 @@
 
 Standard library only (urllib and a thread pool), so the backbone adds no dependency and works
 against any server that speaks ``POST {base_url}/chat/completions``. Requests for a batch run
-concurrently; rate limits (429), server errors (5xx), refused connections and timeouts are
-retried with exponential backoff, because hosted and local servers both shed load that way.
+concurrently; rate limits (429), server errors (5xx), dropped or refused connections and timeouts
+are retried with exponential backoff, because hosted and local servers both shed load that way,
+and the first retry says so in a warning line. A server that never answered (the connection is
+refused, or its name does not resolve: offline) fails at once instead, in one line.
 Other 4xx answers and malformed bodies are not retried: asking again would get the same answer.
 
 The server is not trusted (``ctrlkit.bounded_http``): a redirect is refused rather than followed
@@ -22,9 +24,12 @@ from __future__ import annotations
 import email.utils
 import http.client
 import json
+import logging
 import math
 import os
 import random
+import socket
+import threading
 import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +42,7 @@ from ..redaction import redact
 from ..secrets import MASK, scrub_text
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+logger = logging.getLogger("ctrlkit")
 _DETAIL_CHARS = 200
 
 
@@ -94,6 +100,9 @@ class OpenAIBackbone(Backbone):
         self.options["base_url"] = scrub_text(base_url)  # the endpoint used, from the option or the environment
         self._jitter = random.Random()  # not the global generator, which a run seeds for reproducibility
         self._opener = bounded_http.opener()
+        self._answered = False  # whether the server has answered once: after that, a refusal is a restart
+        self._retrying_said = False
+        self._lock = threading.Lock()
 
     def generate(self, inputs):
         if not self.options["model"].strip():
@@ -125,10 +134,30 @@ class OpenAIBackbone(Backbone):
             try:
                 return self._content(index, self._post(index, payload))
             except _Transient as failure:
+                if failure.unreachable and not self._answered:
+                    raise self._unreachable(index, failure) from None
                 if attempt + 1 == attempts:
                     raise self._error(index, f"failed after {attempts} attempts: {failure}") from None
                 wait = failure.retry_after if failure.retry_after is not None else self._delay(attempt)
+                self._say_retrying(failure, attempts)
                 time.sleep(min(wait, self.options["max_retry_wait"]))
+
+    def _unreachable(self, index: int, failure: "_Transient") -> CtrlkitError:
+        """A server never reached (refused, or a name that does not resolve) fails at once: retrying
+        for half a minute would not start it or bring the network back."""
+        key = "" if self._api_key else f"; no API key is set either ($OPENAI_API_KEY or --set {self.name}.api_key)"
+        return self._error(index, f"cannot reach {self.options['base_url']} ({failure}); check that this machine "
+                                  f"is online, the server runs and the address is right (--set {self.name}.base_url "
+                                  f"or $OPENAI_BASE_URL){key}")
+
+    def _say_retrying(self, failure: "_Transient", attempts: int) -> None:
+        """One warning line the first time requests are retried, so a wait is never silent."""
+        with self._lock:
+            if self._retrying_said:
+                return
+            self._retrying_said = True
+        logger.warning("ctrlkit: backbone '%s': %s; retrying with backoff (up to %d attempts a request)",
+                       self.name, failure, attempts)
 
     def _post(self, index: int, payload: bytes) -> bytes:
         """The response body of one attempt; raises _Transient for what is worth another try."""
@@ -142,7 +171,10 @@ class OpenAIBackbone(Backbone):
             reason = getattr(error, "reason", error)  # URLError wraps the socket's error
             if isinstance(reason, TimeoutError):  # a read timed out, or the whole attempt did
                 raise _Transient(f"no response within {self.options['timeout']:g} s") from None
-            raise _Transient(f"connection error: {self._shown(str(reason) or type(reason).__name__)}") from None
+            unreachable = isinstance(reason, (ConnectionRefusedError, socket.gaierror))
+            raise _Transient(f"connection error: {self._shown(str(reason) or type(reason).__name__)}",
+                             unreachable=unreachable) from None
+        self._answered = True
         status = f"HTTP {answer.status} {self._shown(answer.reason, 80)}".rstrip()
         if answer.status == 429 or answer.status >= 500:
             raise _Transient(status, _retry_after(answer.headers.get("Retry-After")))
@@ -188,11 +220,14 @@ class OpenAIBackbone(Backbone):
 
 
 class _Transient(Exception):
-    """A failed attempt worth repeating; ``retry_after`` is the wait the server asked for, if any."""
+    """A failed attempt worth repeating (once the server has answered); ``retry_after`` is the
+    wait the server asked for, if any."""
 
-    def __init__(self, reason: str, retry_after: float | None = None):
+    def __init__(self, reason: str, retry_after: float | None = None, unreachable: bool = False):
         super().__init__(reason)
         self.retry_after = retry_after
+        self.unreachable = unreachable
+        """Refused, or the host name does not resolve: nothing answered at that address."""
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -3,6 +3,8 @@ from __future__ import annotations
 from ..components import Vectorizer
 from ..errors import ConfigurationError
 from ..options import Option
+from ..hub import hub_unreachable, is_local, not_found_offline
+from ..quiet import quiet_new_imports
 
 _models: dict = {}
 
@@ -29,9 +31,13 @@ def load_sentence_model(name_or_path: str, device: str | None):
             raise ConfigurationError(
                 "vectorizer 'embedding' needs sentence-transformers: pip install 'ctrlkit[embedding]'"
             ) from None
+        quiet_new_imports()
+        offline = None if is_local(name_or_path) else hub_unreachable()
         try:
-            _models[key] = SentenceTransformer(name_or_path, device=device)
+            _models[key] = SentenceTransformer(name_or_path, device=device, local_files_only=bool(offline))
         except Exception as exc:  # missing path, no network for a hub name, bad device...
+            if offline:
+                raise ConfigurationError(not_found_offline("vectorizer 'embedding'", name_or_path, offline)) from None
             raise ConfigurationError(f"vectorizer 'embedding' cannot load model {name_or_path!r}: "
                                      f"{type(exc).__name__}: {exc}") from None
     return _models[key]

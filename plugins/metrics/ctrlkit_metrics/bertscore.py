@@ -4,6 +4,7 @@ import warnings
 from statistics import fmean
 
 from ctrlkit import ConfigurationError, Metric, MetricResult, Option
+from ctrlkit.quiet import quiet_new_imports
 
 _LOCAL_MODEL_LAYERS = 6
 """all-MiniLM-L6-v2 has 6 layers and bert-score's table does not know a local path: use the last."""
@@ -84,6 +85,7 @@ class BertScore(Metric):
         from bert_score import BERTScorer
         from bert_score.utils import model2layers
 
+        quiet_new_imports()
         layers = self.options["num_layers"] or (
             _LOCAL_MODEL_LAYERS if not self.options["model"] else model2layers.get(self.model))
         if layers is None:

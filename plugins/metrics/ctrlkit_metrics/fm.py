@@ -17,7 +17,8 @@ from typing import Mapping
 
 from ctrlkit import ConfigurationError, Metric, MetricResult
 
-from .judging import RETRIES, UnparseableAnswer, Verdict, ask_parsed, integer, json_object, messages, require_messages
+from .judging import (RETRIES, UnparseableAnswer, Verdict, ask_parsed, integer, json_object, messages, report_failures,
+                      require_messages)
 
 FACETS = ("background", "method", "result", "conclusion")
 SCALES = {"background": 3, "method": 4, "result": 4, "conclusion": 3}
@@ -155,6 +156,7 @@ class FacetMetric(Metric):
             has = {facet: bool(text) for facet, text in details[i]["reference_facets"].items()}
             values[i] = fm_score(verdict.value, has)
         scored = [value for value in values if value is not None]
+        report_failures(self.name, [detail["failed"] for detail in details if "failed" in detail], len(examples))
         return MetricResult(
             per_example={"fm": values},
             corpus={"fm": sum(scored) / len(scored) if scored else None, "failed": len(examples) - len(scored)},

@@ -17,7 +17,7 @@ from typing import Sequence
 from ctrlkit import ConfigurationError, CtrlkitError, DatasetError, Metric, MetricResult, Option
 from ctrlkit.files import atomic_write_json, read_jsonl, require_text
 
-from .judging import RETRIES, UnparseableAnswer, ask_parsed, json_object, messages, require_messages
+from .judging import RETRIES, UnparseableAnswer, ask_parsed, json_object, messages, report_failures, require_messages
 
 LABELS = ("empirical", "conceptual")
 REQUESTED = {"high": "empirical", "low": "conceptual", "empirical": "empirical", "conceptual": "conceptual"}
@@ -99,6 +99,7 @@ class Focus(Metric):
         parsers = [parse_label] * len(predictions)
         verdicts = ask_parsed(self.judge, [label_prompt(p) for p in predictions], parsers, self.options["retries"])
         details = [{"label": None, "failed": v.failure()} if v.failed else {"label": v.value} for v in verdicts]
+        report_failures(self.name, [detail["failed"] for detail in details if "failed" in detail], len(details))
         return [verdict.value for verdict in verdicts], details
 
 

@@ -11,6 +11,7 @@ report as None and count, rather than to guess a score from.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -23,6 +24,8 @@ Messages = tuple[dict[str, str], ...]
 NAMESPACE = "judge"
 RETRIES = Option("retries", int, 2, "times an unparseable judge answer is asked again before it counts as failed",
                  minimum=0)
+_SHOWN_CHARS = 80
+logger = logging.getLogger("ctrlkit")
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
@@ -117,6 +120,25 @@ def ask_parsed(judge: Backbone, prompts: Sequence[Messages], parsers: Sequence[C
             verdicts[i] = attempt(i, answer)
             verdicts[i].attempts = round_ + 1
     return verdicts
+
+
+def report_failures(metric: str, failures: Sequence[dict], total: int) -> None:
+    """One warning line when the judge failed on some of ``total`` examples (``failures`` are the
+    ``failed`` details), naming the first reason and answer; louder when it failed on all of them,
+    since the metric is then undefined while the run itself succeeds."""
+    if not failures:
+        return
+    first = failures[0]
+    answer = " ".join(str(first.get("answer", "")).split())
+    answer = answer if len(answer) <= _SHOWN_CHARS else answer[: _SHOWN_CHARS - 3] + "..."
+    first_text = f"first: {first['reason']}, answer {json.dumps(answer, ensure_ascii=False)}"
+    if len(failures) == total:
+        logger.warning("ctrlkit: WARNING: metric '%s': the judge failed on every one of the %d examples (%s); the "
+                       "metric is undefined. Check the judge (--judge) and the answers under details in "
+                       "samples.jsonl", metric, total, first_text)
+    else:
+        logger.warning("ctrlkit: metric '%s': the judge failed on %d of %d examples (%s); they are left out of "
+                       "the value and counted in '%s.failed'", metric, len(failures), total, first_text, metric)
 
 
 def json_object(answer: str) -> dict:

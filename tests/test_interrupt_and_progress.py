@@ -1,0 +1,151 @@
+"""Ctrl-C, resuming, progress lines off a terminal, and the libraries kept quiet (issue 15)."""
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from ctrlkit.progress import Progress
+from ctrlkit.quiet import quiet_libraries
+from ctrlkit.sweep import sweep
+
+from test_sweep import _cached_generations, _slow_backbone
+
+
+@pytest.fixture
+def slow_env(tmp_path):
+    return _slow_backbone(tmp_path)
+
+
+RUN = [sys.executable, "-m", "ctrlkit", "run", "-b", "slow", "-c", "tag", "-m", "stas", "--limit", "24",
+       "--batch-size", "2", "--no-baseline"]
+
+
+def test_ctrl_c_exits_130_with_one_line_and_the_rerun_says_how_much_it_resumes(slow_env, tmp_path):
+    out = str(tmp_path / "run")
+    process = subprocess.Popen([*RUN, "-o", out], env=slow_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    deadline = time.time() + 120
+    while _cached_generations(tmp_path / "cache") < 4 and time.time() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert stderr.strip().splitlines() == ["Interrupted; rerun the same command to resume."], stderr
+    done = _cached_generations(tmp_path / "cache")
+    assert 4 <= done < 24, "the interrupt must land midway"
+
+    resumed = subprocess.run([*RUN, "-o", out], env={**slow_env, "CTRLKIT_PROGRESS_SECONDS": "0.2"},
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    lines = resumed.stderr.splitlines()
+    assert lines[0] == f"ctrlkit: generate [tag]: resuming: {done} of 24 already done (cached)"
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["cache"] == {"hits": done,
+                                                                                  "misses": 24 - done}
+    # off a terminal: plain progress lines, counting up to the generations left, then the last one
+    counts = [int(line.split(": ")[2].split("/")[0]) for line in lines if line.startswith("ctrlkit: generate [tag]: ")
+              and "elapsed" in line]
+    assert len(counts) >= 2 and counts == sorted(counts) and counts[-1] == 24 - done, resumed.stderr
+    assert all(f"/{24 - done} examples, 0:" in line for line in lines if "elapsed" in line)
+
+
+def test_a_resumed_sweep_says_how_many_cells_are_done(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
+    arguments = dict(out=str(tmp_path / "sweep"), metrics=["stas"], limit=3, progress=True)
+    sweep(controllers=["none", "tag"], **arguments)
+    first = capsys.readouterr().err
+    assert "resuming" not in first
+    assert "ctrlkit: sweep: cell 2 of 2: controller tag, backbone extractive, dataset sample" in first
+    rows = sweep(controllers=["none", "tag", "prepend"], **arguments)
+    again = capsys.readouterr().err.splitlines()
+    assert again[0] == "ctrlkit: sweep: resuming: 2 of 3 cells already done"
+    assert [line for line in again if "sweep: cell" in line] == [
+        "ctrlkit: sweep: cell 3 of 3: controller prepend, backbone extractive, dataset sample"]
+    assert [row["reused"] for row in rows] == [True, True, False]
+
+
+def test_progress_lines_off_a_terminal(monkeypatch, capsys):
+    monkeypatch.setenv("CTRLKIT_PROGRESS_SECONDS", "0.05")
+    with Progress("work [x]", 3, "steps") as bar:
+        time.sleep(0.2)
+        bar.update(2, "loss 1.2500")
+        time.sleep(0.2)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "ctrlkit: work [x]: 0/3 steps, 0:00 elapsed"
+    assert lines[-1] == "ctrlkit: work [x]: 2/3 steps, loss 1.2500, 0:00 elapsed"
+    assert len(lines) >= 4
+    with Progress("quiet", 3, "steps", enabled=False):
+        time.sleep(0.2)
+    assert capsys.readouterr().err == ""
+
+
+def test_quiet_libraries_restores_what_was_set_before():
+    transformers_logging = pytest.importorskip("transformers.utils.logging")
+    from huggingface_hub import utils as hub_utils
+
+    transformers_logging.set_verbosity_info()
+    transformers_logging.enable_progress_bar()
+    try:
+        with quiet_libraries():
+            assert not transformers_logging.is_progress_bar_enabled()
+            assert hub_utils.are_progress_bars_disabled()
+            assert logging.getLogger("transformers").getEffectiveLevel() == logging.ERROR
+            with quiet_libraries():  # nested (a sweep's run): the outer block restores
+                pass
+            assert not transformers_logging.is_progress_bar_enabled()
+        assert transformers_logging.is_progress_bar_enabled() and not hub_utils.are_progress_bars_disabled()
+        assert transformers_logging.get_verbosity() == logging.INFO
+    finally:
+        transformers_logging.set_verbosity_warning()
+
+
+def test_a_library_first_imported_during_the_work_is_quieted_then_restored():
+    pytest.importorskip("datasets")
+    script = textwrap.dedent("""
+        import os, sys
+        from ctrlkit.quiet import quiet_libraries, quiet_new_imports
+        assert "datasets" not in sys.modules
+        with quiet_libraries():
+            import datasets
+            quiet_new_imports()
+            inside = datasets.are_progress_bars_disabled(), os.environ.get("DATASETS_VERBOSITY")
+        after = datasets.are_progress_bars_disabled(), os.environ.get("DATASETS_VERBOSITY")
+        print(inside, after)
+    """)
+    env = {key: value for key, value in os.environ.items() if not key.endswith(("_VERBOSITY", "PROGRESS_BARS"))}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(True, 'error') (False, None)"
+
+
+def test_evaluate_shows_progress_while_a_slow_metric_scores(tmp_path, monkeypatch, capsys, throwaway_plugins):
+    import ctrlkit
+    from ctrlkit.evaluation import evaluate
+
+    class Slow(ctrlkit.Metric):
+        def compute(self, predictions, examples):
+            time.sleep(0.3)
+            return ctrlkit.MetricResult(per_example={"slow": [1.0] * len(predictions)}, corpus={"slow": 1.0})
+
+    class Plugin:
+        @ctrlkit.hookimpl
+        def register_metrics(self, register):
+            register("slow", Slow)
+
+    throwaway_plugins(Plugin(), "slow-metric")
+    rows = [{"id": str(i), "document": f"Document {i}.", "prediction": f"Summary {i}."} for i in range(3)]
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("".join(json.dumps({"id": r["id"], "prediction": r["prediction"]}) + "\n" for r in rows))
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({"id": r["id"], "document": r["document"]}) + "\n" for r in rows))
+    monkeypatch.setenv("CTRLKIT_PROGRESS_SECONDS", "0.05")
+    evaluate(predictions=str(predictions), dataset="jsonl", data=str(data), metrics=["slow"], progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "ctrlkit: score 3 examples: 0/1 metrics, metric 'slow', 0:00 elapsed"
+    assert lines[-1] == "ctrlkit: score 3 examples: 1/1 metrics, 0:00 elapsed"
