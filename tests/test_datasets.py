@@ -224,3 +224,15 @@ def test_a_missing_field_message_shows_at_most_20_fields(tmp_path):
     path.write_text(json.dumps({f"f{i}": i for i in range(25)}) + "\n")
     with pytest.raises(DatasetError, match=r"\(fields: f0, f1, .*, f19 and 5 more\); --set jsonl.document_field"):
         ctrlkit.get_dataset("jsonl", path=str(path)).load(None)
+
+
+def test_a_missing_field_message_stays_one_line_whatever_the_header_holds(tmp_path):
+    # an unclosed quote makes the whole rest of the file one header name, line breaks included
+    path = tmp_path / "broken.csv"
+    path.write_text('"id,document,reference\r\n1,The match ended.,A match.\r\n,,"\t\n "\r\n')
+    with pytest.raises(DatasetError) as caught:
+        ctrlkit.get_dataset("csv", path=str(path)).load(None)
+    message = str(caught.value)
+    assert "\n" not in message and "\r" not in message
+    assert message.startswith(f"{path}:") and "column 'document' is missing (columns: 'id,document,reference\\r\\n" in message
+    assert message.endswith("...); --set csv.document_field=COLUMN reads another")

@@ -98,7 +98,9 @@ def _failing(tmp_path: Path, out: Path) -> dict[str, list[str]]:
 def test_a_failed_command_leaves_no_folder_behind(tmp_path, command):
     out = tmp_path / "new" / "deeper" / "out"
     result = CliRunner().invoke(cli, _failing(tmp_path, out)[command])
-    assert result.exit_code == 1 and result.output.startswith("Error: "), result.output
+    *progress, error = result.output.splitlines()  # a sweep names the cell it starts first
+    assert result.exit_code == 1 and error.startswith("Error: "), result.output
+    assert all(line.startswith("ctrlkit: ") for line in progress), result.output
     assert not (tmp_path / "new").exists()
 
 

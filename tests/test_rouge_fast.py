@@ -115,10 +115,10 @@ def test_workers_give_the_same_numbers_as_one_process_and_rouge_score(pool_calls
 @pytest.mark.filterwarnings("ignore:.*multi-threaded.*fork:DeprecationWarning")  # Python 3.12+, native threads
 def test_an_error_in_a_worker_is_one_clear_error_and_the_pool_is_gone(pool_calls, fork_on_linux):
     predictions, examples = sample_pairs(12)
-    predictions[9] = None
+    predictions[9] = _FailsInItsWorker(predictions[9])
     metric = ctrlkit.get_metric("rouge", workers=2, split_sentences=False)
     with pytest.raises(CtrlkitError, match=r"^rouge: scoring pairs \d+-\d+ failed in a worker process: AttributeError: "
-                                           r"'NoneType' object has no attribute 'lower'$"):
+                                           r"the text cannot be lowered$"):
         metric.compute(predictions, examples)
     assert pool_calls and multiprocessing.active_children() == []
 
@@ -131,7 +131,17 @@ def fork_on_linux(monkeypatch):
         monkeypatch.setattr(rouge, "start_method", lambda: "fork")
 
 
-class _KillsItsWorker:
+class _FailsInItsWorker(str):
+    """A prediction (a string, as compute requires) whose tokenizing raises in the worker."""
+
+    def lower(self):
+        raise AttributeError("the text cannot be lowered")
+
+    def __reduce__(self):
+        return _FailsInItsWorker, (str(self),)
+
+
+class _KillsItsWorker(str):
     def __reduce__(self):  # unpickled in the worker: the worker process ends at once
         return os._exit, (3,)
 
@@ -139,7 +149,7 @@ class _KillsItsWorker:
 @pytest.mark.filterwarnings("ignore:.*multi-threaded.*fork:DeprecationWarning")
 def test_a_worker_that_dies_is_one_clear_error(pool_calls, fork_on_linux):
     predictions, examples = sample_pairs(8)
-    predictions[5] = _KillsItsWorker()
+    predictions[5] = _KillsItsWorker(predictions[5])
     with pytest.raises(CtrlkitError, match=r"^rouge: a worker process ended abruptly while splitting texts into sentences .*"
                                            r"rouge.workers=1 scores in this process$"):
         ctrlkit.get_metric("rouge", workers=2).compute(predictions, examples)

@@ -138,8 +138,18 @@ def missing_field(record: dict, field: str, where: str, option: str | None = Non
     ``record`` has the field with nothing in it, that it is empty); ``noun`` is "column" for a CSV."""
     if field in record:
         return DatasetError(f"{where}: {noun} '{field}' is empty")
-    names = [str(name) for name in record]
+    names = [_field_name(name) for name in record]
     shown = ", ".join(names[:MAX_FIELDS_SHOWN]) + (f" and {len(names) - MAX_FIELDS_SHOWN} more"
                                                    if len(names) > MAX_FIELDS_SHOWN else "")
     hint = f"; --set {option}={noun.upper()} reads another" if option else ""
     return DatasetError(f"{where}: {noun} '{field}' is missing ({noun}s: {shown or 'none'}){hint}")
+
+
+def _field_name(name) -> str:
+    """A record's field name as a message shows it: as it is, or quoted with its line breaks and
+    other control characters escaped (a broken CSV header can hold a whole file) and cut to 60."""
+    text = str(name)
+    if text.isprintable() and len(text) <= 60:
+        return text
+    text = repr(text)
+    return text if len(text) <= 60 else text[:57] + "..."
