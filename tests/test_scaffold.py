@@ -25,7 +25,7 @@ def scaffolded(tmp_path_factory):
     result = CliRunner().invoke(cli, ["plugin", "new", "my_plugin", "--dir", str(root)])
     assert result.exit_code == 0, result.output
     folder = root / "ctrlkit-my-plugin"
-    assert result.output == f"wrote {folder}; next: pip install -e {folder} && python -m pytest {folder}\n"
+    assert result.output == f"wrote {folder}; next: pip install -e '{folder}[test]' && python -m pytest {folder}\n"
     return folder
 
 

@@ -95,7 +95,9 @@ def test_the_readme_commands_build_train_run_and_resume_offline(tmp_path):
 
     resumed = _run(train, tmp_path)
     assert resumed.returncode == 0, resumed.stderr
-    assert f"ctrlkit: resuming from models/pt-interrupted/checkpoint at step {step}" in resumed.stderr
+    assert (f"ctrlkit: train [prepend+tag]: resuming: {step} of 20 steps already done "
+            f"(models/pt-interrupted/checkpoint)") in resumed.stderr
+    assert resumed.stderr.count("resuming") == 1
     record = json.loads((tmp_path / "models" / "pt-interrupted" / "training.json").read_text(encoding="utf-8"))
     assert record["resumed"] and record["steps"] == 20
     assert record["losses"] == pytest.approx(whole["losses"], abs=1e-5)

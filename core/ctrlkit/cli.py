@@ -380,7 +380,7 @@ def plugin_new(name, directory):
     from .scaffold import new_plugin
 
     target = new_plugin(name, directory)
-    click.echo(f"wrote {target}; next: pip install -e {target} && python -m pytest {target}")
+    click.echo(f"wrote {target}; next: pip install -e '{target}[test]' && python -m pytest {target}")
 
 
 def _interrupted():

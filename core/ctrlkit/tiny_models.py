@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .api import get_dataset
+from .quiet import quietly
 
 
 def sample_texts() -> list[str]:
@@ -56,6 +57,7 @@ def build_bart(directory: str | Path, positions: int = 256, d_model: int = 64, i
     return save_model(BartForConditionalGeneration, config, fast, Path(directory))
 
 
+@quietly
 def save_model(model_class, config, tokenizer, directory: Path) -> Path:
     """Make ``model_class(config)`` with weights drawn from seed 0 (the same model every time) and
     save it with ``tokenizer`` to ``directory``."""

@@ -11,7 +11,6 @@ resumes from it.
 from __future__ import annotations
 
 import json
-import logging
 import random
 import shutil
 import time
@@ -34,8 +33,6 @@ from .quiet import quietly
 from .results import versions
 from .secrets import mask_secrets
 from .types import ModelInput
-
-logger = logging.getLogger("ctrlkit")
 
 CONTROLLER_FILE = "ctrlkit_controller.json"
 CHECKPOINT = "checkpoint"
@@ -143,7 +140,6 @@ def train(
     if resuming:
         state = _read_trainer_state(checkpoint)
         optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", weights_only=True))
-        logger.warning("ctrlkit: resuming from %s at step %d", checkpoint, state["step"])
 
     def save_checkpoint():
         temporary = out_dir / f".{CHECKPOINT}.tmp"

@@ -10,7 +10,7 @@ from ..components import Backbone
 from ..errors import ConfigurationError
 from ..hub import hub_unreachable, is_local, not_found_offline
 from ..options import Option
-from ..quiet import quiet_new_imports
+from ..quiet import quiet_new_imports, quietly
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -59,6 +59,7 @@ class HFBackbone(Backbone):
     def device(self):
         return self.model.device
 
+    @quietly  # also when a library user calls generate() outside a run
     def _load(self) -> None:
         if self._model is not None:
             return
@@ -153,6 +154,7 @@ class HFBackbone(Backbone):
         path = Path(self.options["model"]) / "ctrlkit_controller.json"
         return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
+    @quietly
     def save(self, directory) -> None:
         """Save weights and tokenizer (and whatever ctrlkit added) so that ``hf:DIRECTORY`` restores them."""
         self.model.save_pretrained(directory)

