@@ -37,12 +37,15 @@ def _is_interleaving(document, first, second):
     return same_text and document == " ".join(order)
 
 
-def test_each_pair_mixes_two_articles_and_is_emitted_in_both_directions(examples):
+def _assert_valid_mix(rows, examples):
+    """Each row pair interleaves two distinct articles of ``examples``, each asked for a topic only
+    it has (among the examples carrying one) with the reference of the example the row names;
+    no article is used twice."""
     by_id = {example.id: example for example in examples}
     topics_of = {}
     for example in examples:
-        topics_of.setdefault(example.document, set()).add(example.controls["topic"])
-    rows = build_topic_mix(examples, seed=0)
+        if example.controls.get("topic"):
+            topics_of.setdefault(example.document, set()).add(example.controls["topic"])
     assert rows and len(rows) % 2 == 0
     used = []
     for a_row, b_row in zip(rows[::2], rows[1::2]):
@@ -60,6 +63,10 @@ def test_each_pair_mixes_two_articles_and_is_emitted_in_both_directions(examples
         used += [first.document, second.document]
     assert len(used) == len(set(used)), "an article was used twice"
     assert len({row["id"] for row in rows}) == len(rows)
+
+
+def test_each_pair_mixes_two_articles_and_is_emitted_in_both_directions(examples):
+    _assert_valid_mix(build_topic_mix(examples, seed=0), examples)
 
 
 def test_pairs_continue_until_no_two_articles_can_be_mixed(examples):
@@ -113,12 +120,16 @@ def test_an_article_pairs_only_on_a_topic_its_partner_lacks():
         build_topic_mix(article("x", ["sports"]) + article("y", ["sports", "health"]))
 
 
-def test_it_refuses_fewer_than_two_topics_and_examples_without_topic_or_reference():
+def test_it_refuses_fewer_than_two_topics_no_topic_at_all_and_examples_without_reference():
     same = [Example(id=str(i), document=f"Story {i}.", references=["r"], controls={"topic": "t"}) for i in range(3)]
     with pytest.raises(ctrlkit.DatasetError, match="at least two topics; found 1: 't'"):
         build_topic_mix(same)
-    with pytest.raises(ctrlkit.DatasetError, match="example 'x': .* needs a topic"):
-        build_topic_mix([Example(id="x", document="d", references=["r"])])
+    untopical = [Example(id="x", document="d", references=["r"]), Example(id="y", document="e", references=["r"],
+                                                                          controls={"topic": " "})]
+    with pytest.raises(ctrlkit.DatasetError, match=r"^none of the 2 examples has a topic \(control 'topic'\)"):
+        build_topic_mix(untopical)
+    with pytest.raises(ctrlkit.DatasetError, match="example 'x': the topic .* must be text, not int"):
+        build_topic_mix([Example(id="x", document="d", references=["r"], controls={"topic": 5})])
     with pytest.raises(ctrlkit.DatasetError, match="example 'x': .* needs a reference"):
         build_topic_mix([Example(id="x", document="d", controls={"topic": "t"})])
 
@@ -182,3 +193,77 @@ def test_the_mix_is_made_from_the_train_split_unless_told_otherwise(tmp_path):
     assert by_default.rows() == build_topic_mix(train)
     written = [json.loads(line) for line in (tmp_path / "default.jsonl").read_text().splitlines()]
     assert written == build_topic_mix(train)
+
+
+def _macsum_reference_counts(path):
+    """From the raw MACSum JSON, independently of the dataset: the references, those without a
+    topic, and the distinct sources that have a reference with one."""
+    sources = json.loads(path.read_text())
+    attributes = [reference["control_attribute"] for source in sources for reference in source["references"]]
+    without = sum(not (a.get("topic") or "").strip() for a in attributes)
+    topical = {" ".join(s.strip() for s in source["source"] if s.strip()) for source in sources
+               if any((r["control_attribute"].get("topic") or "").strip() for r in source["references"])}
+    return len(attributes), without, len(topical)
+
+
+def test_examples_without_a_topic_are_left_out_counted_and_warned_once(caplog):
+    path = shared_file("macsum/macdoc_val.json")
+    total, without, articles = _macsum_reference_counts(path)
+    assert 0 < without < total
+    examples = ctrlkit.get_dataset("macsum", path=str(path)).load(None)
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        mix = mix_topics(examples, seed=0)
+    assert mix.without_topic == without
+    assert [r.getMessage() for r in caplog.records] == [
+        f"ctrlkit: topic mix: {without} of {total} examples have no topic (control 'topic') and are left out"]
+    assert 2 * len(mix.pairs) + len(mix.unpaired) == articles
+    left = [article.topics for article in mix.unpaired]
+    assert all(not (x - y and y - x) for x, y in combinations(left, 2))
+    _assert_valid_mix(mix.rows(), examples)  # every row names an example with the topic it asks for
+
+
+def test_a_file_that_is_one_split_is_mixed_whole_unless_told_otherwise(tmp_path):
+    """MACSum's val file (and a CCSBench file) holds one split: no --split means all of it, as
+    --split val does; the train split does not apply to it. NEWTS splits a file by article, so
+    a NEWTS file keeps its train part (test_the_mix_is_made_from_the_train_split...)."""
+    path = shared_file("macsum/macdoc_val.json")
+    source = ctrlkit.get_dataset("macsum", path=str(path))
+    assert source.data_splits() == () and source.default_split == "val"
+    assert ctrlkit.get_dataset("macsum", path=str(path.parent)).data_splits() == ("train", "val", "test")
+    (tmp_path / "test.csv").write_text("")
+    assert ctrlkit.get_dataset("ccsbench", path=str(tmp_path / "test.csv")).data_splits() == ()
+    assert ctrlkit.get_dataset("ccsbench", path=str(tmp_path)).data_splits() == ("train", "validation", "test")
+    newts = shared_file("newts/NEWTS_test_600.csv")
+    assert ctrlkit.get_dataset("newts", path=str(newts)).data_splits() == ("train", "test")
+
+    out = tmp_path / "mix.jsonl"
+    result = run_ctrlkit("data", "topic-mix", "-d", "macsum", "--data", str(path), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    total, without, articles = _macsum_reference_counts(path)
+    expected = build_topic_mix(source.load(None))
+    assert [json.loads(line) for line in out.read_text().splitlines()] == expected
+    _assert_valid_mix(expected, source.load("val"))
+    used = len(expected)
+    assert result.stdout.splitlines()[0] == (f"{articles} articles, {used} used in {used // 2} pairs: "
+                                             f"{used} examples in {out}")
+    assert result.stderr == (f"ctrlkit: topic mix: {without} of {total} examples have no topic (control 'topic') "
+                             "and are left out\n")
+    as_val = run_ctrlkit("data", "topic-mix", "-d", "macsum", "--data", str(path), "--split", "val",
+                         "--out", str(tmp_path / "val.jsonl"))
+    assert as_val.returncode == 0, as_val.stderr
+    assert (tmp_path / "val.jsonl").read_bytes() == out.read_bytes()
+    refused = run_ctrlkit("data", "topic-mix", "-d", "macsum", "--data", str(path), "--split", "train",
+                          "--out", str(tmp_path / "train.jsonl"))
+    assert refused.returncode == 1
+    assert refused.stderr == "Error: --data is the file macdoc_val.json; --split train does not apply to it\n"
+
+
+def test_a_dataset_without_any_topic_is_refused_in_one_line(tmp_path):
+    data = tmp_path / "plain.jsonl"
+    data.write_text("".join(json.dumps({"document": f"Story {i}.", "references": "R", "controls": {"length": "short"}})
+                            + "\n" for i in range(3)))
+    refused = run_ctrlkit("data", "topic-mix", "-d", "jsonl", "--data", str(data), "-o", str(tmp_path / "mix.jsonl"))
+    assert refused.returncode == 1
+    assert refused.stderr == ("Error: none of the 3 examples has a topic (control 'topic'); "
+                              "a topic mix needs topic-labelled examples\n")
+    assert not (tmp_path / "mix.jsonl").exists()

@@ -234,6 +234,11 @@ class Dataset(Configurable):
             examples.extend(built if isinstance(built, list) else [built])
         return examples
 
+    def data_splits(self) -> tuple[str, ...]:
+        """The splits the data given holds: ``splits``, or none when the ``path`` option is one
+        file that is itself one split (MACSum's val.json), which ``load(None)`` reads whole."""
+        return self.splits
+
     def describe_split(self, split: str | None) -> str | None:
         """How ``split`` was made, in words, when that is not plain (an official file, or a part of
         one file split by hash); recorded in results.json and printed after a run."""

@@ -122,6 +122,9 @@ class CCSBench(Dataset):
             return _split_of(path)
         return "test"
 
+    def data_splits(self):
+        return () if self.options["path"] and Path(self.options["path"]).is_file() else self.splits
+
     def load(self, split):
         if not self.options["path"]:
             self.check_split(split)

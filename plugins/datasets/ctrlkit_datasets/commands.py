@@ -20,14 +20,16 @@ def register_commands(cli):
     @click.option("-d", "--dataset", default="sample", show_default=True,
                   help="Topic-labelled dataset with references (see: ctrlkit list datasets).")
     @click.option("--data", "path", help="File the dataset reads (its 'path' option).")
-    @click.option("--split", help="Dataset split [default: train; a dataset read from one file: all of it].")
+    @click.option("--split", help="Dataset split [default: train; a file that is itself one split, such as "
+                                  "MACSum's val.json, or a dataset without splits: all of it].")
     @click.option("--set", "assignments", multiple=True, metavar="DATASET.OPTION=VALUE",
                   help="Set a dataset option, e.g. --set newts.topic_label=id (repeatable).")
     @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="JSONL file to write.")
     @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the pairing.")
     def topic_mix_command(dataset, path, split, assignments, out, seed):
         """Super-articles interleaving two articles on different topics, each paired with either
-        article's summary and topic (Passali & Tsoumakas); read them back with --dataset jsonl."""
+        article's summary and topic (Passali & Tsoumakas); read them back with --dataset jsonl.
+        Examples without a topic are left out and counted."""
         from .topic_mix import topic_mix
 
         options = parse_assignments(assignments)

@@ -59,6 +59,9 @@ class MacSum(Dataset):
             return _split_named(path)
         return "test"
 
+    def data_splits(self):
+        return () if Path(self.options["path"]).is_file() else self.splits
+
     def load(self, split):
         path = self._file(split)
         sources = read_json(path, list, DatasetError, "MACSum JSON")

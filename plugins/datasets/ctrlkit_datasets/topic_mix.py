@@ -21,10 +21,17 @@ lacks, so the same examples and seed give the same rows.
 
 A mix is training data, so :func:`topic_mix` reads a dataset's train split unless told
 otherwise: mixed from the test split, it would train a model on the examples it is scored on.
+Data given as one file that is itself one split (``Dataset.data_splits`` is empty: MACSum's
+val.json, a CCSBench test.csv, a JSONL file) is read whole, the file chosen being the choice of
+split; a NEWTS CSV file is split by article, so its train part is read.
+
+Examples without a topic (MACSum gives one on some references only) are left out and counted,
+as a run leaves examples lacking a control uncontrolled; a mix is refused only when none has one.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 from dataclasses import dataclass, field
 from itertools import zip_longest
@@ -32,8 +39,11 @@ from pathlib import Path
 from typing import Iterable
 
 from ctrlkit import DatasetError, Example, get_dataset
+from ctrlkit.controls import carries
 from ctrlkit.files import atomic_write_jsonl
 from ctrlkit.text import sentences
+
+logger = logging.getLogger("ctrlkit")
 
 
 @dataclass
@@ -66,6 +76,7 @@ class TopicMix:
     pairs: list[Pair]
     unpaired: list[Article]
     skipped: int = 0  # invalid dataset rows left out (the dataset's skip_invalid option)
+    without_topic: int = 0  # examples left out for lacking a topic
 
     def rows(self) -> list[dict]:
         """Two rows per pair, in the ``jsonl`` dataset's format; ``meta`` (the source example ids
@@ -98,15 +109,16 @@ def build_topic_mix(examples: Iterable[Example], seed: int = 0) -> list[dict]:
 
 def topic_mix(out: str | Path, dataset: str = "sample", data: str | None = None, split: str | None = None,
               options: dict | None = None, seed: int = 0) -> TopicMix:
-    """Mix ``dataset``'s ``split`` (default: its train split; all of a dataset read from one
-    file) and write the rows to ``out``; ``options`` are the dataset's."""
+    """Mix ``dataset``'s ``split`` (default: its train split; all of a file that is itself one
+    split) and write the rows to ``out``; ``options`` are the dataset's."""
     options = dict(options or {})
     if data is not None:
         options["path"] = data
     source = get_dataset(dataset, **options)
-    if split is None and source.splits:
-        if TRAIN_SPLIT not in source.splits:
-            raise DatasetError(f"dataset '{dataset}' has no '{TRAIN_SPLIT}' split (it has {', '.join(source.splits)}); "
+    splits = source.data_splits()
+    if split is None and splits:
+        if TRAIN_SPLIT not in splits:
+            raise DatasetError(f"dataset '{dataset}' has no '{TRAIN_SPLIT}' split (it has {', '.join(splits)}); "
                                f"a topic mix is training data, so choose the split it is made from with --split")
         split = TRAIN_SPLIT
     mix = write_topic_mix(out, source.load(split), seed)
@@ -122,8 +134,18 @@ def write_topic_mix(path: str | Path, examples: Iterable[Example], seed: int = 0
 
 
 def mix_topics(examples: Iterable[Example], seed: int = 0) -> TopicMix:
-    """Pair the articles of ``examples`` (see the module's docstring); refuses when no pair exists."""
-    articles = collect_articles(examples)
+    """Pair the articles of ``examples`` (see the module's docstring); refuses when no pair exists.
+    Examples without a topic are left out, counted in ``without_topic`` and in one warning line."""
+    examples = list(examples)
+    with_topic = [example for example in examples if carries(example, "topic")]
+    if examples and not with_topic:
+        raise DatasetError(f"none of the {len(examples)} examples has a topic (control 'topic'); "
+                           "a topic mix needs topic-labelled examples")
+    without_topic = len(examples) - len(with_topic)
+    if without_topic:
+        logger.warning("ctrlkit: topic mix: %d of %d examples have no topic (control 'topic') and are left out",
+                       without_topic, len(examples))
+    articles = collect_articles(with_topic)
     rng = random.Random(seed)
     groups: dict[frozenset[str], list[Article]] = {}
     for article in articles:
@@ -138,16 +160,18 @@ def mix_topics(examples: Iterable[Example], seed: int = 0) -> TopicMix:
         pairs.append(Pair(first, first_topic, second, second_topic))
     if not pairs:
         _refuse(articles)
-    return TopicMix(pairs, [article for group in groups.values() for article in group])
+    return TopicMix(pairs, [article for group in groups.values() for article in group], without_topic=without_topic)
 
 
 def collect_articles(examples: Iterable[Example]) -> list[Article]:
-    """Examples grouped by document, in first-seen order; a topic keeps its first reference."""
+    """Examples (each with a topic) grouped by document, in first-seen order; a topic keeps its
+    first reference."""
     articles: dict[str, Article] = {}
     for example in examples:
-        topic = example.controls.get("topic")
-        if not isinstance(topic, str) or not topic.strip():
-            raise DatasetError(f"example '{example.id}': a topic mix needs a topic (control 'topic')")
+        topic = example.controls["topic"]
+        if not isinstance(topic, str):
+            raise DatasetError(f"example '{example.id}': the topic (control 'topic') must be text, "
+                               f"not {type(topic).__name__}")
         if not example.references:
             raise DatasetError(f"example '{example.id}': a topic mix needs a reference summary")
         article = articles.setdefault(example.document, Article(example.document))
