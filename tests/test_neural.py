@@ -358,3 +358,21 @@ def test_training_leaves_examples_without_the_control_uncontrolled(models, tmp_p
     with pytest.raises(ctrlkit.ConfigurationError, match="strict controls"):
         train(backbone=f"hf:{models['bart']}", out=str(tmp_path / "strict"), dataset="jsonl", data=str(data),
               split=None, controller="prepend", max_steps=1, strict_controls=True)
+
+
+def test_training_reads_a_file_that_is_one_split_whole_and_refuses_a_missing_train_split(models, tmp_path):
+    from conftest import shared_file
+    from ctrlkit.training import train
+
+    val_file = shared_file("macsum/macdoc_val.json")  # skips without ../shared/data
+    record = train(backbone=f"hf:{models['bart']}", out=str(tmp_path / "m"), dataset="macsum", data=str(val_file),
+                   controller="none", max_steps=1, batch_size=2, limit=6)
+    assert record["config"]["split"] is None and record["n_pairs"] == 6
+    with pytest.raises(ctrlkit.DatasetError, match="does not apply"):  # a split the file is not
+        train(backbone=f"hf:{models['bart']}", out=str(tmp_path / "t"), dataset="macsum", data=str(val_file),
+              split="test", controller="none", max_steps=1)
+    with pytest.raises(ctrlkit.DatasetError, match=r"^dataset 'sample' has no 'train' split \(it has test\); "
+                                                    r"training is made from one, so choose the split with --split$"):
+        train(backbone=f"hf:{models['bart']}", out=str(tmp_path / "s"), dataset="sample", controller="none",
+              max_steps=1)
+    assert not (tmp_path / "s").exists() and not (tmp_path / "t").exists()

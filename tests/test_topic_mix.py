@@ -182,7 +182,7 @@ def test_the_mix_is_made_from_the_train_split_unless_told_otherwise(tmp_path):
     refused = run_ctrlkit("data", "topic-mix", "-o", str(tmp_path / "mix.jsonl"))
     assert refused.returncode == 1
     assert refused.stderr == ("Error: dataset 'sample' has no 'train' split (it has test); a topic mix is training "
-                              "data, so choose the split it is made from with --split\n")
+                              "data: it is made from one, so choose the split with --split\n")
     assert not (tmp_path / "mix.jsonl").exists()
     csv_path = shared_file("newts/NEWTS_test_600.csv")
     by_default = topic_mix(tmp_path / "default.jsonl", "newts", str(csv_path))

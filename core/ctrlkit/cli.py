@@ -236,8 +236,8 @@ def _data_paths(items, datasets) -> dict[str, str]:
 @click.option("-c", "--controller", default="none", show_default=True, help="Controller applied to every input.")
 @DATASET
 @DATA
-@click.option("--split", default="train", show_default=True,
-              help="Split to train on (a dataset read from one file trains on all of it).")
+@click.option("--split", help="Split to train on [default: train; all of a file that is itself one split, "
+                               "such as MACSum's val.json, or of a dataset without splits].")
 @click.option("--eval-split", help="Split scored after each epoch; the best model is kept.")
 @TOPICS
 @SET

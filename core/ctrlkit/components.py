@@ -239,6 +239,18 @@ class Dataset(Configurable):
         file that is itself one split (MACSum's val.json), which ``load(None)`` reads whole."""
         return self.splits
 
+    def training_split(self, split: str | None, purpose: str = "training") -> str | None:
+        """The split training data comes from: ``split`` when given; else ``train``, or None (the
+        whole file) when the data given is one file that is itself one split. Data that has splits
+        but no train split is refused rather than trained on its test split."""
+        splits = self.data_splits()
+        if split is not None or not splits:
+            return split
+        if "train" not in splits:
+            raise DatasetError(f"dataset '{self.name}' has no 'train' split (it has {', '.join(splits)}); {purpose} "
+                               f"is made from one, so choose the split with --split")
+        return "train"
+
     def describe_split(self, split: str | None) -> str | None:
         """How ``split`` was made, in words, when that is not plain (an official file, or a part of
         one file split by hash); recorded in results.json and printed after a run."""

@@ -51,7 +51,7 @@ def train(
     out: str,
     dataset: str = "sample",
     data: str | None = None,
-    split: str = "train",
+    split: str | None = None,
     eval_split: str | None = None,
     controller: str = "none",
     topics: str | None = None,
@@ -69,10 +69,10 @@ def train(
     strict_controls: bool = False,
     progress: bool = False,
 ) -> dict:
-    """Fine-tune ``backbone`` (e.g. ``"hf:facebook/bart-base"``) on ``dataset``'s ``split`` with
-    ``controller`` applied to each input; returns what ``training.json`` records. An example lacking
-    a control the controller reads trains uncontrolled (counted), or with ``strict_controls`` is
-    refused."""
+    """Fine-tune ``backbone`` (e.g. ``"hf:facebook/bart-base"``) on ``dataset``'s ``split`` (default:
+    :meth:`Dataset.training_split`) with ``controller`` applied to each input; returns what
+    ``training.json`` records. An example lacking a control the controller reads trains
+    uncontrolled (counted), or with ``strict_controls`` is refused."""
     require_hf_libraries("ctrlkit train")
     import torch
 
@@ -117,7 +117,8 @@ def train(
     check_counts(limit=limit)
     started = time.perf_counter()
 
-    examples = admit_examples(source.load(split if source.splits else None)[:limit], dataset)  # a file: one split
+    split = source.training_split(split) if source.splits else None  # a dataset without splits is read whole
+    examples = admit_examples(source.load(split)[:limit], dataset)
     evaluation = admit_examples(source.load(eval_split), dataset) if eval_split else []
     check_controls(steering, examples + evaluation, dataset, strict_controls)
     vectorizer = steering.topic_vectorizer
@@ -131,7 +132,8 @@ def train(
     report_uncontrolled(left, len(examples), steering)
     eval_pairs = _pairs(steering, evaluation)
     if not pairs:
-        raise ConfigurationError(f"split '{split}' of dataset '{dataset}' has no references to train on")
+        raise ConfigurationError(f"{f'split {split!r}' if split else 'the data'} of dataset '{dataset}' has no "
+                                 "references to train on")
 
     parameters = model.trainable_parameters()
     optimizer = torch.optim.AdamW(parameters, lr=lr)

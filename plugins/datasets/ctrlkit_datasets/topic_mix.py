@@ -68,9 +68,6 @@ class Pair:
     second_topic: str
 
 
-TRAIN_SPLIT = "train"
-
-
 @dataclass
 class TopicMix:
     pairs: list[Pair]
@@ -115,13 +112,7 @@ def topic_mix(out: str | Path, dataset: str = "sample", data: str | None = None,
     if data is not None:
         options["path"] = data
     source = get_dataset(dataset, **options)
-    splits = source.data_splits()
-    if split is None and splits:
-        if TRAIN_SPLIT not in splits:
-            raise DatasetError(f"dataset '{dataset}' has no '{TRAIN_SPLIT}' split (it has {', '.join(splits)}); "
-                               f"a topic mix is training data, so choose the split it is made from with --split")
-        split = TRAIN_SPLIT
-    mix = write_topic_mix(out, source.load(split), seed)
+    mix = write_topic_mix(out, source.load(source.training_split(split, "a topic mix is training data: it")), seed)
     mix.skipped = source.skipped
     return mix
 
