@@ -170,8 +170,8 @@ def report_command(directory, out, examples):
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
               help="TOML or YAML with the settings below (options given here win).")
 @click.option("--controllers", help="Comma-separated controllers (rows), e.g. none,prepend,tag,prepend+tag.")
-@click.option("--metrics", help="Comma-separated metrics (columns). Default: rouge, and stas for each dataset where some "
-                                "example has a topic.")
+@click.option("--metrics", help="Comma-separated metrics (columns). Default: rouge, and stas for each "
+                                "dataset where some example has a topic.")
 @click.option("--backbones", help="Comma-separated backbones. Default: extractive.")
 @click.option("--datasets", help="Comma-separated datasets. Default: sample.")
 @click.option("--data", "data_paths", multiple=True, metavar="[DATASET=]PATH",
