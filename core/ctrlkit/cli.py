@@ -66,7 +66,8 @@ def cli():
 @click.option("-c", "--controller", default="none", show_default=True,
               help="Controller, or a chain applied right to left: prepend+tag.")
 @click.option("-b", "--backbone", default="extractive", show_default=True, help="Summarizer backbone.")
-@click.option("-m", "--metric", "metrics", multiple=True, help="Metric (repeatable). Default: rouge and stas.")
+@click.option("-m", "--metric", "metrics", multiple=True,
+              help="Metric (repeatable). Default: rouge, and stas when some example has a topic.")
 @TOPICS
 @SET
 @click.option("--baseline", default="none", show_default=True,
@@ -85,12 +86,12 @@ def cli():
 def run(dataset, data, split, controller, backbone, metrics, topics, assignments, baseline, no_baseline, limit,
         seed, batch_size, out, device, judge, skip_invalid, strict_controls, no_cache):
     """Generate summaries with a controller and score them; writes results.json and samples.jsonl."""
-    from .pipeline import DEFAULT_METRICS, run as run_pipeline
+    from .pipeline import run as run_pipeline
 
     with output_folder(out, f"{dataset}-{controller}") as out:
         result = run_pipeline(
             dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
-            metrics=metrics or DEFAULT_METRICS, topics=topics, judge=judge,
+            metrics=metrics or None, topics=topics, judge=judge,
             options=_options(assignments, backbone, device, dataset if skip_invalid else None),
             baseline=None if no_baseline else baseline, limit=limit, seed=seed, batch_size=batch_size,
             out=out, cache=not no_cache, strict_controls=strict_controls, progress=True,
@@ -106,7 +107,8 @@ def run(dataset, data, split, controller, backbone, metrics, topics, assignments
 @DATASET
 @DATA
 @SPLIT
-@click.option("-m", "--metric", "metrics", multiple=True, help="Metric (repeatable). Default: rouge and stas.")
+@click.option("-m", "--metric", "metrics", multiple=True,
+              help="Metric (repeatable). Default: rouge, and stas when some example has a topic.")
 @TOPICS
 @SET
 @JUDGE
@@ -119,11 +121,10 @@ def evaluate(predictions, dataset, data, split, metrics, topics, assignments, ju
              strict_controls, out):
     """Score existing predictions; writes results.json and samples.jsonl like ctrlkit run."""
     from .evaluation import evaluate as evaluate_predictions
-    from .pipeline import DEFAULT_METRICS
 
     with output_folder(out, f"{dataset}-evaluate") as out:
         result = evaluate_predictions(
-            predictions=predictions, dataset=dataset, data=data, split=split, metrics=metrics or DEFAULT_METRICS,
+            predictions=predictions, dataset=dataset, data=data, split=split, metrics=metrics or None,
             topics=topics, options=_options(assignments, None, skip_invalid_in=dataset if skip_invalid else None),
             judge=judge, limit=limit, strict_controls=strict_controls, out=out, progress=True,
         )
@@ -169,7 +170,8 @@ def report_command(directory, out, examples):
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
               help="TOML or YAML with the settings below (options given here win).")
 @click.option("--controllers", help="Comma-separated controllers (rows), e.g. none,prepend,tag,prepend+tag.")
-@click.option("--metrics", help="Comma-separated metrics (columns). Default: rouge,stas.")
+@click.option("--metrics", help="Comma-separated metrics (columns). Default: rouge, and stas for each "
+                                "dataset where some example has a topic.")
 @click.option("--backbones", help="Comma-separated backbones. Default: extractive.")
 @click.option("--datasets", help="Comma-separated datasets. Default: sample.")
 @click.option("--data", "data_paths", multiple=True, metavar="[DATASET=]PATH",

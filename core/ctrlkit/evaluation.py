@@ -16,12 +16,12 @@ from typing import Any, Mapping, Sequence
 from .api import get_dataset
 from .component_options import RunOptions
 from .cache import scope as cache_scope
-from .errors import CtrlkitError, DatasetError
+from .errors import ConfigurationError, CtrlkitError, DatasetError
 from .files import read_jsonl
 from .intake import Intake, admit_examples
 from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _timed, _topic_spaces, bind_metrics, check_counts,
-                       check_metrics, components, create_metrics, create_vectorizers, report_skipped, resolved_options,
-                       score, with_data)
+                       check_metrics, components, create_metrics, create_vectorizers, default_scorers, report_skipped,
+                       resolved_options, score, used_vectorizers, with_data)
 from .outputs import check_output, leaves_no_empty_folder
 from .quiet import quietly
 from .results import versions, write_run
@@ -87,7 +87,7 @@ def evaluate(
     dataset: str = "sample",
     data: str | None = None,
     split: str | None = None,
-    metrics: Sequence[str] = DEFAULT_METRICS,
+    metrics: Sequence[str] | None = None,
     topics: str | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     judge: str | None = None,
@@ -96,7 +96,8 @@ def evaluate(
     out: str | None = None,
     progress: bool = False,
 ) -> RunResult:
-    """Score ``predictions`` (a JSONL file) against ``dataset``'s examples with ``metrics``.
+    """Score ``predictions`` (a JSONL file) against ``dataset``'s examples with ``metrics`` (None:
+    rouge, and stas when some example has a topic, as in :func:`ctrlkit.run`).
 
     Every example (after ``limit``) needs a prediction, and every prediction an example: a
     mismatch is an error rather than a silently smaller corpus. A metric that reads a control
@@ -104,12 +105,15 @@ def evaluate(
     ``progress`` shows the scoring's progress on stderr (``ctrlkit.progress``)."""
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    routed = RunOptions(with_data(options, dataset, data), components(dataset=dataset, metrics=metrics, judge=judge))
+    routed = RunOptions(with_data(options, dataset, data),
+                        components(dataset=dataset, metrics=metrics or DEFAULT_METRICS, judge=judge))
     if out is not None:
         check_output(out)
     check_counts(limit=limit)
     source = get_dataset(dataset, **routed.of("datasets", dataset))
-    scorers = create_metrics(metrics, routed, judge)
+    if metrics is not None and not metrics:
+        raise ConfigurationError("an evaluation needs at least one metric")
+    scorers = create_metrics(metrics or DEFAULT_METRICS, routed, judge)
     vectorizers = create_vectorizers([m for m in scorers if m.topic_vectorizer], routed)
     routed.check_unused()
 
@@ -121,6 +125,9 @@ def evaluate(
     check_matched(given, examples, predictions or "predictions", dataset)
     if not examples:
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
+    if metrics is None:
+        scorers = default_scorers(scorers, examples, dataset)
+        vectorizers = used_vectorizers(vectorizers, [m for m in scorers if m.topic_vectorizer])
     check_metrics(scorers, examples, source, dataset, strict_controls)
     with _timed(timings, "topic_space_s"):
         spaces = _topic_spaces(vectorizers, topics, source, dataset)

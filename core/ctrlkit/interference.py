@@ -33,6 +33,7 @@ from .pipeline import (_check_topics, _names, _seed_everything, _topic_spaces, b
                        report_skipped, resolved_options, score, with_data)
 from .outputs import check_output, leaves_no_empty_folder
 from .quiet import quietly
+from .report import remove_stale_report
 from .results import versions
 from .secrets import mask_secrets
 from .types import Example
@@ -158,6 +159,7 @@ def interference(
     if out is not None:
         atomic_write_json(Path(out) / "interference.json", report)
         atomic_write_text(Path(out) / "interference.svg", heatmap_svg(report))
+        remove_stale_report(out, "the folder's earlier results")
     return report
 
 

@@ -22,6 +22,7 @@ from .controls import apply_control, carries, check_controls, scored_indices, un
 from .digest import backbone_digest, data_digest
 from .errors import ConfigurationError, CtrlkitError, OptionError
 from .intake import Intake, admit_examples
+from .plugins import get_registry
 from .metric_values import is_count
 from .outputs import check_output, leaves_no_empty_folder
 from .progress import Progress, say
@@ -32,6 +33,7 @@ from .topics import TopicSpace, load_topic_documents
 from .types import Example, ModelInput
 
 DEFAULT_METRICS = ("rouge", "stas")
+"""The metrics of a run given none, less those reading a control no example has (:func:`default_metrics`)."""
 logger = logging.getLogger("ctrlkit")
 
 
@@ -59,7 +61,7 @@ def run(
     split: str | None = None,
     controller: str = "none",
     backbone: str = "extractive",
-    metrics: Sequence[str] = DEFAULT_METRICS,
+    metrics: Sequence[str] | None = None,
     topics: str | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     judge: str | None = None,
@@ -73,7 +75,8 @@ def run(
     strict_controls: bool = False,
     progress: bool = False,
 ) -> RunResult:
-    """Run ``controller`` on ``dataset`` with ``backbone`` and score it with ``metrics``.
+    """Run ``controller`` on ``dataset`` with ``backbone`` and score it with ``metrics`` (None: rouge,
+    and stas when some example has a topic; see :func:`default_metrics`).
 
     ``options`` sets component options by component name: ``{"tag": {"top_n": 50}}``.
     ``baseline`` (default ``"none"``) is run and scored beside the controller on the same
@@ -93,10 +96,10 @@ def run(
     started = time.perf_counter()
     timings: dict[str, float] = {}
     routed = RunOptions(with_data(options, dataset, data), components(
-        dataset=dataset, controllers=[*_names(controller), *_names(baseline)], backbone=backbone, metrics=metrics,
-        judge=judge), strict=strict_options)
+        dataset=dataset, controllers=[*_names(controller), *_names(baseline)], backbone=backbone,
+        metrics=metrics or DEFAULT_METRICS, judge=judge), strict=strict_options)
     check_counts(limit=limit, batch_size=batch_size)
-    if not metrics:
+    if metrics is not None and not metrics:
         raise ConfigurationError("a run needs at least one metric")
     _seed_everything(seed)
     if out is not None:
@@ -106,7 +109,7 @@ def run(
     main = create_controller(controller, routed.names("controllers"))
     other = create_controller(baseline, routed.names("controllers")) if baseline and baseline != controller else None
     model = get_backbone(backbone, **routed.of("backbones", backbone_name(backbone)))
-    scorers = create_metrics(metrics, routed, judge)
+    scorers = create_metrics(metrics or DEFAULT_METRICS, routed, judge)
     needs_space = [c for c in (main, other, *scorers) if c is not None and c.topic_vectorizer]
     vectorizers = create_vectorizers(needs_space, routed)
     routed.check_unused()
@@ -125,6 +128,10 @@ def run(
     report_skipped(source, dataset)
     if not examples:
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
+    if metrics is None:
+        scorers = default_scorers(scorers, examples, dataset)
+        needs_space = [c for c in (main, other, *scorers) if c is not None and c.topic_vectorizer]
+        vectorizers = used_vectorizers(vectorizers, needs_space)
     for c in (main, other):
         if c is not None:
             check_controls(c, examples, dataset, strict_controls)
@@ -251,6 +258,38 @@ def create_metrics(names: Sequence[str], options: RunOptions, judge: str | None)
             if metric.needs_judge:
                 metric.use_judge(judging)
     return scorers
+
+
+def default_metrics(examples: Sequence[Example], dataset: str, choose: str = "-m") -> list[str]:
+    """The metrics a run given none scores ``examples`` with: DEFAULT_METRICS less those reading a
+    control no example has (stas without topics), which are named in one warning line, as
+    ``choose`` (the option naming metrics) would refuse them."""
+    registry = get_registry("metrics")
+    kept, lacking = [], []
+    for name in DEFAULT_METRICS:
+        reads = getattr(registry.entry(name).load(registry.kind), "reads", ())
+        missing = [a for a in reads if not any(carries(example, a) for example in examples)]
+        if missing:
+            lacking += [a for a in missing if a not in lacking]
+        else:
+            kept.append(name)
+    if lacking:
+        logger.warning("ctrlkit: no example of dataset '%s' has a %s, so the default metrics are %s only "
+                       "(give %s to choose)", dataset, " or ".join(lacking), " and ".join(kept), choose)
+    return kept
+
+
+def default_scorers(scorers, examples: Sequence[Example], dataset: str) -> list:
+    """Those of ``scorers`` (made for DEFAULT_METRICS, before the examples were read) that
+    :func:`default_metrics` keeps for ``examples``."""
+    kept = default_metrics(examples, dataset)
+    return [scorer for scorer in scorers if scorer.name in kept]
+
+
+def used_vectorizers(vectorizers: Mapping[str, Any], users) -> dict:
+    """``vectorizers`` less those none of ``users`` (controllers, metrics) asks for."""
+    wanted = {c.topic_vectorizer for c in users}
+    return {name: vectorizer for name, vectorizer in vectorizers.items() if name in wanted}
 
 
 def check_metrics(scorers, examples, source, dataset, strict_controls: bool = False) -> None:

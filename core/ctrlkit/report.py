@@ -14,6 +14,7 @@ error line naming the file (and line) and the field, never a traceback or a sile
 from __future__ import annotations
 
 import json
+import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,8 @@ from .metric_values import best, count_labels, label, value_directions
 from .secrets import mask_secrets
 
 DEFAULT_EXAMPLES = 5
+REPORT_FILES = ("report.html", "report.md")  # what ``ctrlkit report DIR`` writes by default
+logger = logging.getLogger("ctrlkit")
 BEST_NOTE = ("Best value per column among the controllers of each dataset and backbone in bold (none where a value "
              "has no better way, as a count); ↓ marks a value where lower is better.")
 
@@ -86,6 +89,19 @@ def write_report(directory, out=None, examples: int = DEFAULT_EXAMPLES) -> tuple
     atomic_write_text(html_path, render_html(report, examples))
     atomic_write_text(markdown_path, render_markdown(report, examples))
     return html_path, markdown_path
+
+
+def remove_stale_report(out_dir: str | Path, written_from: str) -> None:
+    """Remove the default report of ``out_dir``, whose numbers came from ``written_from`` (the
+    sweep's earlier cells, the folder's earlier results) that a command has just replaced, saying
+    so in one line."""
+    out_dir = Path(out_dir)
+    stale = [out_dir / name for name in REPORT_FILES if (out_dir / name).is_file()]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    if stale:
+        logger.warning("ctrlkit: removed %s, written from %s; ctrlkit report %s writes a new one",
+                       " and ".join(path.name for path in stale), written_from, out_dir)
 
 
 def load(directory) -> Report:

@@ -12,6 +12,7 @@ from .files import atomic_write_json, atomic_write_jsonl
 from .markdown import visible
 from .metric_values import is_count, label
 from .plugins import plugin_versions
+from .report import remove_stale_report
 
 
 def versions() -> dict:
@@ -47,9 +48,11 @@ def number(value, count: bool = False) -> float | int | None:
 
 
 def write_run(out: str | Path, results: dict, samples: list[dict]) -> None:
+    """samples.jsonl and results.json in ``out``; a report written there from earlier ones is removed."""
     out = Path(out)
     atomic_write_jsonl(out / "samples.jsonl", samples)
     atomic_write_json(out / "results.json", results)
+    remove_stale_report(out, "the folder's earlier results")
 
 
 def format_table(results: dict) -> str:

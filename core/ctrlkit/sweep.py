@@ -27,17 +27,17 @@ from .files import atomic_write_json, atomic_write_text, read_json
 from .markdown import escape_markdown, markdown_table
 from .metric_values import best, better, directions, is_count, label
 from .options import Option
-from .report import flatten
-from .api import backbone_name
+from .report import flatten, remove_stale_report
+from .api import backbone_name, get_dataset
 from .component_options import RunOptions, qualified
-from .pipeline import DEFAULT_METRICS, _names, components, run
+from .pipeline import DEFAULT_METRICS, _names, components, default_metrics, run, with_data
 from .plugins import get_registry
 from .outputs import check_output, leaves_no_empty_folder
 from .progress import say
 from .quiet import quietly
 from .results import versions
 from .secrets import mask_secrets, scrub_text
-from .sweep_folder import SETTINGS_FILE, check_earlier_sweep, remove_stale_report
+from .sweep_folder import SETTINGS_FILE, check_earlier_sweep
 from .sweep_settings import check_settings
 
 try:
@@ -105,7 +105,7 @@ def sweep(
     *,
     out: str,
     controllers: Sequence[str],
-    metrics: Sequence[str] = DEFAULT_METRICS,
+    metrics: Sequence[str] | None = None,
     backbones: Sequence[str] = ("extractive",),
     datasets: Sequence[str] = ("sample",),
     data: Mapping[str, str] | None = None,
@@ -130,8 +130,10 @@ def sweep(
     other settings is refused unless these only add controllers, metrics, backbones or datasets
     (the sweep resumes), or ``overwrite`` removes the earlier sweep's cells, tables and report
     first. The settings are checked as a configuration file's are, so names may also be one
-    comma-separated string."""
-    if not controllers or not metrics or not backbones or not datasets:
+    comma-separated string. Without ``metrics``, each dataset's cells score rouge, and stas when some
+    example of that dataset (of the first ``limit``) has a topic: a dataset without topics drops
+    stas, in one line, rather than failing its cells."""
+    if not controllers or (metrics is not None and not metrics) or not backbones or not datasets:
         raise ConfigurationError("a sweep needs at least one controller, metric, backbone and dataset")
     given = {"controllers": controllers, "metrics": metrics, "backbones": backbones, "datasets": datasets,
              "data": data, "split": split, "topics": topics, "options": options, "judge": judge, "limit": limit,
@@ -139,18 +141,21 @@ def sweep(
     checked = check_settings({key: list(value) if isinstance(value, tuple) else
                               {k: dict(v) if isinstance(v, Mapping) else v for k, v in value.items()}
                               if isinstance(value, Mapping) else value for key, value in given.items()}, "sweep")
-    controllers, metrics, backbones, datasets = (checked[key] for key in ("controllers", "metrics", "backbones",
-                                                                          "datasets"))
+    controllers, backbones, datasets = (checked[key] for key in ("controllers", "backbones", "datasets"))
+    metrics = checked.get("metrics")
     data, options, baseline, device = (checked.get(key) for key in ("data", "options", "baseline", "device"))
     # every option must fit a component of some cell (each cell takes those of its own components)
     backbone_names = [backbone_name(spec) for spec in (*backbones, *([judge] if judge else []))]
     RunOptions(options, [*(("datasets", name) for name in datasets), *(("backbones", name) for name in backbone_names),
                          *(("controllers", name) for spec in [*controllers, *([baseline] if baseline else [])]
                            for name in _names(spec)),
-                         *(("metrics", name) for name in metrics), *_vectorizers()]).check_unused()
+                         *(("metrics", name) for name in metrics or DEFAULT_METRICS), *_vectorizers()]).check_unused()
     out_dir = Path(out)
     check_output(out_dir)
-    settings = {"controllers": list(controllers), "metrics": list(metrics), "backbones": list(backbones),
+    scoring = {dataset: list(metrics) for dataset in datasets} if metrics else {
+        dataset: _default_metrics(dataset, (data or {}).get(dataset), options, split, limit) for dataset in datasets}
+    metrics = [name for name in (metrics or DEFAULT_METRICS) if any(name in names for names in scoring.values())]
+    settings = {"controllers": list(controllers), "metrics": metrics, "backbones": list(backbones),
                 "datasets": list(datasets), "data": dict(data or {}), "split": split, "topics": topics,
                 "options": {k: dict(v) for k, v in (options or {}).items()}, "judge": judge, "limit": limit,
                 "seed": seed, "batch_size": batch_size, "baseline": baseline, "device": device}
@@ -166,7 +171,7 @@ def sweep(
         for backbone in backbones:
             for controller in controllers:
                 arguments = dict(dataset=dataset, data=settings["data"].get(dataset), split=split,
-                                 controller=controller, backbone=backbone, metrics=list(metrics), topics=topics,
+                                 controller=controller, backbone=backbone, metrics=scoring[dataset], topics=topics,
                                  options=cell_options, judge=judge, baseline=baseline, limit=limit, seed=seed,
                                  batch_size=batch_size)
                 folder = f"cells/{_slug(dataset)}--{_slug(backbone)}--{_slug(controller)}"
@@ -192,8 +197,17 @@ def sweep(
                      "reused": reused})
     write_table(out_dir, rows)
     if not all(row["reused"] for row in rows):
-        remove_stale_report(out_dir)
+        remove_stale_report(out_dir, "the sweep's earlier cells")
     return rows
+
+
+def _default_metrics(dataset: str, path: str | None, options: Mapping | None, split: str | None,
+                     limit: int | None) -> list[str]:
+    """The metrics that a run of ``dataset`` given none would score (:func:`ctrlkit.pipeline.default_metrics`),
+    from the examples its cells will read."""
+    source = get_dataset(dataset, **_given(with_data(options, dataset, path), "datasets", dataset))
+    examples = source.load(split if split is not None else source.default_split)[:limit]
+    return default_metrics(examples, dataset, "--metrics")
 
 
 def _with_device(options: dict, backbones: Sequence[str], device: str | None) -> dict:

@@ -15,13 +15,13 @@ from pathlib import Path
 
 from .errors import CtrlkitError
 from .files import read_json
+from .report import REPORT_FILES
 from .secrets import is_secret
 
 logger = logging.getLogger("ctrlkit")
 
 SETTINGS_FILE = "sweep.json"
 TABLE_FILES = ("table.json", "table.csv", "table.md")
-REPORT_FILES = ("report.html", "report.md")  # what ``ctrlkit report DIR`` writes by default
 CELLS = "cells"
 GROWING = ("controllers", "metrics", "backbones", "datasets")
 """Settings that may gain items: a sweep with more of them resumes the earlier one."""
@@ -99,13 +99,3 @@ def remove_earlier_sweep(out_dir: Path) -> None:
             path.unlink()
     except OSError as exc:
         raise CtrlkitError(f"cannot remove the earlier sweep in {out_dir}: {exc.strerror or exc}") from None
-
-
-def remove_stale_report(out_dir: Path) -> None:
-    """Remove the default report of ``out_dir``, written from cells that have since been run again."""
-    stale = [out_dir / name for name in REPORT_FILES if (out_dir / name).is_file()]
-    for path in stale:
-        path.unlink(missing_ok=True)
-    if stale:
-        logger.warning("ctrlkit: removed %s, written from the sweep's earlier cells; ctrlkit report %s writes "
-                       "a new one", " and ".join(path.name for path in stale), out_dir)
