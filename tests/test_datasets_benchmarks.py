@@ -153,6 +153,13 @@ def test_ctrlsum_errors(tmp_path):
         dataset.load("test")
     with pytest.raises(DatasetError, match=r"val.source: no such file"):
         dataset.load("val")
+    source = tmp_path / "test.source"
+    with pytest.raises(DatasetError, match=rf"^{source}: a file; dataset 'ctrlsum' reads the folder that holds "
+                                           rf"{{split}}.source, .target and the keyword files: --data {tmp_path}$"):
+        ctrlkit.get_dataset("ctrlsum", path=str(source)).load("test")
+    (tmp_path / "val.source").mkdir()
+    with pytest.raises(DatasetError, match=r"val.source: a folder, not a file$"):
+        dataset.load("val")
 
 
 def test_fd_gives_one_example_per_paper_and_system_with_its_prediction():

@@ -47,6 +47,9 @@ class CtrlSum(Dataset):
         if not self.options["path"]:
             raise DatasetError("dataset 'ctrlsum' needs the folder of its files: --data PATH")
         folder = Path(self.options["path"])
+        if folder.is_file():
+            raise DatasetError(f"{folder}: a file; dataset 'ctrlsum' reads the folder that holds "
+                               f"{{split}}.source, .target and the keyword files: --data {folder.parent}")
         keywords = self._keyword_file(folder, split)
         columns = {kind: self._lines(folder / f"{split}.{kind}") for kind in ("source", "target", keywords)}
         counts = {kind: len(lines) for kind, lines in columns.items()}
@@ -71,8 +74,10 @@ class CtrlSum(Dataset):
     def _lines(path: Path) -> list[str]:
         try:
             text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             raise DatasetError(f"{path}: no such file") from None
+        except IsADirectoryError:
+            raise DatasetError(f"{path}: a folder, not a file") from None
         except UnicodeDecodeError:
             raise DatasetError(f"{path}: not valid UTF-8") from None
         # lines end at "\n" only: str.splitlines would also cut at \x85, \u2028, \x0c ... inside a
