@@ -106,3 +106,13 @@ def test_a_hub_model_fails_in_seconds_offline_and_a_cached_one_still_loads(tmp_p
                                f"cannot be reached (127.0.0.1:{port}: Connection refused), and it is not in the local "
                                "Hub cache; give the path of a local copy")
     assert result["error_s"] < 5  # huggingface_hub alone retries for about a minute
+
+
+def test_credentials_in_a_hub_dataset_source_never_reach_the_message(online_settings):
+    pytest.importorskip("datasets")
+    from ctrlkit_datasets.hub import load_hub
+
+    online_settings.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
+    with pytest.raises(DatasetError) as failed:
+        load_hub("https://user:sk-SECRET123@example.com/d.json", split="test")
+    assert "sk-SECRET123" not in str(failed.value) and "https://***@example.com/d.json" in str(failed.value)

@@ -150,3 +150,14 @@ def test_an_output_folder_under_a_file_is_refused_without_creating_anything(tmp_
     blocked = CliRunner().invoke(cli, ["run", "-m", "rouge", "-o", str(tmp_path / "a-file" / "sub")])
     assert blocked.output == f"Error: cannot create output folder {tmp_path / 'a-file' / 'sub'}: " \
                              f"{tmp_path / 'a-file'} is not a folder\n"
+
+
+@pytest.mark.parametrize("where", ["runs", "out"])
+def test_a_link_to_nothing_on_the_way_is_one_line_before_any_work(tmp_path, monkeypatch, where):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / where).symlink_to(tmp_path / "unmounted")
+    argv = ["run", "--limit", "2", "-m", "rouge", *(["-o", "out/deeper"] if where == "out" else [])]
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == 1
+    assert result.output.endswith(f": {where} is a link to {tmp_path / 'unmounted'}, which does not exist\n")
+    assert not (tmp_path / "unmounted").exists()

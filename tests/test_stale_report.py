@@ -74,3 +74,15 @@ def test_an_interference_analysis_into_a_reported_folder_removes_the_old_report(
     assert not (out / "report.html").exists() and not (out / "report.md").exists()
     assert caplog.text.count("removed report.html and report.md") == 1 and _stale_line(out)[9:] in caplog.text
     assert (out / "interference.json").is_file() and (out / "results.json").is_file()
+
+
+def test_a_file_of_the_users_own_named_like_a_report_stays(tmp_path, private_cache, caplog):
+    out = tmp_path / "project"
+    out.mkdir()
+    (out / "report.md").write_text("# my project report\n")
+    (out / "report.html").write_text("<!doctype html><title>mine</title>")
+    caplog.set_level(logging.WARNING, logger="ctrlkit")
+    ctrlkit.run(limit=2, metrics=["rouge"], out=str(out))
+    assert (out / "report.md").read_text() == "# my project report\n"
+    assert (out / "report.html").read_text() == "<!doctype html><title>mine</title>"
+    assert "removed report" not in caplog.text

@@ -10,6 +10,7 @@ import pytest
 
 import ctrlkit
 from conftest import run_ctrlkit
+from ctrlkit.errors import CtrlkitError
 from ctrlkit.report import write_report
 from ctrlkit.sweep import _same_configuration, _with_device, load_config, sweep
 from ctrlkit.sweep_folder import changed_settings
@@ -91,7 +92,7 @@ def test_overwrite_removes_the_earlier_sweep_and_says_what(tmp_path, private_cac
     (out / "notes.txt").write_text("mine")
     caplog.set_level(logging.WARNING, logger="ctrlkit")
     rows = sweep(out=str(out), controllers=["prepend"], metrics=["stas"], limit=3, overwrite=True)
-    assert ("--overwrite: removing the earlier sweep in " f"{out}: cells/ (2 cells), sweep.json, table.json, "
+    assert ("--overwrite: removing the earlier sweep in " f"{out}: 2 cells in cells/, sweep.json, table.json, "
             "table.csv, table.md, report.html, report.md") in caplog.text
     assert [row["controller"] for row in rows] == ["prepend"]
     assert sorted(path.name for path in (out / "cells").iterdir()) == ["sample--extractive--prepend"]
@@ -234,3 +235,35 @@ def test_the_new_settings_are_read_from_a_config_file(tmp_path):
     path = tmp_path / "sweep.toml"
     path.write_text('controllers = "tag"\nbaseline = "none"\ndevice = "cpu"\ncache = false\n')
     assert load_config(path) == {"controllers": ["tag"], "baseline": "none", "device": "cpu", "cache": False}
+
+
+def test_overwrite_removes_only_what_a_sweep_wrote(tmp_path, private_cache):
+    # a folder that holds no sweep (no sweep.json) loses nothing, whatever its files are named
+    out = tmp_path / "mine"
+    (out / "cells" / "my-data").mkdir(parents=True)
+    (out / "cells" / "my-data" / "f.txt").write_text("kept")
+    for name in ("report.md", "report.html"):
+        (out / name).write_text(f"my own {name}")
+    sweep(out=str(out), controllers=["none"], metrics=["rouge"], limit=2, overwrite=True)
+    for name in ("report.md", "report.html"):  # not the report a sweep's cells running again removes
+        assert (out / name).read_text() == f"my own {name}"
+    assert (out / "cells" / "my-data" / "f.txt").read_text() == "kept"
+    # over a sweep: its cells and its own report go; a folder in cells/ that is no cell, and a
+    # report.md of the user's own, stay
+    (out / "report.md").write_text("# notes on this sweep")
+    sweep(out=str(out), controllers=["tag"], metrics=["rouge"], limit=2, overwrite=True)
+    assert sorted(path.name for path in (out / "cells").iterdir()) == ["my-data", "sample--extractive--tag"]
+    assert (out / "report.md").read_text() == "# notes on this sweep"
+
+
+@pytest.mark.parametrize("damage", [{"digests": ["oops"]}, {"digests": {"data": "x"}},
+                                    {"settings": {"controllers": [{"a": 1}]}}])
+def test_a_damaged_sweep_json_is_one_line(tmp_path, private_cache, damage):
+    out = tmp_path / "s"
+    sweep(out=str(out), controllers=["none"], metrics=["rouge"], limit=2)
+    recorded = json.loads((out / "sweep.json").read_text())
+    recorded.update(damage)
+    (out / "sweep.json").write_text(json.dumps(recorded))
+    with pytest.raises(CtrlkitError, match=r"sweep.json: .*, so it is not known what the sweep there ran; choose "
+                                           r"another --out, or pass --overwrite to replace it$"):
+        sweep(out=str(out), controllers=["none"], metrics=["rouge"], limit=2)

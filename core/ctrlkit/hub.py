@@ -15,6 +15,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from .secrets import scrub_text
+
 PROBE_SECONDS = 3.0
 DEFAULT_ENDPOINT = "https://huggingface.co"
 _TRUE = {"1", "on", "yes", "true"}
@@ -69,5 +71,5 @@ def _proxy(scheme: str, host: str) -> str | None:
 
 def not_found_offline(what: str, name: str, why: str) -> str:
     """The one-line error for a Hub name that cannot be loaded while the Hub is unreachable."""
-    return (f"{what}: {name!r} is not a local folder, the Hugging Face Hub cannot be reached ({why}), and it is "
-            f"not in the local Hub cache; give the path of a local copy")
+    return scrub_text(f"{what}: {name!r} is not a local folder, the Hugging Face Hub cannot be reached ({why}), "
+                      f"and it is not in the local Hub cache; give the path of a local copy")

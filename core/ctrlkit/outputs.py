@@ -26,6 +26,7 @@ def check_output(out: str | Path) -> None:
     out = Path(out)
     existing = out
     while not existing.exists() and existing != existing.parent:
+        _refuse_dangling_link(existing, out)
         existing = existing.parent
     if not existing.is_dir():
         raise CtrlkitError(f"cannot create output folder {out}: {existing} is not a folder")
@@ -45,10 +46,20 @@ def new_folder(stem: str, parent: str | Path = RUNS, now: datetime | None = None
         try:
             folder.mkdir(parents=True)  # fails when the folder exists: taken
         except FileExistsError:
-            continue
+            if folder.exists() or folder.is_symlink():
+                continue
+            check_output(folder)  # a parent is a link to nothing, or a file: say which
+            raise CtrlkitError(f"cannot create output folder {folder}") from None
         except OSError as exc:
             raise CtrlkitError(f"cannot create output folder {folder}: {exc.strerror or exc}") from None
         return folder
+
+
+def _refuse_dangling_link(path: Path, out: Path) -> None:
+    """A link to nothing on the way to ``out`` would pass every check and fail the first write."""
+    if path.is_symlink():
+        raise CtrlkitError(f"cannot create output folder {out}: {path} is a link to {os.readlink(path)}, "
+                           f"which does not exist")
 
 
 @contextmanager

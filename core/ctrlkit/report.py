@@ -29,6 +29,8 @@ from .secrets import mask_secrets
 
 DEFAULT_EXAMPLES = 5
 REPORT_FILES = ("report.html", "report.md")  # what ``ctrlkit report DIR`` writes by default
+REPORT_MARKS = {".html": (b"<!doctype html>", b"<title>ctrlkit report: "), ".md": (b"# ctrlkit report: ", b"")}
+"""How the pages ``render_html`` and ``render_markdown`` write begin, and what their first 512 bytes hold."""
 logger = logging.getLogger("ctrlkit")
 BEST_NOTE = ("Best value per column among the controllers of each dataset and backbone in bold (none where a value "
              "has no better way, as a count); ↓ marks a value where lower is better.")
@@ -96,12 +98,26 @@ def remove_stale_report(out_dir: str | Path, written_from: str) -> None:
     sweep's earlier cells, the folder's earlier results) that a command has just replaced, saying
     so in one line."""
     out_dir = Path(out_dir)
-    stale = [out_dir / name for name in REPORT_FILES if (out_dir / name).is_file()]
+    stale = [out_dir / name for name in REPORT_FILES if is_written_report(out_dir / name)]
     for path in stale:
         path.unlink(missing_ok=True)
     if stale:
         logger.warning("ctrlkit: removed %s, written from %s; ctrlkit report %s writes a new one",
                        " and ".join(path.name for path in stale), written_from, out_dir)
+
+
+def is_written_report(path: Path) -> bool:
+    """Whether ``path`` is a report ``ctrlkit report`` wrote (by how it begins), and not a file of
+    the user's own that happens to share its name."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        with path.open("rb") as file:
+            start = file.read(512)
+    except OSError:
+        return False
+    begins, holds = REPORT_MARKS.get(path.suffix, (None, None))
+    return begins is not None and start.startswith(begins) and holds in start
 
 
 def load(directory) -> Report:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .errors import CtrlkitError
 from .files import read_json
-from .report import REPORT_FILES
+from .report import REPORT_FILES, is_written_report
 from .secrets import is_secret
 
 logger = logging.getLogger("ctrlkit")
@@ -38,14 +38,33 @@ def check_earlier_sweep(out_dir: Path, settings: dict, digests: dict, overwrite:
     if not path.is_file():
         return
     earlier = read_json(path, dict, what="a sweep's settings")
-    if not isinstance(earlier.get("settings"), dict):
-        raise CtrlkitError(f"{path}: no 'settings' object, so it is not known what the sweep there ran; "
+    problem = _damage(earlier)
+    if problem:
+        raise CtrlkitError(f"{path}: {problem}, so it is not known what the sweep there ran; "
                            f"choose another --out, or pass --overwrite to replace it")
     changed = changed_settings(earlier["settings"], earlier.get("digests") or {}, settings, digests)
     if changed:
         raise CtrlkitError(f"{out_dir} holds a sweep with other settings ({', '.join(changed)}); rerun it with the "
                            f"same settings to resume (more controllers, metrics, backbones or datasets may be "
                            f"added), choose another --out, or pass --overwrite to replace it")
+
+
+def _damage(earlier: dict) -> str | None:
+    """What makes a sweep.json unreadable as one, or None."""
+    settings, digests = earlier.get("settings"), earlier.get("digests") or {}
+    if not isinstance(settings, dict):
+        return "no 'settings' object"
+    for key in GROWING:
+        if key in settings and not (isinstance(settings[key], list)
+                                    and all(isinstance(name, str) for name in settings[key])):
+            return f"'settings.{key}' is not a list of names"
+    if not isinstance(settings.get("data") or {}, dict):
+        return "'settings.data' is not an object"
+    if not isinstance(digests, dict) or not isinstance(digests.get("data") or {}, dict) \
+            or not all(isinstance(value, (str, type(None))) for value in (digests.get("data") or {}).values()) \
+            or not isinstance(digests.get("topics"), (str, type(None))):
+        return "'digests' is not an object of fingerprints"
+    return None
 
 
 def changed_settings(before: dict, before_digests: dict, after: dict, digests: dict) -> list[str]:
@@ -82,20 +101,29 @@ def _without_secrets(options: dict) -> dict:
 
 
 def remove_earlier_sweep(out_dir: Path) -> None:
-    """Remove what a sweep wrote in ``out_dir`` (cells/, sweep.json, the tables, the default report),
-    saying what; any other file stays."""
-    files = [out_dir / name for name in (SETTINGS_FILE, *TABLE_FILES, *REPORT_FILES) if (out_dir / name).is_file()]
-    cells = out_dir / CELLS
-    removed = [path.name for path in files]
-    if cells.is_dir():
-        removed.insert(0, f"{CELLS}/ ({sum(1 for path in cells.iterdir() if path.is_dir())} cells)")
-    if not removed:
+    """Remove what a sweep wrote in ``out_dir`` (its cell folders, sweep.json, the tables, the report
+    ``ctrlkit report`` wrote), saying what; a folder without a sweep.json holds no sweep, and
+    nothing is removed from it. Any other file or folder stays."""
+    if not (out_dir / SETTINGS_FILE).is_file():
         return
+    files = [out_dir / name for name in (SETTINGS_FILE, *TABLE_FILES) if (out_dir / name).is_file()]
+    files += [out_dir / name for name in REPORT_FILES if is_written_report(out_dir / name)]
+    cells_dir = out_dir / CELLS
+    cells = sorted(path for path in cells_dir.iterdir() if _is_cell(path)) \
+        if cells_dir.is_dir() and not cells_dir.is_symlink() else []
+    removed = [*([f"{len(cells)} cells in {CELLS}/"] if cells else []), *(path.name for path in files)]
     logger.warning("ctrlkit: --overwrite: removing the earlier sweep in %s: %s", out_dir, ", ".join(removed))
     try:
-        if cells.is_dir():
-            shutil.rmtree(cells)
+        for cell in cells:
+            shutil.rmtree(cell)
+        if cells and not any(cells_dir.iterdir()):
+            cells_dir.rmdir()
         for path in files:
             path.unlink()
     except OSError as exc:
         raise CtrlkitError(f"cannot remove the earlier sweep in {out_dir}: {exc.strerror or exc}") from None
+
+
+def _is_cell(path: Path) -> bool:
+    """A cell folder as a sweep names it (DATASET--BACKBONE--CONTROLLER), not a link."""
+    return path.is_dir() and not path.is_symlink() and path.name.count("--") >= 2

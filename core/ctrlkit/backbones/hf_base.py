@@ -11,6 +11,7 @@ from ..errors import ConfigurationError
 from ..hub import hub_unreachable, is_local, not_found_offline
 from ..options import Option
 from ..quiet import quiet_new_imports, quietly
+from ..secrets import scrub_text
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -87,7 +88,8 @@ class HFBackbone(Backbone):
         except (OSError, ValueError) as exc:
             if offline:
                 raise ConfigurationError(not_found_offline(f"backbone '{self.name}'", name, offline)) from None
-            raise ConfigurationError(f"backbone '{self.name}' cannot load {name!r}: {' '.join(str(exc).split())}") \
+            raise ConfigurationError(scrub_text(f"backbone '{self.name}' cannot load {name!r}: "
+                                                f"{' '.join(str(exc).split())}")) \
                 from None
         try:
             self._model.to(device)

@@ -22,6 +22,7 @@ from ctrlkit.files import require_text
 from ctrlkit.options import SKIP_INVALID
 from ctrlkit.hub import hub_unreachable, is_local, offline_setting
 from ctrlkit.quiet import quiet_new_imports
+from ctrlkit.secrets import scrub_text
 
 INSTALL = "pip install 'ctrlkit-datasets[hf]'"
 
@@ -42,16 +43,17 @@ def load_hub(source: str, /, **arguments):
     # with HF_HUB_OFFLINE set, datasets reads its cache at once; otherwise it would retry for a minute
     why = None if is_local(source) or offline_setting() else hub_unreachable()
     if why:
-        raise DatasetError(f"{source!r} is not a local folder and the Hugging Face Hub cannot be reached ({why}); "
-                           "pass a local copy with --data PATH, or set HF_HUB_OFFLINE=1 to use one in the local "
-                           "Hub cache")
+        raise DatasetError(scrub_text(f"{source!r} is not a local folder and the Hugging Face Hub cannot be reached "
+                                      f"({why}); pass a local copy with --data PATH, or set HF_HUB_OFFLINE=1 to use "
+                                      "one in the local Hub cache"))
     try:
         return datasets.load_dataset(source, **arguments)
     except ConnectionError as exc:
-        raise DatasetError(f"cannot reach the Hugging Face Hub for '{source}' ({exc}); download a copy "
-                           "and pass it with --data PATH") from None
+        raise DatasetError(scrub_text(f"cannot reach the Hugging Face Hub for '{source}' ({exc}); download a copy "
+                                      "and pass it with --data PATH")) from None
     except (OSError, ValueError) as exc:
-        raise DatasetError(f"cannot load '{source}' with datasets.load_dataset: {' '.join(str(exc).split())}") from None
+        raise DatasetError(scrub_text(f"cannot load '{source}' with datasets.load_dataset: "
+                                      f"{' '.join(str(exc).split())}")) from None
 
 
 def parse_renames(text: str, option: str) -> list[tuple[str, str]]:
