@@ -108,6 +108,9 @@ def test_options_and_skipped_rows(release):
     result = run_ctrlkit("data", "stats", "-d", "ccsbench", "--data", str(release / "compositional"), "--skip-invalid",
                          "--split", "test", "--set", "ccsbench.length_unit=bin")
     assert result.returncode == 0, result.stderr
+    qualified = run_ctrlkit("data", "stats", "-d", "ccsbench", "--data", str(release / "compositional"),
+                            "--skip-invalid", "--split", "test", "--set", "dataset:ccsbench.length_unit=bin")
+    assert qualified.returncode == 0 and qualified.stdout == result.stdout, qualified.stderr
     assert result.stdout.splitlines()[1:] == [
         "split  examples  skipped  references  length  keywords  readability  focus",
         "test          2        1           2       2         2            2      2"]
@@ -118,6 +121,9 @@ def test_options_and_skipped_rows(release):
                              "number of bins, got '1.5'\n"
     other = run_ctrlkit("data", "stats", "-d", "ccsbench", "--set", "newts.topic_label=id")
     assert other.returncode == 1 and "only options of dataset 'ccsbench' apply here" in other.stderr
+    for key in ("backbone:ccsbench", "dataset:newts"):
+        other = run_ctrlkit("data", "stats", "-d", "ccsbench", "--set", f"{key}.length_unit=bin")
+        assert other.returncode == 1 and f"--set {key}.*: only options of dataset 'ccsbench' apply here" in other.stderr
 
 
 def test_a_part_that_cannot_be_read_is_listed_and_the_rest_counted(release):

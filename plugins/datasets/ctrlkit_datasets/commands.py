@@ -7,6 +7,7 @@ import json
 import click
 
 import ctrlkit
+from ctrlkit.component_options import RunOptions, split_key
 from ctrlkit.options import parse_assignments
 
 
@@ -32,11 +33,7 @@ def register_commands(cli):
         Examples without a topic are left out and counted."""
         from .topic_mix import topic_mix
 
-        options = parse_assignments(assignments)
-        other = sorted(set(options) - {dataset})
-        if other:
-            raise ctrlkit.OptionError(f"--set {other[0]}.*: only options of dataset '{dataset}' apply here")
-        mix = topic_mix(out, dataset, path, split, options.get(dataset), seed)
+        mix = topic_mix(out, dataset, path, split, _dataset_options(assignments, dataset), seed)
         used = 2 * len(mix.pairs)
         if mix.skipped:
             click.echo(f"{mix.skipped} invalid rows skipped")
@@ -59,12 +56,19 @@ def register_commands(cli):
         (for CCSBench: rows per subset folder and split, as in the paper's Table 1)."""
         from .stats import dataset_stats, format_stats
 
-        options = parse_assignments(assignments)
-        other = sorted(set(options) - {dataset})
-        if other:
-            raise ctrlkit.OptionError(f"--set {other[0]}.*: only options of dataset '{dataset}' apply here")
-        options = options.get(dataset, {})
+        options = _dataset_options(assignments, dataset)
         if skip_invalid:
             options["skip_invalid"] = True
         stats = dataset_stats(dataset, path, [split] if split is not None else None, **options)
         click.echo(json.dumps(stats, indent=2, ensure_ascii=False) if as_json else format_stats(stats))
+
+
+def _dataset_options(assignments, dataset: str) -> dict:
+    """The ``--set`` options of ``dataset`` (as ``NAME.OPTION`` or ``dataset:NAME.OPTION``); any
+    other component's are refused, as only the dataset takes part."""
+    options = parse_assignments(assignments)
+    for key in options:
+        kind, name = split_key(key)
+        if name != dataset or kind not in (None, "datasets"):
+            raise ctrlkit.OptionError(f"--set {key}.*: only options of dataset '{dataset}' apply here")
+    return RunOptions(options, [("datasets", dataset)]).of("datasets", dataset)
