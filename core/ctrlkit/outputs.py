@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .errors import CtrlkitError
+from .secrets import scrub_text
 
 RUNS = Path("runs")
 """Where a command puts its output folder when it is given none."""
@@ -35,12 +36,17 @@ def check_output(out: str | Path) -> None:
         raise CtrlkitError(f"{what} {existing} is not writable")
 
 
+def slug(text: str) -> str:
+    """A folder name for ``text`` (a component spec, a dataset name), without credentials it may hold."""
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", scrub_text(text)).strip("_") or "_"
+
+
 def new_folder(stem: str, parent: str | Path = RUNS, now: datetime | None = None) -> Path:
     """Create and return ``PARENT/STEM-YYYYMMDD-HHMMSS`` (UTC), or that name with ``-2``, ``-3``,
     ... when another command took it in the same second. Creating a folder is atomic, so two
     commands, even in parallel processes, never get the same one."""
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
-    base = Path(parent) / f"{re.sub(r'[^A-Za-z0-9_.+-]+', '_', stem)}-{stamp}"
+    base = Path(parent) / f"{slug(stem)}-{stamp}"
     for number in count(1):
         folder = base if number == 1 else base.with_name(f"{base.name}-{number}")
         try:

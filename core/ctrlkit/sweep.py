@@ -17,7 +17,6 @@ from __future__ import annotations
 import csv
 import io
 import logging
-import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -32,11 +31,11 @@ from .api import backbone_name, get_dataset
 from .component_options import RunOptions, qualified
 from .pipeline import DEFAULT_METRICS, _names, components, default_metrics, run, with_data
 from .plugins import get_registry
-from .outputs import check_output, leaves_no_empty_folder
+from .outputs import check_output, leaves_no_empty_folder, slug
 from .progress import say
 from .quiet import quietly
 from .results import versions
-from .secrets import mask_secrets, scrub_text
+from .secrets import mask_secrets
 from .sweep_folder import SETTINGS_FILE, check_earlier_sweep
 from .sweep_settings import check_settings
 
@@ -174,7 +173,7 @@ def sweep(
                                  controller=controller, backbone=backbone, metrics=scoring[dataset], topics=topics,
                                  options=cell_options, judge=judge, baseline=baseline, limit=limit, seed=seed,
                                  batch_size=batch_size)
-                folder = f"cells/{_slug(dataset)}--{_slug(backbone)}--{_slug(controller)}"
+                folder = f"cells/{slug(dataset)}--{slug(backbone)}--{slug(controller)}"
                 cell_digests = {"data": digests["data"][dataset], "topics": digests["topics"]}
                 cells.append((folder, arguments, _reusable(out_dir / folder, cell_digests, arguments)))
     reusable = sum(done is not None for _, _, done in cells)
@@ -389,6 +388,3 @@ def write_table(out_dir: Path, rows: Sequence[dict]) -> None:
     atomic_write_text(out_dir / "table.md", "\n".join(lines) + "\n")
 
 
-def _slug(text: str) -> str:
-    """A folder name for a spec, without credentials it may hold."""
-    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", scrub_text(text)).strip("_") or "_"
