@@ -193,6 +193,39 @@ def test_undefined_pcc_is_none_and_flagged(generated, requested):
             assert np.isnan(pearsonr(_bins(generated), _bins(requested)).statistic)
 
 
+def test_length_pcc_of_generated_words_against_requested_bins_as_ccsbench_defines_it():
+    generated = [30, 70, 140, 90, 260, 420]
+    requested = [0, 1, 2, 3, 4, 4]
+    metric = ctrlkit.get_metric("length", unit="bin", pcc_generated="words")
+    metric.use_dataset(SimpleNamespace(length_top_bin=4))
+    result = metric.compute([_text(n) for n in generated], _examples("length", requested))
+    assert result.corpus["pcc"] == pytest.approx(pearsonr(generated, requested).statistic)  # words uncapped
+    assert result.corpus["pcc"] != pytest.approx(pearsonr(np.minimum(_bins(generated), 4), requested).statistic)
+    assert result.corpus["pcc_defined"] == 1.0
+    assert result.per_example["abs_bin_error"] == np.abs(np.minimum(_bins(generated), 4) - requested).tolist()
+
+
+@pytest.mark.parametrize("generated, requested, defined", [
+    ([30, 40, 45], [0, 1, 2], True),     # one generated bin, but the word counts differ
+    ([40, 40, 40], [0, 1, 2], False),    # word counts constant
+    ([30, 80, 140], [1, 1, 1], False),   # requested bins constant
+    ([30], [0], False),                  # one example
+])
+def test_length_pcc_of_words_is_none_only_when_undefined(generated, requested, defined):
+    metric = ctrlkit.get_metric("length", unit="bin", pcc_generated="words")
+    result = metric.compute([_text(n) for n in generated], _examples("length", requested))
+    assert result.corpus["pcc_defined"] == float(defined)
+    if defined:
+        assert result.corpus["pcc"] == pytest.approx(pearsonr(generated, requested).statistic)
+    else:
+        assert result.corpus["pcc"] is None
+
+
+def test_length_refuses_an_unknown_pcc_side():
+    with pytest.raises(ctrlkit.OptionError, match="pcc_generated"):
+        ctrlkit.get_metric("length", pcc_generated="tokens")
+
+
 class _Untouchable(str):
     def split(self, *args):
         raise AssertionError("a summary was scored before the controls were checked")

@@ -25,7 +25,9 @@ class Length(Metric):
     request is a bin). Corpus: ``mad``, the mean absolute bin error; ``pcc``, the Pearson
     correlation of the generated and the requested bins (scipy), None with ``pcc_defined`` 0.0
     when undefined (fewer than two examples, or either side constant); ``word_mad``, the mean
-    absolute word error where defined.
+    absolute word error where defined. With ``pcc_generated=words`` the generated side of ``pcc``
+    is the summary's word count, uncapped, instead of its bin (CCSBench's variant); the
+    requested side is the requested bin either way.
 
     A numeric ``length`` control (or numeric string) is words or a bin, as ``unit`` says; a
     named level ("short") is mapped to words by the ``levels`` option, else by the dataset's
@@ -45,6 +47,8 @@ class Length(Metric):
                                   "(over the dataset's own)"),
         Option("top_bin", int, -1, "highest bin, holding every longer length (-1: the dataset's, else none)",
                minimum=-1),
+        Option("pcc_generated", str, "bins", "generated side of pcc against the requested bin: its bin, "
+                                             "or its word count (CCSBench)", choices=("bins", "words")),
     )
 
     def __init__(self, **options):
@@ -73,13 +77,14 @@ class Length(Metric):
         wanted = [self.bin(target) if unit == "words" else self._cap(target) for target, unit in requests]
         bin_errors = [abs(g - w) for g, w in zip(generated, wanted)]
         word_errors = [abs(n - target) if unit == "words" else None for n, (target, unit) in zip(words, requests)]
-        defined = len(set(generated)) > 1 and len(set(wanted)) > 1
+        correlated = words if self.options["pcc_generated"] == "words" else generated
+        defined = len(set(correlated)) > 1 and len(set(wanted)) > 1
         measured = [error for error in word_errors if error is not None]
         return MetricResult(
             per_example={"abs_bin_error": bin_errors, "abs_word_error": word_errors, "words": words},
             corpus={
                 "mad": fmean(bin_errors),
-                "pcc": float(pearsonr(generated, wanted).statistic) if defined else None,
+                "pcc": float(pearsonr(correlated, wanted).statistic) if defined else None,
                 "pcc_defined": float(defined),
                 "word_mad": fmean(measured) if measured else None,
             },
