@@ -91,7 +91,7 @@ def test_hf_backbone_conforms(tiny_bart):
     check_backbone(tiny_bart, [ModelInput(source=example.document) for example in EXAMPLES])
 
 
-@pytest.mark.parametrize("name", ["stas", "rouge", "sr", "length", "readability", "entity"])
+@pytest.mark.parametrize("name", ["stas", "rouge", "sr", "length", "readability", "entity", "stats"])
 def test_builtin_metrics_conform(name):
     check_metric(name, examples=EXAMPLES)
     check_metric(name, predictions=[example.document[:200] for example in EXAMPLES], examples=EXAMPLES)

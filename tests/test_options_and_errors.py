@@ -18,8 +18,9 @@ def test_unknown_metric_from_python_is_a_key_error():
     with pytest.raises(KeyError) as raised:
         ctrlkit.get_metric("stsa")
     assert isinstance(raised.value, UnknownComponentError)
-    assert str(raised.value) == ("Unknown metric 'stsa'. Did you mean: stas? "
-                                 "Available: bertscore, cc, cer, entity, fm, focus, length, readability, rouge, sr, stas")
+    assert str(raised.value) == ("Unknown metric 'stsa'. Did you mean: stas, stats? "
+                                 "Available: bertscore, cc, cer, entity, fm, focus, length, readability, rouge, sr, stas, "
+                                 "stats")
 
 
 def test_options_from_python_keywords_and_from_set():

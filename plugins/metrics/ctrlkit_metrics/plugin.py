@@ -16,3 +16,4 @@ def register_metrics(register):
     register("bertscore", "ctrlkit_metrics.bertscore:BertScore")
     register("focus", "ctrlkit_metrics.focus:Focus")
     register("fm", "ctrlkit_metrics.fm:FacetMetric")
+    register("stats", "ctrlkit_metrics.stats:Stats")
