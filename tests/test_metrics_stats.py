@@ -57,3 +57,11 @@ def test_only_empty_summaries_give_none_never_nan():
 def test_stats_needs_no_control_and_conforms():
     check_metric("stats")
     check_metric("stats", predictions=SUMMARIES + [""], examples=_examples(4))
+
+
+def test_tables_mark_no_best_value_for_statistics():
+    from ctrlkit.metric_values import better
+
+    stats = ctrlkit.get_metric("stats")
+    assert stats.higher_is_better is None
+    assert {better(name, stats.higher_is_better) for name in ("words", "sentences", "compression")} == {None}

@@ -14,8 +14,11 @@ class Stats(Metric):
     document's length. An empty summary (no words) has 0 words and 0 sentences and compression
     None, never a division by zero. Corpus: ``words``, ``sentences``, the means over every
     example; ``compression``, the mean over the examples where it is defined (None when none
-    is); ``empty``, the number of summaries without a word.
+    is); ``empty``, the number of summaries without a word. None of these is better high or low,
+    so tables mark no best value for them.
     """
+
+    higher_is_better = None
 
     def compute(self, predictions, examples):
         words = [word_count(prediction) for prediction in predictions]
