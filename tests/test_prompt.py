@@ -259,3 +259,45 @@ def test_flatten_messages():
         "User: Hi\n\nAssistant: Hello,")
     assert flatten_messages([]) == "Assistant:"
     assert flatten_messages(render({"topic": "health"})).endswith(f"Document:\n{DOCUMENT}\n\nAssistant:")
+
+
+def test_system_message_from_text_or_file(tmp_path):
+    example = Example("x", DOCUMENT, controls={"topic": "health"})
+    expected_user = "Summarize the following document.\nRequirements:\n- Focus on the topic: health\n\n" \
+                    f"Document:\n{DOCUMENT}"
+    text = ctrlkit.get_controller("prompt", system="Be a summarizer.").apply(example, ModelInput(source=DOCUMENT))
+    assert text.messages == ({"role": "system", "content": "Be a summarizer."},
+                             {"role": "user", "content": expected_user})
+    path = tmp_path / "system.txt"
+    path.write_text("Résumé writer.\nSecond line.", encoding="utf-8")
+    from_file = ctrlkit.get_controller("prompt", template="hard", system_file=str(path))
+    path.write_text("changed after the controller was made", encoding="utf-8")  # read once
+    assert from_file.apply(example, ModelInput(source=DOCUMENT)).messages == (
+        {"role": "system", "content": "Résumé writer.\nSecond line."},
+        {"role": "user", "content": f"Topic: health\nDocument: {DOCUMENT}"})
+
+
+def test_template_and_system_files_together_write_every_message(tmp_path):
+    system, template = tmp_path / "system.txt", tmp_path / "user.txt"
+    system.write_text("SYSTEM WORDS", encoding="utf-8")
+    template.write_text("About {topic}:\n{document}", encoding="utf-8")
+    prompt = ctrlkit.get_controller("prompt", template="file", template_file=str(template), system_file=str(system))
+    example = Example("x", DOCUMENT, controls={"topic": "health"})
+    assert prompt.apply(example, ModelInput(source=DOCUMENT)).messages == (
+        {"role": "system", "content": "SYSTEM WORDS"}, {"role": "user", "content": f"About health:\n{DOCUMENT}"})
+
+
+def test_system_file_problems_name_the_file(tmp_path):
+    missing = str(tmp_path / "absent.txt")
+    with pytest.raises(ctrlkit.OptionError, match=f"^prompt system file '{re.escape(missing)}' cannot be read"):
+        ctrlkit.get_controller("prompt", system_file=missing)
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"\xff\xfe\x00bad")
+    with pytest.raises(ctrlkit.OptionError, match="binary.txt' cannot be read"):
+        ctrlkit.get_controller("prompt", system_file=str(binary))
+    empty = tmp_path / "empty.txt"
+    empty.write_text("  \n", encoding="utf-8")
+    with pytest.raises(ctrlkit.OptionError, match="empty.txt' is empty"):
+        ctrlkit.get_controller("prompt", system_file=str(empty))
+    with pytest.raises(ctrlkit.OptionError, match="both set the system message"):
+        ctrlkit.get_controller("prompt", system="Hi.", system_file=str(empty))

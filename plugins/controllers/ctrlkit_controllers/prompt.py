@@ -12,6 +12,10 @@ backbone, in the prompting forms CCSBench compares (Ding et al.).
 - ``file``: the user message comes from a template file with plain ``{document}``,
   ``{controls}`` (the zero-shot requirement lines) and ``{CONTROL}`` fields.
 
+The system message is ours (``SYSTEM``) unless ``prompt.system`` (text) or ``prompt.system_file``
+(a UTF-8 file, read once) replaces it, so a paper's exact wording can be supplied by the user;
+with both a template file and one of these, the user writes every message the backbone gets.
+
 The document is ``model_input.source``, so a controller applied before this one in a chain
 reaches the prompt; the source itself is kept for backbones that read it.
 """
@@ -54,6 +58,8 @@ class Prompt(Controller):
                "{document}, {controls} and {CONTROL}"),
         Option("seed", int, 0, "seed that draws the few-shot demonstrations"),
         Option("controls", str, "", "comma-separated controls to render; empty: every known control present"),
+        Option("system", str, "", "the system message's text; empty: ctrlkit's own (or prompt.system_file)"),
+        Option("system_file", str, "", "a UTF-8 file whose text is the system message"),
     )
 
     def __init__(self, **options):
@@ -73,6 +79,7 @@ class Prompt(Controller):
         # needs every field it names, so an example lacking one is left uncontrolled
         self.partial_controls = self.template != "file"
         self.demonstrations: list = []
+        self.system = system_message(self.options["system"], self.options["system_file"])
 
     def fit(self, train_examples, topic_space):
         if self.template != "few-shot":
@@ -96,7 +103,7 @@ class Prompt(Controller):
         else:
             user = zero_shot(controls, document)
         demonstrations = self._demonstrate(example) if self.template == "few-shot" else []
-        messages = ({"role": "system", "content": SYSTEM}, *demonstrations, {"role": "user", "content": user})
+        messages = ({"role": "system", "content": self.system}, *demonstrations, {"role": "user", "content": user})
         return model_input.replace(messages=messages)
 
     def _controls(self, example) -> list[tuple[str, object]]:
@@ -183,6 +190,21 @@ def word_count(value) -> str | None:
     except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond any float
         return None
     return str(int(number)) if number.is_integer() else str(number)
+
+
+def system_message(text: str, path: str) -> str:
+    """The system message: ``text``, the file at ``path``, or ctrlkit's own when neither is given."""
+    if text and path:
+        raise OptionError("options 'prompt.system' and 'prompt.system_file' both set the system message; give one")
+    if not path:
+        return text or SYSTEM
+    try:
+        written = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise OptionError(f"prompt system file '{path}' cannot be read: {exc}") from None
+    if not written.strip():
+        raise OptionError(f"prompt system file '{path}' is empty")
+    return written
 
 
 def load_template(path: str) -> list[tuple[str, str | None]]:
