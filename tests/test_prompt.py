@@ -128,34 +128,75 @@ def shown(prompt, example):
     return [m["content"].rsplit("\n", 1)[-1] for m in messages[1:-1] if m["role"] == "user"]
 
 
-def test_few_shot_is_reproducible_and_the_seed_picks_the_demonstrations():
-    train = train_set()
-    example = Example("x", DOCUMENT, controls={"topic": "health"})
-
-    def fitted(seed):
-        prompt = ctrlkit.get_controller("prompt", template="few-shot", shots=3, seed=seed)
-        prompt.fit(train, None)
-        return prompt
-
-    first = shown(fitted(0), example)
-    assert len(first) == 3 and len(set(first)) == 3
-    assert shown(fitted(0), example) == first
-    assert shown(fitted(1), example) != first
-    other = Example("y", "Another document.", controls={"length": 60})
-    assert shown(fitted(0), other) == first  # independent of the evaluated example
-
-
-def test_few_shot_never_shows_an_example_as_its_own_demonstration():
-    train = train_set()
-    prompt = ctrlkit.get_controller("prompt", template="few-shot", shots=2)
+def fitted(train, seed=0, shots=3):
+    prompt = ctrlkit.get_controller("prompt", template="few-shot", shots=shots, seed=seed)
     prompt.fit(train, None)
-    first = shown(prompt, Example("x", DOCUMENT))
-    in_train = next(example for example in train if example.document == first[0])
-    demonstrations = shown(prompt, in_train)
-    assert in_train.document not in demonstrations and len(demonstrations) == 2
-    assert demonstrations[0] == first[1]
-    same_document = Example("other-id", first[1])
-    assert first[1] not in shown(prompt, same_document)
+    return prompt
+
+
+def expected_draw(train, example, seed, shots):
+    """An independent computation of the draw: sha256 of 'seed NUL id', first 8 bytes, big-endian,
+    seeding random.Random's sample of the train examples sorted by id, less the example itself."""
+    import hashlib
+    import random
+    pool = sorted((t for t in train if t.id != example.id and t.document != example.document), key=lambda t: t.id)
+    rng = random.Random(int.from_bytes(hashlib.sha256(f"{seed}\0{example.id}".encode()).digest()[:8], "big"))
+    return [t.document for t in rng.sample(pool, shots)]
+
+
+def test_few_shot_draws_per_example_reproducibly_whatever_the_order():
+    train = train_set(12)
+    examples = [Example(f"e{i}", f"Test document {i}.", controls={"topic": "health"}) for i in range(6)]
+    first = {e.id: shown(fitted(train), e) for e in examples}
+    assert all(len(docs) == 3 and len(set(docs)) == 3 for docs in first.values())
+    assert first == {e.id: expected_draw(train, e, 0, 3) for e in examples}
+    # another run: train split shuffled, examples in reverse order, one at a time
+    again = fitted(list(reversed(train)))
+    assert {e.id: shown(again, e) for e in reversed(examples)} == first
+    assert len({tuple(docs) for docs in first.values()}) > 1  # examples differ in their demonstrations
+    other_seed = {e.id: shown(fitted(train, seed=1), e) for e in examples}
+    assert other_seed != first and other_seed == {e.id: expected_draw(train, e, 1, 3) for e in examples}
+
+
+def test_few_shot_never_shows_an_example_or_its_document_as_its_own_demonstration():
+    train = train_set(4)
+    prompt = fitted(train, shots=3)
+    for example in train:  # only 3 others: every draw is exactly the rest
+        assert sorted(shown(prompt, example)) == sorted(t.document for t in train if t is not example)
+    same_document = Example("other-id", train[0].document)
+    assert train[0].document not in shown(prompt, same_document)
+
+
+def test_few_shot_inline_layout_exact_message():
+    prompt = ctrlkit.get_controller("prompt", template="few-shot", shots=1, layout="inline")
+    prompt.fit([Example("t", "Old news.", ["Old."], {"length": 10})], None)
+    example = Example("x", DOCUMENT, controls={"topic": "health"})
+    assert prompt.apply(example, ModelInput(source=DOCUMENT)).messages == (
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Example 1:\nSummarize the following document.\nRequirements:\n"
+                                    "- Length: about 10 words\n\nDocument:\nOld news.\n\nSummary:\nOld.\n\n"
+                                    "Now this one:\nSummarize the following document.\nRequirements:\n"
+                                    f"- Focus on the topic: health\n\nDocument:\n{DOCUMENT}"},
+    )
+    turns = fitted(train_set(), shots=2)
+    inline = ctrlkit.get_controller("prompt", template="few-shot", shots=2, layout="inline")
+    inline.fit(train_set(), None)
+    one = inline.apply(example, ModelInput(source=DOCUMENT)).messages
+    assert len(one) == 2 and [m["content"].split("\n")[-1] for m in
+                              turns.apply(example, ModelInput(source=DOCUMENT)).messages[1:-1:2]] == [
+        line for line in one[1]["content"].split("\n") if line.startswith("Train document")]
+    with pytest.raises(ctrlkit.OptionError, match="'prompt.layout' is used only with prompt.template=few-shot"):
+        ctrlkit.get_controller("prompt", layout="inline")
+
+
+def test_few_shot_options_are_recorded_as_results_json_records_them():
+    from ctrlkit.component_options import RunOptions
+    from ctrlkit.pipeline import resolved_options
+    given = {"template": "few-shot", "shots": 3, "seed": 7, "layout": "inline", "system": "Hi."}
+    routed = RunOptions({"prompt": given}, [("controllers", "prompt")])
+    prompt = ctrlkit.get_controller("prompt", **routed.of("controllers", "prompt"))
+    assert resolved_options(routed, controllers=[prompt]) == {"prompt": {
+        **given, "template_file": "", "controls": "", "system_file": ""}}
 
 
 def test_few_shot_needs_enough_train_examples_with_references():

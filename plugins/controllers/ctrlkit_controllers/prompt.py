@@ -3,10 +3,13 @@ backbone, in the prompting forms CCSBench compares (Ding et al.).
 
 - ``zero-shot``: a system instruction, then one user message that lists each control in words
   and then gives the document.
-- ``few-shot``: the same, preceded by k demonstrations: a train example's zero-shot message and
-  its first reference as the assistant's reply. They are drawn once with ``random.Random(seed)``,
-  so every example of a run (and every rerun) sees the same ones, except that an example is
-  never shown itself (same id or same document) as a demonstration.
+- ``few-shot``: the same, preceded by ``prompt.shots`` demonstrations: a train example's zero-shot
+  message and its first reference. They are drawn for each example (as CCSBench drew random
+  demonstrations per test sample) from a hash of ``prompt.seed`` and the example's id, so an
+  example gets the same demonstrations in every run with that seed, whatever the batch or
+  order; never the example itself nor another example of the same document (same id or same
+  document text). ``prompt.layout=turns`` gives each demonstration as a user turn and an
+  assistant reply; ``inline`` writes them all into the one user message, before the task.
 - ``hard``: the "hard prompt" form, one ``Attribute: Value`` line per control with the raw
   value, then ``Document: ...``.
 - ``file``: the user message comes from a template file with plain ``{document}``,
@@ -22,9 +25,9 @@ reaches the prompt; the source itself is kept for backbones that read it.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import string
-from itertools import islice
 from pathlib import Path
 
 from ctrlkit import ConfigurationError, Controller, CtrlkitError, Option, OptionError
@@ -56,7 +59,9 @@ class Prompt(Controller):
         Option("shots", int, 2, "demonstrations in a few-shot prompt, drawn from the train split", minimum=1),
         Option("template_file", str, "", "user message template for template=file, with fields "
                "{document}, {controls} and {CONTROL}"),
-        Option("seed", int, 0, "seed that draws the few-shot demonstrations"),
+        Option("seed", int, 0, "seed that, with each example's id, draws its few-shot demonstrations"),
+        Option("layout", str, "turns", "few-shot demonstrations as user/assistant turns, or inline in the one "
+               "user message", choices=("turns", "inline")),
         Option("controls", str, "", "comma-separated controls to render; empty: every known control present"),
         Option("system", str, "", "the system message's text; empty: ctrlkit's own (or prompt.system_file)"),
         Option("system_file", str, "", "a UTF-8 file whose text is the system message"),
@@ -72,6 +77,8 @@ class Prompt(Controller):
             self.pieces = load_template(self.options["template_file"])
         elif self.options["template_file"]:
             raise OptionError("option 'prompt.template_file' is used only with prompt.template=file")
+        if self.options["layout"] != "turns" and self.template != "few-shot":
+            raise OptionError("option 'prompt.layout' is used only with prompt.template=few-shot")
         # the controls a file template names are read too, so a run checks them before it starts
         named = [field for _, field in self.pieces if field not in (None, "document", "controls")]
         self.reads = tuple(dict.fromkeys([*self.selected, *named]))
@@ -89,8 +96,8 @@ class Prompt(Controller):
         if len(candidates) < shots:
             raise ConfigurationError(f"controller 'prompt' (few-shot) needs {shots} train examples with references "
                                      f"for its demonstrations; the train split has {len(candidates)}")
-        # the whole train set in a seeded order: the first ones that are not the evaluated example
-        self.demonstrations = random.Random(self.options["seed"]).sample(candidates, len(candidates))
+        # in a fixed order, so the draw depends on neither the train split's order nor the batch
+        self.demonstrations = sorted(candidates, key=lambda example: (example.id, example.document))
 
     def apply(self, example, model_input):
         document = model_input.source
@@ -103,6 +110,9 @@ class Prompt(Controller):
         else:
             user = zero_shot(controls, document)
         demonstrations = self._demonstrate(example) if self.template == "few-shot" else []
+        if self.options["layout"] == "inline":
+            user = inline(demonstrations, user)
+            demonstrations = []
         messages = ({"role": "system", "content": self.system}, *demonstrations, {"role": "user", "content": user})
         return model_input.replace(messages=messages)
 
@@ -113,11 +123,11 @@ class Prompt(Controller):
 
     def _demonstrate(self, example) -> list[dict[str, str]]:
         shots = self.options["shots"]
-        others = (d for d in self.demonstrations if d.id != example.id and d.document != example.document)
-        chosen = list(islice(others, shots))
-        if len(chosen) < shots:
-            raise CtrlkitError(f"controller 'prompt': example '{example.id}' has {len(chosen)} train examples other "
+        others = [d for d in self.demonstrations if d.id != example.id and d.document != example.document]
+        if len(others) < shots:
+            raise CtrlkitError(f"controller 'prompt': example '{example.id}' has {len(others)} train examples other "
                                f"than itself to show, fewer than prompt.shots={shots} (was it fit on the train split?)")
+        chosen = random.Random(draw_seed(self.options["seed"], example.id)).sample(others, shots)
         messages = []
         for shown in chosen:
             messages.append({"role": "user", "content": zero_shot(self._controls(shown), shown.document)})
@@ -136,6 +146,19 @@ class Prompt(Controller):
                                        f"uses field '{field}', which example '{example.id}' does not have")
                 parts.append(values[field])
         return "".join(parts)
+
+
+def draw_seed(seed: int, example_id: str) -> int:
+    """A seed for one example's draw, stable across processes (unlike ``hash()``)."""
+    digest = hashlib.sha256(f"{seed}\0{example_id}".encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def inline(demonstrations, task: str) -> str:
+    """Demonstration turns and the task as one user message."""
+    shown = [f"Example {n}:\n{user['content']}\n\nSummary:\n{reply['content']}"
+             for n, (user, reply) in enumerate(zip(demonstrations[::2], demonstrations[1::2]), start=1)]
+    return "\n\n".join([*shown, f"Now this one:\n{task}"])
 
 
 def zero_shot(controls, document: str) -> str:
