@@ -196,7 +196,8 @@ def test_few_shot_options_are_recorded_as_results_json_records_them():
     routed = RunOptions({"prompt": given}, [("controllers", "prompt")])
     prompt = ctrlkit.get_controller("prompt", **routed.of("controllers", "prompt"))
     assert resolved_options(routed, controllers=[prompt]) == {"prompt": {
-        **given, "template_file": "", "controls": "", "system_file": ""}}
+        **given, "template_file": "", "controls": "", "system_file": "", "length_as": "words", "length_bin": 50,
+        "length_top_bin": 0}}
 
 
 def test_few_shot_needs_enough_train_examples_with_references():
@@ -342,3 +343,45 @@ def test_system_file_problems_name_the_file(tmp_path):
         ctrlkit.get_controller("prompt", system_file=str(empty))
     with pytest.raises(ctrlkit.OptionError, match="both set the system message"):
         ctrlkit.get_controller("prompt", system="Hi.", system_file=str(empty))
+
+
+@pytest.mark.parametrize("options, value, line", [
+    ({}, 125, "- Length: about 125 words"),
+    ({"length_as": "words"}, "short", "- Length: short"),
+    ({"length_as": "bin"}, 75, "- Length: between 51 and 100 words"),
+    ({"length_as": "bin"}, 100, "- Length: between 51 and 100 words"),
+    ({"length_as": "bin"}, 101, "- Length: between 101 and 150 words"),
+    ({"length_as": "bin"}, 25, "- Length: at most 50 words"),
+    ({"length_as": "bin"}, 0, "- Length: at most 50 words"),
+    ({"length_as": "bin"}, 225, "- Length: between 201 and 250 words"),
+    ({"length_as": "bin", "length_top_bin": 4}, 225, "- Length: more than 200 words"),
+    ({"length_as": "bin", "length_top_bin": 4}, 175, "- Length: between 151 and 200 words"),
+    ({"length_as": "bin", "length_bin": 20}, 30, "- Length: between 21 and 40 words"),
+    ({"length_as": "bin"}, "long", "- Length: long"),
+    ({"length_as": "level"}, "short", "- Length: short"),
+    ({"length_as": "level"}, 125, "- Length: 125"),
+])
+def test_length_phrasing_option(options, value, line):
+    assert user(render({"length": value}, **options)) == "\n".join(
+        ["Summarize the following document.", "Requirements:", line, "", "Document:", DOCUMENT])
+
+
+def test_length_phrasing_reaches_demonstrations_and_template_controls(tmp_path):
+    prompt = ctrlkit.get_controller("prompt", template="few-shot", shots=1, length_as="bin")
+    prompt.fit([Example("t", "Old news.", ["Old."], {"length": 60})], None)
+    messages = prompt.apply(Example("x", DOCUMENT, controls={"length": 140}), ModelInput(source=DOCUMENT)).messages
+    assert "- Length: between 51 and 100 words" in messages[1]["content"]
+    assert "- Length: between 101 and 150 words" in messages[3]["content"]
+    path = write(tmp_path, "{controls}\n{document}")
+    filled = ctrlkit.get_controller("prompt", template="file", template_file=path, length_as="bin")
+    assert user(filled.apply(Example("x", DOCUMENT, controls={"length": 140}), ModelInput(source=DOCUMENT)).messages) \
+        == f"- Length: between 101 and 150 words\n{DOCUMENT}"
+
+
+def test_length_bin_phrasing_agrees_with_the_length_metrics_bins():
+    from ctrlkit_metrics.length import length_bin
+    for words in range(0, 400, 7):
+        line = user(render({"length": words}, length_as="bin")).split("\n")[2]
+        bin_number = length_bin(words)
+        assert line == ("- Length: at most 50 words" if bin_number == 0 else
+                        f"- Length: between {50 * bin_number + 1} and {50 * bin_number + 50} words"), words

@@ -15,6 +15,11 @@ backbone, in the prompting forms CCSBench compares (Ding et al.).
 - ``file``: the user message comes from a template file with plain ``{document}``,
   ``{controls}`` (the zero-shot requirement lines) and ``{CONTROL}`` fields.
 
+A numeric ``length`` is phrased by ``prompt.length_as``: ``words`` ("about 125 words"), ``bin``
+(the range of its ``prompt.length_bin``-word bin, by the ``length`` metric's rule bin =
+max(0, ceil(words / width) - 1): "between 101 and 150 words"; from ``prompt.length_top_bin`` on,
+"more than 200 words"), or ``level`` (the value as written: "Length: short", "Length: 125").
+
 The system message is ours (``SYSTEM``) unless ``prompt.system`` (text) or ``prompt.system_file``
 (a UTF-8 file, read once) replaces it, so a paper's exact wording can be supplied by the user;
 with both a template file and one of these, the user writes every message the backbone gets.
@@ -26,6 +31,7 @@ reaches the prompt; the source itself is kept for backbones that read it.
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import string
 from pathlib import Path
@@ -63,6 +69,11 @@ class Prompt(Controller):
         Option("layout", str, "turns", "few-shot demonstrations as user/assistant turns, or inline in the one "
                "user message", choices=("turns", "inline")),
         Option("controls", str, "", "comma-separated controls to render; empty: every known control present"),
+        Option("length_as", str, "words", "a numeric length as a word target, its bin's range or the value as "
+               "written (a level name)", choices=("words", "bin", "level")),
+        Option("length_bin", int, 50, "words per bin for prompt.length_as=bin", minimum=1),
+        Option("length_top_bin", int, 0, "for prompt.length_as=bin, the open-ended top bin (CCSBench: 4, "
+               "'more than 200 words'); 0: none", minimum=0),
         Option("system", str, "", "the system message's text; empty: ctrlkit's own (or prompt.system_file)"),
         Option("system_file", str, "", "a UTF-8 file whose text is the system message"),
     )
@@ -86,6 +97,8 @@ class Prompt(Controller):
         # needs every field it names, so an example lacking one is left uncontrolled
         self.partial_controls = self.template != "file"
         self.demonstrations: list = []
+        self.length = LengthPhrasing(self.options["length_as"], self.options["length_bin"],
+                                     self.options["length_top_bin"])
         self.system = system_message(self.options["system"], self.options["system_file"])
 
     def fit(self, train_examples, topic_space):
@@ -108,7 +121,7 @@ class Prompt(Controller):
         elif self.template == "file":
             user = self._fill(example, document, controls)
         else:
-            user = zero_shot(controls, document)
+            user = zero_shot(controls, document, self.length)
         demonstrations = self._demonstrate(example) if self.template == "few-shot" else []
         if self.options["layout"] == "inline":
             user = inline(demonstrations, user)
@@ -130,13 +143,13 @@ class Prompt(Controller):
         chosen = random.Random(draw_seed(self.options["seed"], example.id)).sample(others, shots)
         messages = []
         for shown in chosen:
-            messages.append({"role": "user", "content": zero_shot(self._controls(shown), shown.document)})
+            messages.append({"role": "user", "content": zero_shot(self._controls(shown), shown.document, self.length)})
             messages.append({"role": "assistant", "content": shown.references[0]})
         return messages
 
     def _fill(self, example, document, controls) -> str:
         values = {name: as_text(name, value) for name, value in example.controls.items() if given(value)}
-        values.update(document=document, controls="\n".join(requirements(controls)))
+        values.update(document=document, controls="\n".join(requirements(controls, self.length)))
         parts = []
         for literal, field in self.pieces:
             parts.append(literal)
@@ -161,24 +174,43 @@ def inline(demonstrations, task: str) -> str:
     return "\n\n".join([*shown, f"Now this one:\n{task}"])
 
 
-def zero_shot(controls, document: str) -> str:
+class LengthPhrasing:
+    """How a numeric length reads in a requirement line (see the module docstring)."""
+
+    def __init__(self, how: str = "words", width: int = 50, top_bin: int = 0):
+        self.how, self.width, self.top_bin = how, width, top_bin
+
+    def __call__(self, value) -> str:
+        words = word_count(value)
+        if words is None or self.how == "level":
+            return f"Length: {as_text('length', value)}"
+        if self.how == "words":
+            return f"Length: about {words} words"
+        number = max(0, math.ceil(float(words) / self.width) - 1)
+        if self.top_bin and number >= self.top_bin:
+            return f"Length: more than {self.top_bin * self.width} words"
+        if number == 0:
+            return f"Length: at most {self.width} words"
+        return f"Length: between {number * self.width + 1} and {(number + 1) * self.width} words"
+
+
+def zero_shot(controls, document: str, length=LengthPhrasing()) -> str:
     """The zero-shot user message: the instruction, a requirement line per control, the document."""
     lines = [INSTRUCTION]
     if controls:
-        lines += ["Requirements:", *requirements(controls)]
+        lines += ["Requirements:", *requirements(controls, length)]
     return "\n".join(lines) + f"\n\nDocument:\n{document}"
 
 
-def requirements(controls) -> list[str]:
-    return [f"- {describe(name, value)}" for name, value in controls]
+def requirements(controls, length=LengthPhrasing()) -> list[str]:
+    return [f"- {describe(name, value, length)}" for name, value in controls]
 
 
-def describe(name: str, value) -> str:
+def describe(name: str, value, length=LengthPhrasing()) -> str:
     """One control in words: ``Length: about 100 words``, ``Focus on the topic: sports``."""
     text = as_text(name, value)
     if name == "length":
-        words = word_count(value)
-        return f"Length: about {words} words" if words is not None else f"Length: {text}"
+        return length(value)
     if name == "keywords":
         return f"Include the keywords: {text}"
     if name == "readability":
