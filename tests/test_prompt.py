@@ -385,3 +385,22 @@ def test_length_bin_phrasing_agrees_with_the_length_metrics_bins():
         bin_number = length_bin(words)
         assert line == ("- Length: at most 50 words" if bin_number == 0 else
                         f"- Length: between {50 * bin_number + 1} and {50 * bin_number + 50} words"), words
+
+
+def test_hard_prompt_is_plain_text_on_a_seq2seq_backbone():
+    seq2seq = ctrlkit.get_backbone("hf:never-loaded")
+    assert seq2seq.flattens_messages
+    assert not ctrlkit.get_backbone("hf-causal:never-loaded").flattens_messages
+    assert not ctrlkit.get_backbone("openai:gpt-4o-mini").flattens_messages
+    example = Example("x", DOCUMENT, controls={"topic": "health", "length": 60})
+    hard = ctrlkit.get_controller("prompt", template="hard")
+    hard.prepare(seq2seq)
+    plain = hard.apply(example, ModelInput(source=DOCUMENT, guidance="g"))
+    assert plain == ModelInput(source=f"Length: 60\nTopic: health\nDocument: {DOCUMENT}", guidance="g")
+    assert seq2seq.texts([ModelInput(source=plain.source)]) == [f"Length: 60\nTopic: health\nDocument: {DOCUMENT}"]
+    zero = ctrlkit.get_controller("prompt")  # the other forms stay messages (flattened by the backbone)
+    zero.prepare(seq2seq)
+    assert zero.apply(example, ModelInput(source=DOCUMENT)).messages[0] == {"role": "system", "content": SYSTEM}
+    hard.prepare(ctrlkit.get_backbone("openai:gpt-4o-mini"))  # a chat backbone: the hard prompt as a message
+    assert user(hard.apply(example, ModelInput(source=DOCUMENT)).messages) == (
+        f"Length: 60\nTopic: health\nDocument: {DOCUMENT}")

@@ -11,7 +11,9 @@ backbone, in the prompting forms CCSBench compares (Ding et al.).
   document text). ``prompt.layout=turns`` gives each demonstration as a user turn and an
   assistant reply; ``inline`` writes them all into the one user message, before the task.
 - ``hard``: the "hard prompt" form, one ``Attribute: Value`` line per control with the raw
-  value, then ``Document: ...``.
+  value, then ``Document: ...``. On a backbone that only flattens chat messages (a seq2seq
+  model, ``hf``), that text is the whole input (``source``, no messages): plain text before the
+  document, not a ``System:``/``User:``/``Assistant:`` transcript.
 - ``file``: the user message comes from a template file with plain ``{document}``,
   ``{controls}`` (the zero-shot requirement lines) and ``{CONTROL}`` fields.
 
@@ -97,6 +99,7 @@ class Prompt(Controller):
         # needs every field it names, so an example lacking one is left uncontrolled
         self.partial_controls = self.template != "file"
         self.demonstrations: list = []
+        self.plain = False  # set by prepare: the hard prompt as plain text, for a seq2seq backbone
         self.length = LengthPhrasing(self.options["length_as"], self.options["length_bin"],
                                      self.options["length_top_bin"])
         self.system = system_message(self.options["system"], self.options["system_file"])
@@ -112,12 +115,17 @@ class Prompt(Controller):
         # in a fixed order, so the draw depends on neither the train split's order nor the batch
         self.demonstrations = sorted(candidates, key=lambda example: (example.id, example.document))
 
+    def prepare(self, backbone):
+        self.plain = self.template == "hard" and backbone.flattens_messages
+
     def apply(self, example, model_input):
         document = model_input.source
         controls = self._controls(example)
         if self.template == "hard":
             user = "\n".join([*(f"{label(name)}: {as_text(name, value)}" for name, value in controls),
                               f"Document: {document}"])
+            if self.plain:
+                return model_input.replace(source=user, messages=None)
         elif self.template == "file":
             user = self._fill(example, document, controls)
         else:
