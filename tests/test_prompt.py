@@ -128,34 +128,76 @@ def shown(prompt, example):
     return [m["content"].rsplit("\n", 1)[-1] for m in messages[1:-1] if m["role"] == "user"]
 
 
-def test_few_shot_is_reproducible_and_the_seed_picks_the_demonstrations():
-    train = train_set()
-    example = Example("x", DOCUMENT, controls={"topic": "health"})
-
-    def fitted(seed):
-        prompt = ctrlkit.get_controller("prompt", template="few-shot", shots=3, seed=seed)
-        prompt.fit(train, None)
-        return prompt
-
-    first = shown(fitted(0), example)
-    assert len(first) == 3 and len(set(first)) == 3
-    assert shown(fitted(0), example) == first
-    assert shown(fitted(1), example) != first
-    other = Example("y", "Another document.", controls={"length": 60})
-    assert shown(fitted(0), other) == first  # independent of the evaluated example
-
-
-def test_few_shot_never_shows_an_example_as_its_own_demonstration():
-    train = train_set()
-    prompt = ctrlkit.get_controller("prompt", template="few-shot", shots=2)
+def fitted(train, seed=0, shots=3):
+    prompt = ctrlkit.get_controller("prompt", template="few-shot", shots=shots, seed=seed)
     prompt.fit(train, None)
-    first = shown(prompt, Example("x", DOCUMENT))
-    in_train = next(example for example in train if example.document == first[0])
-    demonstrations = shown(prompt, in_train)
-    assert in_train.document not in demonstrations and len(demonstrations) == 2
-    assert demonstrations[0] == first[1]
-    same_document = Example("other-id", first[1])
-    assert first[1] not in shown(prompt, same_document)
+    return prompt
+
+
+def expected_draw(train, example, seed, shots):
+    """An independent computation of the draw: sha256 of 'seed NUL id', first 8 bytes, big-endian,
+    seeding random.Random's sample of the train examples sorted by id, less the example itself."""
+    import hashlib
+    import random
+    pool = sorted((t for t in train if t.id != example.id and t.document != example.document), key=lambda t: t.id)
+    rng = random.Random(int.from_bytes(hashlib.sha256(f"{seed}\0{example.id}".encode()).digest()[:8], "big"))
+    return [t.document for t in rng.sample(pool, shots)]
+
+
+def test_few_shot_draws_per_example_reproducibly_whatever_the_order():
+    train = train_set(12)
+    examples = [Example(f"e{i}", f"Test document {i}.", controls={"topic": "health"}) for i in range(6)]
+    first = {e.id: shown(fitted(train), e) for e in examples}
+    assert all(len(docs) == 3 and len(set(docs)) == 3 for docs in first.values())
+    assert first == {e.id: expected_draw(train, e, 0, 3) for e in examples}
+    # another run: train split shuffled, examples in reverse order, one at a time
+    again = fitted(list(reversed(train)))
+    assert {e.id: shown(again, e) for e in reversed(examples)} == first
+    assert len({tuple(docs) for docs in first.values()}) > 1  # examples differ in their demonstrations
+    other_seed = {e.id: shown(fitted(train, seed=1), e) for e in examples}
+    assert other_seed != first and other_seed == {e.id: expected_draw(train, e, 1, 3) for e in examples}
+
+
+def test_few_shot_never_shows_an_example_or_its_document_as_its_own_demonstration():
+    train = train_set(4)
+    prompt = fitted(train, shots=3)
+    for example in train:  # only 3 others: every draw is exactly the rest
+        assert sorted(shown(prompt, example)) == sorted(t.document for t in train if t is not example)
+    same_document = Example("other-id", train[0].document)
+    assert train[0].document not in shown(prompt, same_document)
+
+
+def test_few_shot_inline_layout_exact_message():
+    prompt = ctrlkit.get_controller("prompt", template="few-shot", shots=1, layout="inline")
+    prompt.fit([Example("t", "Old news.", ["Old."], {"length": 10})], None)
+    example = Example("x", DOCUMENT, controls={"topic": "health"})
+    assert prompt.apply(example, ModelInput(source=DOCUMENT)).messages == (
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Example 1:\nSummarize the following document.\nRequirements:\n"
+                                    "- Length: about 10 words\n\nDocument:\nOld news.\n\nSummary:\nOld.\n\n"
+                                    "Now this one:\nSummarize the following document.\nRequirements:\n"
+                                    f"- Focus on the topic: health\n\nDocument:\n{DOCUMENT}"},
+    )
+    turns = fitted(train_set(), shots=2)
+    inline = ctrlkit.get_controller("prompt", template="few-shot", shots=2, layout="inline")
+    inline.fit(train_set(), None)
+    one = inline.apply(example, ModelInput(source=DOCUMENT)).messages
+    assert len(one) == 2 and [m["content"].split("\n")[-1] for m in
+                              turns.apply(example, ModelInput(source=DOCUMENT)).messages[1:-1:2]] == [
+        line for line in one[1]["content"].split("\n") if line.startswith("Train document")]
+    with pytest.raises(ctrlkit.OptionError, match="'prompt.layout' is used only with prompt.template=few-shot"):
+        ctrlkit.get_controller("prompt", layout="inline")
+
+
+def test_few_shot_options_are_recorded_as_results_json_records_them():
+    from ctrlkit.component_options import RunOptions
+    from ctrlkit.pipeline import resolved_options
+    given = {"template": "few-shot", "shots": 3, "seed": 7, "layout": "inline", "system": "Hi."}
+    routed = RunOptions({"prompt": given}, [("controllers", "prompt")])
+    prompt = ctrlkit.get_controller("prompt", **routed.of("controllers", "prompt"))
+    assert resolved_options(routed, controllers=[prompt]) == {"prompt": {
+        **given, "template_file": "", "controls": "", "system_file": "", "length_as": "words", "length_bin": 50,
+        "length_top_bin": 0}}
 
 
 def test_few_shot_needs_enough_train_examples_with_references():
@@ -259,3 +301,106 @@ def test_flatten_messages():
         "User: Hi\n\nAssistant: Hello,")
     assert flatten_messages([]) == "Assistant:"
     assert flatten_messages(render({"topic": "health"})).endswith(f"Document:\n{DOCUMENT}\n\nAssistant:")
+
+
+def test_system_message_from_text_or_file(tmp_path):
+    example = Example("x", DOCUMENT, controls={"topic": "health"})
+    expected_user = "Summarize the following document.\nRequirements:\n- Focus on the topic: health\n\n" \
+                    f"Document:\n{DOCUMENT}"
+    text = ctrlkit.get_controller("prompt", system="Be a summarizer.").apply(example, ModelInput(source=DOCUMENT))
+    assert text.messages == ({"role": "system", "content": "Be a summarizer."},
+                             {"role": "user", "content": expected_user})
+    path = tmp_path / "system.txt"
+    path.write_text("Résumé writer.\nSecond line.", encoding="utf-8")
+    from_file = ctrlkit.get_controller("prompt", template="hard", system_file=str(path))
+    path.write_text("changed after the controller was made", encoding="utf-8")  # read once
+    assert from_file.apply(example, ModelInput(source=DOCUMENT)).messages == (
+        {"role": "system", "content": "Résumé writer.\nSecond line."},
+        {"role": "user", "content": f"Topic: health\nDocument: {DOCUMENT}"})
+
+
+def test_template_and_system_files_together_write_every_message(tmp_path):
+    system, template = tmp_path / "system.txt", tmp_path / "user.txt"
+    system.write_text("SYSTEM WORDS", encoding="utf-8")
+    template.write_text("About {topic}:\n{document}", encoding="utf-8")
+    prompt = ctrlkit.get_controller("prompt", template="file", template_file=str(template), system_file=str(system))
+    example = Example("x", DOCUMENT, controls={"topic": "health"})
+    assert prompt.apply(example, ModelInput(source=DOCUMENT)).messages == (
+        {"role": "system", "content": "SYSTEM WORDS"}, {"role": "user", "content": f"About health:\n{DOCUMENT}"})
+
+
+def test_system_file_problems_name_the_file(tmp_path):
+    missing = str(tmp_path / "absent.txt")
+    with pytest.raises(ctrlkit.OptionError, match=f"^prompt system file '{re.escape(missing)}' cannot be read"):
+        ctrlkit.get_controller("prompt", system_file=missing)
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"\xff\xfe\x00bad")
+    with pytest.raises(ctrlkit.OptionError, match="binary.txt' cannot be read"):
+        ctrlkit.get_controller("prompt", system_file=str(binary))
+    empty = tmp_path / "empty.txt"
+    empty.write_text("  \n", encoding="utf-8")
+    with pytest.raises(ctrlkit.OptionError, match="empty.txt' is empty"):
+        ctrlkit.get_controller("prompt", system_file=str(empty))
+    with pytest.raises(ctrlkit.OptionError, match="both set the system message"):
+        ctrlkit.get_controller("prompt", system="Hi.", system_file=str(empty))
+
+
+@pytest.mark.parametrize("options, value, line", [
+    ({}, 125, "- Length: about 125 words"),
+    ({"length_as": "words"}, "short", "- Length: short"),
+    ({"length_as": "bin"}, 75, "- Length: between 51 and 100 words"),
+    ({"length_as": "bin"}, 100, "- Length: between 51 and 100 words"),
+    ({"length_as": "bin"}, 101, "- Length: between 101 and 150 words"),
+    ({"length_as": "bin"}, 25, "- Length: at most 50 words"),
+    ({"length_as": "bin"}, 0, "- Length: at most 50 words"),
+    ({"length_as": "bin"}, 225, "- Length: between 201 and 250 words"),
+    ({"length_as": "bin", "length_top_bin": 4}, 225, "- Length: more than 200 words"),
+    ({"length_as": "bin", "length_top_bin": 4}, 175, "- Length: between 151 and 200 words"),
+    ({"length_as": "bin", "length_bin": 20}, 30, "- Length: between 21 and 40 words"),
+    ({"length_as": "bin"}, "long", "- Length: long"),
+    ({"length_as": "level"}, "short", "- Length: short"),
+    ({"length_as": "level"}, 125, "- Length: 125"),
+])
+def test_length_phrasing_option(options, value, line):
+    assert user(render({"length": value}, **options)) == "\n".join(
+        ["Summarize the following document.", "Requirements:", line, "", "Document:", DOCUMENT])
+
+
+def test_length_phrasing_reaches_demonstrations_and_template_controls(tmp_path):
+    prompt = ctrlkit.get_controller("prompt", template="few-shot", shots=1, length_as="bin")
+    prompt.fit([Example("t", "Old news.", ["Old."], {"length": 60})], None)
+    messages = prompt.apply(Example("x", DOCUMENT, controls={"length": 140}), ModelInput(source=DOCUMENT)).messages
+    assert "- Length: between 51 and 100 words" in messages[1]["content"]
+    assert "- Length: between 101 and 150 words" in messages[3]["content"]
+    path = write(tmp_path, "{controls}\n{document}")
+    filled = ctrlkit.get_controller("prompt", template="file", template_file=path, length_as="bin")
+    assert user(filled.apply(Example("x", DOCUMENT, controls={"length": 140}), ModelInput(source=DOCUMENT)).messages) \
+        == f"- Length: between 101 and 150 words\n{DOCUMENT}"
+
+
+def test_length_bin_phrasing_agrees_with_the_length_metrics_bins():
+    from ctrlkit_metrics.length import length_bin
+    for words in range(0, 400, 7):
+        line = user(render({"length": words}, length_as="bin")).split("\n")[2]
+        bin_number = length_bin(words)
+        assert line == ("- Length: at most 50 words" if bin_number == 0 else
+                        f"- Length: between {50 * bin_number + 1} and {50 * bin_number + 50} words"), words
+
+
+def test_hard_prompt_is_plain_text_on_a_seq2seq_backbone():
+    seq2seq = ctrlkit.get_backbone("hf:never-loaded")
+    assert seq2seq.flattens_messages
+    assert not ctrlkit.get_backbone("hf-causal:never-loaded").flattens_messages
+    assert not ctrlkit.get_backbone("openai:gpt-4o-mini").flattens_messages
+    example = Example("x", DOCUMENT, controls={"topic": "health", "length": 60})
+    hard = ctrlkit.get_controller("prompt", template="hard")
+    hard.prepare(seq2seq)
+    plain = hard.apply(example, ModelInput(source=DOCUMENT, guidance="g"))
+    assert plain == ModelInput(source=f"Length: 60\nTopic: health\nDocument: {DOCUMENT}", guidance="g")
+    assert seq2seq.texts([ModelInput(source=plain.source)]) == [f"Length: 60\nTopic: health\nDocument: {DOCUMENT}"]
+    zero = ctrlkit.get_controller("prompt")  # the other forms stay messages (flattened by the backbone)
+    zero.prepare(seq2seq)
+    assert zero.apply(example, ModelInput(source=DOCUMENT)).messages[0] == {"role": "system", "content": SYSTEM}
+    hard.prepare(ctrlkit.get_backbone("openai:gpt-4o-mini"))  # a chat backbone: the hard prompt as a message
+    assert user(hard.apply(example, ModelInput(source=DOCUMENT)).messages) == (
+        f"Length: 60\nTopic: health\nDocument: {DOCUMENT}")

@@ -23,6 +23,7 @@ class HFSeq2Seq(HFBackbone):
     """Any transformers sequence-to-sequence model, by path or hub id (hf:PATH); trainable."""
 
     capabilities = frozenset({"text", "guidance", "messages", "input_embeddings", "training"})
+    flattens_messages = True
     auto_model_class = "AutoModelForSeq2SeqLM"
 
     def __init__(self, **options):
