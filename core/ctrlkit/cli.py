@@ -294,7 +294,10 @@ def analyze():
 @SET
 @JUDGE
 @LIMIT
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed that picks the changed values.")
+@click.option("--sample", type=click.IntRange(min=1),
+              help="Draw N random examples with the seed (ids recorded); not with --limit.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed that picks the changed values and the --sample draw.")
 @BATCH_SIZE
 @click.option("-o", "--out", type=click.Path(file_okay=False),
               help="Output folder [default: runs/DATASET-interference-TIME].")
@@ -302,7 +305,7 @@ def analyze():
 @SKIP_INVALID
 @NO_CACHE
 def analyze_interference(dataset, data, split, controller, backbone, attributes, metrics, topics, assignments, judge,
-                         limit, seed, batch_size, out, device, skip_invalid, no_cache):
+                         limit, sample, seed, batch_size, out, device, skip_invalid, no_cache):
     """Change one attribute at a time and report how far each metric moves: CCSBench's change
     amplitude CA = |m_new - m| / |m|. Writes interference.json and the heatmap interference.svg."""
     from .interference import format_matrix, interference
@@ -312,8 +315,8 @@ def analyze_interference(dataset, data, split, controller, backbone, attributes,
             dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
             attributes=[name.strip() for name in attributes.split(",") if name.strip()], metrics=metrics,
             options=_options(assignments, backbone, device, dataset if skip_invalid else None), topics=topics,
-            judge=judge, limit=limit, seed=seed, batch_size=batch_size, out=out, cache=not no_cache,
-            progress=True,
+            judge=judge, limit=limit, sample=sample, seed=seed, batch_size=batch_size, out=out,
+            cache=not no_cache, progress=True,
         )
     click.echo(format_matrix(report))
     click.echo(f"\n{report['n_examples']} examples; results in {out}/interference.json and interference.svg", err=True)
