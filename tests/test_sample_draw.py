@@ -98,3 +98,23 @@ def test_cli_records_the_sample_and_refuses_in_one_line(tmp_path):
         assert refused.returncode == 1
         assert refused.stderr.strip().splitlines() == [line]
         assert not (tmp_path / "refused").exists()
+
+
+def test_run_draws_the_same_examples_as_interference_with_one_helper(tmp_path):
+    import ctrlkit
+
+    result = ctrlkit.run(metrics=["rouge"], sample=10, seed=7, out=str(tmp_path / "run"), cache=False)
+    ids = [row["id"] for row in result.samples]
+    analysed = interference(controller="tag", attributes=["topic"], metrics=["rouge"], sample=10, seed=7, cache=False)
+    assert ids == analysed["sample"]["ids"]
+    assert result.results["n_examples"] == 10 and result.results["config"]["sample"] == 10
+    written = [json.loads(line)["id"] for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert written == ids
+
+
+def test_run_cli_refuses_sample_with_limit_in_one_line(tmp_path):
+    refused = run_ctrlkit("run", "--sample", "5", "--limit", "5", "-o", tmp_path / "refused")
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [
+        "Error: sample and limit cannot be given together: sample draws N random examples, limit takes the first N"]
+    assert not (tmp_path / "refused").exists()
