@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from .cli_options import (BATCH_SIZE, DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CACHE, SET, SKIP_INVALID, SPLIT,
-                          STRICT_CONTROLS, TOPICS)
+from .cli_options import (BATCH_SIZE, DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CACHE, SAMPLE, SET, SKIP_INVALID,
+                          SPLIT, STRICT_CONTROLS, TOPICS)
 from .component_options import NOUNS, kind_of, qualified
 from .errors import CtrlkitError
 from .options import parse_assignments
@@ -74,7 +74,9 @@ def cli():
               help="Controller run and scored beside it on the same examples.")
 @click.option("--no-baseline", is_flag=True, help="Skip the baseline.")
 @LIMIT
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed, recorded in results.json.")
+@SAMPLE
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Random seed (the --sample draw too), recorded in results.json.")
 @BATCH_SIZE
 @click.option("-o", "--out", type=click.Path(file_okay=False),
               help="Output folder for results.json and samples.jsonl [default: runs/DATASET-CONTROLLER-TIME].")
@@ -84,7 +86,7 @@ def cli():
 @STRICT_CONTROLS
 @NO_CACHE
 def run(dataset, data, split, controller, backbone, metrics, topics, assignments, baseline, no_baseline, limit,
-        seed, batch_size, out, device, judge, skip_invalid, strict_controls, no_cache):
+        sample, seed, batch_size, out, device, judge, skip_invalid, strict_controls, no_cache):
     """Generate summaries with a controller and score them; writes results.json and samples.jsonl."""
     from .pipeline import run as run_pipeline
 
@@ -93,7 +95,7 @@ def run(dataset, data, split, controller, backbone, metrics, topics, assignments
             dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
             metrics=metrics or None, topics=topics, judge=judge,
             options=_options(assignments, backbone, device, dataset if skip_invalid else None),
-            baseline=None if no_baseline else baseline, limit=limit, seed=seed, batch_size=batch_size,
+            baseline=None if no_baseline else baseline, limit=limit, sample=sample, seed=seed, batch_size=batch_size,
             out=out, cache=not no_cache, strict_controls=strict_controls, progress=True,
         )
     click.echo(result.table())
@@ -294,7 +296,9 @@ def analyze():
 @SET
 @JUDGE
 @LIMIT
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed that picks the changed values.")
+@SAMPLE
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed that picks the changed values and the --sample draw.")
 @BATCH_SIZE
 @click.option("-o", "--out", type=click.Path(file_okay=False),
               help="Output folder [default: runs/DATASET-interference-TIME].")
@@ -302,7 +306,7 @@ def analyze():
 @SKIP_INVALID
 @NO_CACHE
 def analyze_interference(dataset, data, split, controller, backbone, attributes, metrics, topics, assignments, judge,
-                         limit, seed, batch_size, out, device, skip_invalid, no_cache):
+                         limit, sample, seed, batch_size, out, device, skip_invalid, no_cache):
     """Change one attribute at a time and report how far each metric moves: CCSBench's change
     amplitude CA = |m_new - m| / |m|. Writes interference.json and the heatmap interference.svg."""
     from .interference import format_matrix, interference
@@ -312,8 +316,8 @@ def analyze_interference(dataset, data, split, controller, backbone, attributes,
             dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
             attributes=[name.strip() for name in attributes.split(",") if name.strip()], metrics=metrics,
             options=_options(assignments, backbone, device, dataset if skip_invalid else None), topics=topics,
-            judge=judge, limit=limit, seed=seed, batch_size=batch_size, out=out, cache=not no_cache,
-            progress=True,
+            judge=judge, limit=limit, sample=sample, seed=seed, batch_size=batch_size, out=out,
+            cache=not no_cache, progress=True,
         )
     click.echo(format_matrix(report))
     click.echo(f"\n{report['n_examples']} examples; results in {out}/interference.json and interference.svg", err=True)

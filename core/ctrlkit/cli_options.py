@@ -14,6 +14,8 @@ SET = click.option("--set", "assignments", multiple=True, metavar="COMPONENT.OPT
                         "--set dataset:hf.path=DIR, --set backbone:hf.device=cpu.")
 JUDGE = click.option("--judge", help="Backbone that judge metrics (fm, focus) ask, e.g. openai:gpt-4o.")
 LIMIT = click.option("--limit", type=click.IntRange(min=1), help="Use only the first N examples.")
+SAMPLE = click.option("--sample", type=click.IntRange(min=1),
+                      help="Use N examples drawn at random with the seed; not with --limit.")
 DEVICE = click.option("--device", help="Torch device for a neural backbone (cpu, cuda, cuda:1); default: CUDA when present.")
 SKIP_INVALID = click.option("--skip-invalid", is_flag=True,
                             help="Leave out invalid dataset rows (counted) instead of stopping.")

@@ -35,6 +35,7 @@ from .outputs import check_output, leaves_no_empty_folder
 from .quiet import quietly
 from .report import remove_stale_report
 from .results import versions
+from .sampling import check_sample, draw_sample
 from .secrets import mask_secrets
 from .types import Example
 
@@ -56,6 +57,7 @@ def interference(
     topics: str | None = None,
     judge: str | None = None,
     limit: int | None = None,
+    sample: int | None = None,
     seed: int = 0,
     batch_size: int = 16,
     out: str | None = None,
@@ -70,10 +72,13 @@ def interference(
     are counted in ``n_left_out``. Returns what ``out``/interference.json holds; ``out`` also
     gets interference.svg, the heatmap. Problems are refused, in one line, before generating.
     ``cache`` shares generations with ``ctrlkit run`` (the base condition is often one it made).
+    ``sample`` draws that many of the dataset's usable examples (see ``sampling.draw_sample``),
+    before the controller's examples are chosen, so the draw depends on the seed and data only;
+    their ids are recorded under ``"sample"``. ``limit`` takes the first N instead; not both.
     """
     config = {"dataset": dataset, "data": data, "split": split, "controller": controller, "backbone": backbone,
               "attributes": list(attributes), "metrics": list(metrics), "topics": topics, "judge": judge,
-              "limit": limit, "seed": seed, "batch_size": batch_size, "out": out, "cache": cache}
+              "limit": limit, "sample": sample, "seed": seed, "batch_size": batch_size, "out": out, "cache": cache}
     routed = RunOptions(with_data(options, dataset, data), components(
         dataset=dataset, controllers=_names(controller), backbone=backbone, metrics=metrics, judge=judge))
     attributes = list(dict.fromkeys(attributes))
@@ -85,6 +90,7 @@ def interference(
         check_output(out)
     _seed_everything(seed)
     check_counts(limit=limit, batch_size=batch_size)
+    check_sample(sample, limit)
 
     source = get_dataset(dataset, **routed.of("datasets", dataset))
     steering = create_controller(controller, routed.names("controllers"))
@@ -103,8 +109,12 @@ def interference(
                                  f"{', '.join(steering.reads) or 'none'}), so changing it cannot change a summary")
 
     config["split"] = split if split is not None else source.default_split
-    loaded = admit_examples(source.load(config["split"])[:limit], dataset)
+    loaded = admitted = admit_examples(source.load(config["split"])[:limit], dataset)
     report_skipped(source, dataset)
+    drawn = None
+    if sample is not None:
+        drawn = draw_sample(loaded, sample, seed, dataset)
+        loaded = drawn
     examples = _analysable(loaded, steering, attributes, dataset)
     if len(examples) < len(loaded):
         logger.warning("ctrlkit: %d of %d examples lack a control that '%s' reads (%s); the analysis uses the "
@@ -152,6 +162,8 @@ def interference(
                              for attribute, variant in variants.items()},
         "n_examples": len(examples),
         "n_left_out": len(loaded) - len(examples),
+        "sample": None if drawn is None else {"size": sample, "seed": seed, "drawn_from": len(admitted),
+                                              "ids": [example.id for example in drawn]},
         "cache": cache_stats if cache else None,
         "config": mask_secrets(config),
         "versions": versions(),

@@ -28,6 +28,7 @@ from .outputs import check_output, leaves_no_empty_folder
 from .progress import Progress, say
 from .quiet import quietly
 from .results import format_table, number, versions, write_run
+from .sampling import check_sample, draw_sample
 from .secrets import mask_secrets
 from .topics import TopicSpace, load_topic_documents
 from .types import Example, ModelInput
@@ -67,6 +68,7 @@ def run(
     judge: str | None = None,
     baseline: str | None = "none",
     limit: int | None = None,
+    sample: int | None = None,
     seed: int = 0,
     batch_size: int = 16,
     out: str | None = None,
@@ -84,7 +86,9 @@ def run(
     backbone that metrics such as ``fm`` and ``focus`` ask (``"openai:gpt-4o"``). ``out`` is a
     folder for results.json and samples.jsonl (nothing is written when it is None).
     ``cache`` reuses generations from the shared cache (``$CTRLKIT_CACHE_DIR``) and stores new
-    ones, which is also how a killed run resumes. ``strict_options=False`` lets ``options`` name
+    ones, which is also how a killed run resumes. ``sample`` draws that many of the dataset's
+    usable examples at random (``sampling.draw_sample``; samples.jsonl names them), where
+    ``limit`` takes the first N; not both. ``strict_options=False`` lets ``options`` name
     components this run does not use (a sweep passes one set of options to every cell).
 
     An example lacking a control the controller reads is left uncontrolled (counted per
@@ -99,6 +103,7 @@ def run(
         dataset=dataset, controllers=[*_names(controller), *_names(baseline)], backbone=backbone,
         metrics=metrics or DEFAULT_METRICS, judge=judge), strict=strict_options)
     check_counts(limit=limit, batch_size=batch_size)
+    check_sample(sample, limit)
     if metrics is not None and not metrics:
         raise ConfigurationError("a run needs at least one metric")
     _seed_everything(seed)
@@ -128,6 +133,8 @@ def run(
     report_skipped(source, dataset)
     if not examples:
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
+    if sample is not None:
+        examples = draw_sample(examples, sample, seed, dataset)
     if metrics is None:
         scorers = default_scorers(scorers, examples, dataset)
         needs_space = [c for c in (main, other, *scorers) if c is not None and c.topic_vectorizer]
@@ -169,8 +176,8 @@ def run(
             "backbone": backbone, "backbone_digest": digests["backbone_digest"], "metrics": [m.name for m in scorers],
             "topics": topics,
             "topics_digest": digests["topics_digest"], "judge": judge,
-            "baseline": other.name if other else None, "limit": limit, "seed": seed, "batch_size": batch_size,
-            "strict_controls": strict_controls,
+            "baseline": other.name if other else None, "limit": limit, "sample": sample, "seed": seed,
+            "batch_size": batch_size, "strict_controls": strict_controls,
             "options": resolved_options(routed, datasets=[source], controllers=[main, other], backbones=[model],
                                         metrics=scorers, vectorizers=vectorizers.values()),
         }),
