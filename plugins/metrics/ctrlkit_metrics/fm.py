@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ctrlkit import ConfigurationError, Metric, MetricResult
+from ctrlkit import ConfigurationError, Metric, MetricResult, Option
 
 from .judging import (RETRIES, UnparseableAnswer, Verdict, ask_parsed, integer, json_object, messages, report_failures,
                       require_messages)
+from .judge_templates import JudgeTemplate, template_option
 
 FACETS = ("background", "method", "result", "conclusion")
 SCALES = {"background": 3, "method": 4, "result": 4, "conclusion": 3}
@@ -71,14 +72,21 @@ def fm_score(ratings: Mapping[str, int | None], reference_has: Mapping[str, bool
     return sum(WEIGHTS[facet] * ratings[facet] / SCALES[facet] for facet in present) / total
 
 
-def extraction_prompt(text: str):
+def extraction_prompt(text: str, template: JudgeTemplate | None = None):
+    """Ours, or ``template`` with ``$text`` (the abstract or summary to split) filled."""
+    if template is not None:
+        return template.render(text=text)
     return messages(EXTRACT_SYSTEM, f"Abstract:\n{text}")
 
 
-def rating_prompt(reference: Mapping[str, str], summary: Mapping[str, str]):
-    """Only the facets the reference has are shown and asked for."""
+def rating_prompt(reference: Mapping[str, str], summary: Mapping[str, str], template: JudgeTemplate | None = None):
+    """Only the facets the reference has are shown and asked for; a ``template`` gets them as
+    ``$facets`` (the same blocks) and ``$facet_names`` (``background, method``)."""
+    present = [facet for facet in FACETS if reference[facet]]
     blocks = [f"[{facet}]\nReference: {reference[facet]}\nGenerated: {summary[facet] or '(absent)'}"
-              for facet in FACETS if reference[facet]]
+              for facet in present]
+    if template is not None:
+        return template.render(facets="\n\n".join(blocks), facet_names=", ".join(present))
     return messages(RATE_SYSTEM, "Facets to rate:\n\n" + "\n\n".join(blocks))
 
 
@@ -123,11 +131,19 @@ class FacetMetric(Metric):
     name = "fm"
     needs_judge = True
     needs_references = True
-    options = (RETRIES,)
+    options = (
+        RETRIES,
+        Option("extract_template_file", str, "", "a UTF-8 template replacing the facet extraction prompt; "
+               "placeholder $text (docs/judge-templates.md)"),
+        Option("rate_template_file", str, "", "a UTF-8 template replacing the facet rating prompt; "
+               "placeholders $facets, $facet_names (docs/judge-templates.md)"),
+    )
 
     def __init__(self, **options):
         super().__init__(**options)
         self.judge = None
+        self.extract_template = template_option(self, "extract_template_file", ("text",), ("text",))
+        self.rate_template = template_option(self, "rate_template_file", ("facets", "facet_names"), ("facets",))
 
     def use_judge(self, judge):
         self.judge = require_messages(self.name, judge)
@@ -138,13 +154,14 @@ class FacetMetric(Metric):
         retries = self.options["retries"]
         references = [example.references[0] for example in examples]
         texts = list(dict.fromkeys([*references, *predictions]))
-        prompts = [extraction_prompt(text) for text in texts]
+        prompts = [extraction_prompt(text, self.extract_template) for text in texts]
         extracted = dict(zip(texts, ask_parsed(self.judge, prompts, [parse_facets] * len(texts), retries)))
         details = [_extracted(extracted[reference], extracted[prediction])
                    for reference, prediction in zip(references, predictions)]
         to_rate = [i for i, detail in enumerate(details) if "failed" not in detail]
 
-        prompts = [rating_prompt(details[i]["reference_facets"], details[i]["summary_facets"]) for i in to_rate]
+        prompts = [rating_prompt(details[i]["reference_facets"], details[i]["summary_facets"], self.rate_template)
+                   for i in to_rate]
         parsers = [rating_parser(details[i]["reference_facets"]) for i in to_rate]
         verdicts = ask_parsed(self.judge, prompts, parsers, retries)
         values: list[float | None] = [None] * len(examples)

@@ -17,6 +17,7 @@ from typing import Sequence
 from ctrlkit import ConfigurationError, CtrlkitError, DatasetError, Metric, MetricResult, Option
 from ctrlkit.files import atomic_write_json, read_jsonl, require_text
 
+from .judge_templates import JudgeTemplate, template_option
 from .judging import RETRIES, UnparseableAnswer, ask_parsed, json_object, messages, report_failures, require_messages
 
 LABELS = ("empirical", "conceptual")
@@ -32,7 +33,10 @@ conceptual: it centres on motivation, theory, method and implications.
 Answer with one JSON object and nothing else: {"label": "empirical"} or {"label": "conceptual"}"""
 
 
-def label_prompt(summary: str):
+def label_prompt(summary: str, template: JudgeTemplate | None = None):
+    """Ours, or ``template`` with ``$summary`` filled."""
+    if template is not None:
+        return template.render(summary=summary)
     return messages(LABEL_SYSTEM, f"Summary:\n{summary}")
 
 
@@ -58,6 +62,8 @@ class Focus(Metric):
                choices=("judge", "classifier")),
         Option("classifier", str, "", "classifier JSON from ctrlkit train-focus-classifier (labeller=classifier)"),
         RETRIES,
+        Option("template_file", str, "", "a UTF-8 template replacing the judge's labelling prompt; "
+               "placeholder $summary (docs/judge-templates.md)"),
     )
 
     def __init__(self, **options):
@@ -67,6 +73,10 @@ class Focus(Metric):
             raise ConfigurationError("metric 'focus': set both focus.labeller=classifier and "
                                      "focus.classifier=PATH, or neither (the judge labels by default)")
         self.needs_judge = not by_classifier
+        if by_classifier and self.options["template_file"]:
+            raise ConfigurationError("metric 'focus': focus.template_file is the judge's prompt; "
+                                     "it is not used with focus.labeller=classifier")
+        self.template = template_option(self, "template_file", ("summary",), ("summary",))
         self.judge = None
         self._classifier: FocusClassifier | None = None
 
@@ -97,7 +107,7 @@ class Focus(Metric):
         if self.judge is None:
             raise ConfigurationError("metric 'focus' has no judge: call use_judge() first")
         parsers = [parse_label] * len(predictions)
-        verdicts = ask_parsed(self.judge, [label_prompt(p) for p in predictions], parsers, self.options["retries"])
+        verdicts = ask_parsed(self.judge, [label_prompt(p, self.template) for p in predictions], parsers, self.options["retries"])
         details = [{"label": None, "failed": v.failure()} if v.failed else {"label": v.value} for v in verdicts]
         report_failures(self.name, [detail["failed"] for detail in details if "failed" in detail], len(details))
         return [verdict.value for verdict in verdicts], details

@@ -1,0 +1,179 @@
+"""Judge prompts from user template files (fm.extract_template_file, fm.rate_template_file,
+focus.template_file): rendered exactly, checked before any judge call, recorded by SHA-256."""
+
+import hashlib
+import json
+
+import pytest
+
+import ctrlkit
+from ctrlkit import OptionError
+from ctrlkit_metrics.fm import extraction_prompt, rating_prompt
+from ctrlkit_metrics.focus import label_prompt
+
+
+class FakeJudge(ctrlkit.Backbone):
+    """Answers each prompt with ``answer(last message)``; keeps every prompt it was sent."""
+
+    name = "fake-judge"
+    capabilities = frozenset({"text", "messages"})
+
+    def __init__(self, answer):
+        super().__init__()
+        self.answer = answer
+        self.prompts = []
+
+    def generate(self, inputs):
+        self.prompts += [list(model_input.messages) for model_input in inputs]
+        return [self.answer(model_input.messages[-1]["content"]) for model_input in inputs]
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+EXTRACT = 'Split into facets.\nText: $text\nAnswer {"background": "...", "method": "...", ' \
+          '"result": "...", "conclusion": "..."} and pay $$5.'
+RATE = "Rate ${facet_names}.\n$facets\nAnswer as JSON {\"background\": 3}."
+FACETS = {"background": "Bg.", "method": "", "result": "Res.", "conclusion": ""}
+
+
+def test_fm_templates_reach_the_judge_exactly_and_are_recorded(tmp_path):
+    extract = write(tmp_path, "extract.txt", EXTRACT)
+    rate = write(tmp_path, "rate.txt", RATE)
+    metric = ctrlkit.get_metric("fm", extract_template_file=extract, rate_template_file=rate)
+
+    def answer(prompt):
+        return json.dumps(FACETS) if prompt.startswith("Split") else '{"background": 3, "result": 2}'
+
+    judge = FakeJudge(answer)
+    metric.use_judge(judge)
+    result = metric.compute(["Sum."], [{"id": "a", "document": "d", "references": ["Ref."]}])
+    assert result.per_example["fm"] == [pytest.approx((0.1 * 3 / 3 + 0.3 * 2 / 4) / 0.4)]
+    expected_extract = ('Split into facets.\nText: {}\nAnswer {{"background": "...", "method": "...", '
+                        '"result": "...", "conclusion": "..."}} and pay $5.')
+    blocks = "[background]\nReference: Bg.\nGenerated: Bg.\n\n[result]\nReference: Res.\nGenerated: Res."
+    assert sorted(judge.prompts, key=str) == sorted([
+        [{"role": "user", "content": expected_extract.format("Ref.")}],
+        [{"role": "user", "content": expected_extract.format("Sum.")}],
+        [{"role": "user", "content": f"Rate background, result.\n{blocks}\nAnswer as JSON {{\"background\": 3}}."}],
+    ], key=str)
+    assert metric.options["extract_template_file"] == extract
+    assert metric.options["extract_template_file_sha256"] == hashlib.sha256(EXTRACT.encode()).hexdigest()
+    assert metric.options["rate_template_file_sha256"] == hashlib.sha256(RATE.encode()).hexdigest()
+
+
+def test_focus_template_reaches_the_judge_and_the_run_records_its_digest(tmp_path):
+    text = 'Is this empirical or conceptual?\n$summary\nReply {"label": "empirical"} or {"label": "conceptual"}'
+    template = write(tmp_path, "focus.txt", text)
+    metric = ctrlkit.get_metric("focus", template_file=template)
+    judge = FakeJudge(lambda prompt: '{"label": "empirical"}')
+    metric.use_judge(judge)
+    result = metric.compute(["We measure."], [{"id": "a", "document": "d", "controls": {"focus": "high"}}])
+    assert result.per_example["correct"] == [1]
+    assert judge.prompts == [[{"role": "user", "content": text.replace("$summary", "We measure.")}]]
+    assert metric.options["template_file_sha256"] == hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_the_default_prompts_are_unchanged():
+    """The digest of the prompts as they were before templates existed: the default wording, and
+    with it every cached judge answer (keyed by the exact messages), stays as it was."""
+    reference = {"background": "Bg {x} $y", "method": "", "result": "Res", "conclusion": "Con"}
+    summary = {"background": "", "method": "M", "result": "R2", "conclusion": "C2"}
+    prompts = [extraction_prompt("An abstract with {braces} and $dollar."), rating_prompt(reference, summary),
+               label_prompt("A summary.")]
+    assert hashlib.sha256(json.dumps(prompts, sort_keys=True).encode()).hexdigest() == \
+        "87373dc6e5b0c8d3b70f8ffe742158479e31a250d3105bf383d08d9f3782db98"
+    assert all(prompt[0]["role"] == "system" for prompt in prompts)
+    assert ctrlkit.get_metric("fm").options == {"retries": 2, "extract_template_file": "",
+                                                "rate_template_file": ""}
+
+
+@pytest.mark.parametrize("metric, option, text, error", [
+    ("fm", "extract_template_file", "", "is empty"),
+    ("fm", "extract_template_file", " \n", "is empty"),
+    ("fm", "extract_template_file", "No placeholder here.", "lacks placeholder $text, which the judge needs"),
+    ("fm", "extract_template_file", "$text and $summary", "uses unknown placeholder $summary; known: $text"),
+    ("fm", "extract_template_file", "$text\ncosts $5", "line 2: a '$' that starts no placeholder; write $$"),
+    ("fm", "rate_template_file", "Rate $facet_names.", "lacks placeholder $facets"),
+    ("fm", "rate_template_file", "${facets} $Facets", "uses unknown placeholder $Facets; known: $facets, "
+                                                      "$facet_names"),
+    ("focus", "template_file", "Label it: $text", "uses unknown placeholder $text; known: $summary"),
+    ("focus", "template_file", "Label it.", "lacks placeholder $summary"),
+])
+def test_a_bad_template_is_one_line_naming_file_and_placeholder_before_any_call(metric, option, text, error,
+                                                                                tmp_path):
+    path = write(tmp_path, "template.txt", text)
+    with pytest.raises(OptionError) as raised:
+        ctrlkit.get_metric(metric, **{option: path})
+    message = str(raised.value)
+    assert message.startswith(f"{metric}.{option} file '{path}'") and error in message and "\n" not in message
+
+
+def test_an_unreadable_or_non_utf8_template_is_refused(tmp_path):
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("$summary caf\u00e9".encode("latin-1"))
+    with pytest.raises(OptionError, match=r"^focus.template_file file '.*latin.txt' is not UTF-8 text$"):
+        ctrlkit.get_metric("focus", template_file=str(latin))
+    missing = tmp_path / "missing.txt"
+    with pytest.raises(OptionError, match=r"^fm.rate_template_file file '.*missing.txt' cannot be read: "):
+        ctrlkit.get_metric("fm", rate_template_file=str(missing))
+    with pytest.raises(OptionError, match="cannot be read"):
+        ctrlkit.get_metric("fm", rate_template_file=str(tmp_path))  # a folder
+
+
+ASKED = []
+
+
+class CountingJudge(ctrlkit.Backbone):
+    """A registered judge (``--judge counting``) that labels everything empirical, keeping each prompt."""
+
+    capabilities = frozenset({"text", "messages"})
+
+    def generate(self, inputs):
+        ASKED.extend(model_input.messages[-1]["content"] for model_input in inputs)
+        return ['{"label": "empirical"}' for _ in inputs]
+
+
+def test_a_run_checks_the_template_before_the_judge_is_asked_and_records_its_digest(tmp_path, throwaway_plugins):
+    """Through ctrlkit.run, as the CLI goes: a bad template stops the run with the judge never
+    asked; a good one is what the judge gets, and results.json records its path and digest."""
+
+    class Plugin:
+        @ctrlkit.hookimpl
+        def register_backbones(self, register):
+            register("counting", CountingJudge)
+
+    throwaway_plugins(Plugin(), "counting-judge")
+    ASKED.clear()
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps({"id": "a", "document": "Doc.", "controls": {"focus": "high"}}) + "\n",
+                    encoding="utf-8")
+
+    def run(template):
+        return ctrlkit.run(dataset="jsonl", data=str(data), backbone="extractive", metrics=["focus"], baseline=None,
+                           judge="counting", options={"focus": {"template_file": template}}, out=tmp_path / "out")
+
+    with pytest.raises(OptionError, match="lacks placeholder \\$summary"):
+        run(write(tmp_path, "bad.txt", "no placeholder"))
+    assert ASKED == []
+    good = write(tmp_path, "good.txt", "Label: $summary")
+    result = run(good)
+    assert ASKED == ["Label: Doc."]
+    recorded = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))["config"]["options"]
+    assert recorded["focus"]["template_file"] == good
+    assert recorded["focus"]["template_file_sha256"] == hashlib.sha256(b"Label: $summary").hexdigest()
+    assert result.metrics["focus"]["accuracy"] == 1.0
+
+
+def test_a_template_with_the_classifier_labeller_is_refused(tmp_path):
+    template = write(tmp_path, "focus.txt", "$summary")
+    with pytest.raises(ctrlkit.ConfigurationError, match="focus.template_file is the judge's prompt"):
+        ctrlkit.get_metric("focus", template_file=template, labeller="classifier", classifier="c.json")
