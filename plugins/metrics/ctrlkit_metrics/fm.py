@@ -8,7 +8,8 @@ background and conclusion on 1-3, method and result on 1-4. The score is ``fm_sc
 
 The prompts below are ours: we do not have the paper's exact wording, so they are written to
 follow its published procedure (facet extraction, then per-facet comparison on those scales),
-not to quote it.
+not to quote it. A user with the paper's wording supplies it as template files
+(``fm.extract_template_file``, ``fm.rate_template_file``: ``judge_templates``).
 """
 
 from __future__ import annotations
