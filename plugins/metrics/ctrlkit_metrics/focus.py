@@ -107,7 +107,8 @@ class Focus(Metric):
         if self.judge is None:
             raise ConfigurationError("metric 'focus' has no judge: call use_judge() first")
         parsers = [parse_label] * len(predictions)
-        verdicts = ask_parsed(self.judge, [label_prompt(p, self.template) for p in predictions], parsers, self.options["retries"])
+        prompts = [label_prompt(prediction, self.template) for prediction in predictions]
+        verdicts = ask_parsed(self.judge, prompts, parsers, self.options["retries"])
         details = [{"label": None, "failed": v.failure()} if v.failed else {"label": v.value} for v in verdicts]
         report_failures(self.name, [detail["failed"] for detail in details if "failed" in detail], len(details))
         return [verdict.value for verdict in verdicts], details
