@@ -13,7 +13,8 @@ from ctrlkit.cli import cli
 
 TRAIN = [ctrlkit.Example(f"t{i:02d}", f"Train document {i}.", [f"Summary {i}."], {"topic": f"topic{i}"})
          for i in range(12)]
-TEST = [ctrlkit.Example(f"e{i}", f"Test document {i}.", [f"Reference {i}."], {"topic": "health"}) for i in range(4)]
+TEST = [ctrlkit.Example(f"e{i}", f"Test document {i}.", [f"Reference {i}."],
+                        {"topic": ("health", "sports")[i % 2]}) for i in range(4)]
 
 
 class TwoSplits(ctrlkit.Dataset):
@@ -145,3 +146,11 @@ def test_results_record_a_sha256_of_the_system_and_template_files(plugin, tmp_pa
     assert prompt.system == "Résumé writer.\n"
     # no file, no digest
     assert "system_file_digest" not in ctrlkit.get_controller("prompt").recorded_options()
+
+
+@pytest.mark.parametrize("seed", [7, 8])
+def test_interference_gives_its_seed_to_the_draw(plugin, seed):
+    from ctrlkit.interference import interference
+    report = interference(dataset="two-splits", controller="prompt", backbone="shown-documents", attributes=["topic"],
+                          metrics=["rouge"], seed=seed, cache=False, options={"prompt": {"template": "few-shot", "controls": "topic"}})
+    assert report["config"]["seed"] == seed and report["config"]["options"]["prompt"]["seed"] == seed
