@@ -152,5 +152,6 @@ def test_results_record_a_sha256_of_the_system_and_template_files(plugin, tmp_pa
 def test_interference_gives_its_seed_to_the_draw(plugin, seed):
     from ctrlkit.interference import interference
     report = interference(dataset="two-splits", controller="prompt", backbone="shown-documents", attributes=["topic"],
-                          metrics=["rouge"], seed=seed, cache=False, options={"prompt": {"template": "few-shot", "controls": "topic"}})
+                          metrics=["rouge"], seed=seed, cache=False,
+                          options={"prompt": {"template": "few-shot", "controls": "topic"}})
     assert report["config"]["seed"] == seed and report["config"]["options"]["prompt"]["seed"] == seed
