@@ -155,3 +155,17 @@ def test_interference_gives_its_seed_to_the_draw(plugin, seed):
                           metrics=["rouge"], seed=seed, cache=False,
                           options={"prompt": {"template": "few-shot", "controls": "topic"}})
     assert report["config"]["seed"] == seed and report["config"]["options"]["prompt"]["seed"] == seed
+
+
+def test_list_shows_the_seed_as_unset_by_default():
+    from ctrlkit.listing import describe
+    from ctrlkit.plugins import get_registry
+    assert "--set prompt.seed=INT  seed that, with each example's id, draws its few-shot demonstrations; unset: the " \
+           "run's --seed (default: unset)" in describe("controllers", get_registry("controllers"))
+
+
+def test_only_an_option_unset_by_default_takes_none():
+    unset = ctrlkit.Option("seed", int, None, "unset: the component decides")
+    assert unset.coerce(None, "x") is None and unset.coerce("4", "x") == 4
+    with pytest.raises(ctrlkit.OptionError, match="option 'x.shots' expects int, got None"):
+        ctrlkit.Option("shots", int, 2, "a number").coerce(None, "x")
