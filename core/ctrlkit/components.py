@@ -43,6 +43,10 @@ class Controller(Configurable):
     def use_dataset(self, dataset: "Dataset") -> None:
         """See the dataset (e.g. how it maps named length levels to words) before ``fit``."""
 
+    def use_seed(self, seed: int) -> None:
+        """Receive the run's seed (``--seed``) before ``fit``, for a controller that draws at random
+        (prompt's few-shot demonstrations); a controller that draws nothing ignores it."""
+
     def fit(self, train_examples: Sequence[Example], topic_space: "TopicSpace | None") -> None:
         """Learn what the controller needs before a run (terms, topic indices, ...)."""
 
@@ -79,6 +83,10 @@ class ControllerChain(Controller):
     def use_dataset(self, dataset):
         for controller in self.controllers:
             controller.use_dataset(dataset)
+
+    def use_seed(self, seed):
+        for controller in self.controllers:
+            controller.use_seed(seed)
 
     def fit(self, train_examples, topic_space):
         for controller in self.controllers:

@@ -127,7 +127,7 @@ def interference(
     for component in needs_space:
         _check_topics(component, spaces[component.topic_vectorizer], examples)
     bind_metrics(scorers, spaces)
-    fit_or_restore(steering, model, source, spaces.get(steering.topic_vectorizer))
+    fit_or_restore(steering, model, source, spaces.get(steering.topic_vectorizer), seed)
     steering.prepare(model)
     cache_stats = {"hits": 0, "misses": 0}
 

@@ -52,5 +52,5 @@ def _describe_entry(kind: str, name: str, key: str, factory, plugin: str) -> lis
     for option in getattr(factory, "options", ()):
         choices = f" [{'|'.join(map(str, option.choices))}]" if option.choices else ""
         lines.append(f"      --set {key}.{option.name}={option.type.__name__.upper()}{choices}  "
-                     f"{option.help} (default: {option.default!r})")
+                     f"{option.help} (default: {'unset' if option.default is None else repr(option.default)})")
     return lines

@@ -16,7 +16,8 @@ _FALSE = {"0", "false", "no", "off"}
 
 @dataclass(frozen=True)
 class Option:
-    """One option: ``Option("top_n", int, 100, "representative terms per topic")``."""
+    """One option: ``Option("top_n", int, 100, "representative terms per topic")``. A default of
+    None means unset (the component decides); None is then accepted as a value too."""
 
     name: str
     type: type
@@ -31,6 +32,8 @@ class Option:
     def coerce(self, value: Any, owner: str) -> Any:
         """Convert ``value`` (a string from the command line, or a Python value) to this option's type."""
         where = f"option '{owner}.{self.name}'"
+        if value is None and self.default is None:  # an option that may stay unset (prompt.seed: the run's)
+            return None
         shown = MASK if is_secret(self.name) else repr(value)  # errors are logged and shared too
         if isinstance(value, str) and self.type is not str:
             text = value.strip().lower()
@@ -70,6 +73,12 @@ class Configurable:
 
     def __init__(self, **options: Any):
         self.options = resolve_options(self.name or type(self).__name__, type(self).options, options)
+
+    def recorded_options(self) -> dict[str, Any]:
+        """The options as a run's results.json records them: ``self.options``, plus what a
+        component read from a file an option names (prompt: ``system_file_sha256``), so a run
+        proves which text it used and not only its path."""
+        return dict(self.options)
 
 
 def resolve_options(owner: str, declared: tuple[Option, ...], given: Mapping[str, Any]) -> dict[str, Any]:

@@ -158,7 +158,7 @@ def run(
         for arm, arm_controller in arms.items():
             prefix = "" if arm == "run" else "baseline_"
             with _timed(timings, prefix + "fit_s"):
-                fit_or_restore(arm_controller, model, source, spaces.get(arm_controller.topic_vectorizer))
+                fit_or_restore(arm_controller, model, source, spaces.get(arm_controller.topic_vectorizer), seed)
                 arm_controller.prepare(model)
             with _timed(timings, prefix + "generate_s"):
                 predictions = generate(arm_controller, model, examples, batch_size, progress, generations,
@@ -317,9 +317,11 @@ def bind_metrics(scorers, spaces) -> None:
             scorer.use_topic_space(spaces[scorer.topic_vectorizer])
 
 
-def fit_or_restore(controller, backbone, source, topic_space) -> None:
-    """Restore the controller state saved with a trained model, or fit the controller."""
+def fit_or_restore(controller, backbone, source, topic_space, seed: int = 0) -> None:
+    """Give the controller the dataset and the run's ``seed``, then restore the controller state
+    saved with a trained model, or fit the controller."""
     controller.use_dataset(source)
+    controller.use_seed(seed)
     saved = backbone.saved_controller()
     if saved is not None and saved["controller"] == controller.name:
         controller.load_state(saved["state"])
@@ -494,10 +496,10 @@ def create_vectorizers(users, options: RunOptions) -> dict:
 
 
 def resolved_options(routed: RunOptions, **made) -> dict:
-    """Each component's options as it took them, keyed by its name (``kind:name`` where two share
-    it); ``made`` lists the components by kind: ``datasets=[source], metrics=scorers``. A chain
-    of controllers counts as its links."""
-    return {routed.key((kind, link.name)): link.options for kind, components in made.items()
+    """Each component's options as it took them (``Configurable.recorded_options``), keyed by its
+    name (``kind:name`` where two share it); ``made`` lists the components by kind:
+    ``datasets=[source], metrics=scorers``. A chain of controllers counts as its links."""
+    return {routed.key((kind, link.name)): link.recorded_options() for kind, components in made.items()
             for component in components if component is not None
             for link in getattr(component, "controllers", [component])}
 

@@ -125,7 +125,7 @@ def train(
     spaces = _topic_spaces(vectorizers, topics, source, dataset)
     if vectorizer:
         _check_topics(steering, spaces[vectorizer], examples + evaluation)
-    fit_or_restore(steering, model, source, spaces.get(vectorizer))
+    fit_or_restore(steering, model, source, spaces.get(vectorizer), seed)
     steering.prepare(model)
     pairs = _pairs(steering, examples)
     left = uncontrolled(steering, examples)

@@ -5,10 +5,12 @@ backbone, in the prompting forms CCSBench compares (Ding et al.).
   and then gives the document.
 - ``few-shot``: the same, preceded by ``prompt.shots`` demonstrations: a train example's zero-shot
   message and its first reference. They are drawn for each example (as CCSBench drew random
-  demonstrations per test sample) from a hash of ``prompt.seed`` and the example's id, so an
-  example gets the same demonstrations in every run with that seed, whatever the batch or
-  order; never the example itself nor another example of the same document (same id or same
-  document text). ``prompt.layout=turns`` gives each demonstration as a user turn and an
+  demonstrations per test sample) from a hash of the seed and the example's id, so an example
+  gets the same demonstrations in every run with that seed, whatever the batch or order. The
+  seed is the run's (``--seed``, given by ``use_seed``; 0 outside a run) unless ``prompt.seed``
+  sets one; results.json records the seed used as ``prompt.seed``. A demonstration is never the
+  example itself nor another example of the same document (same id or same document text).
+  ``prompt.layout=turns`` gives each demonstration as a user turn and an
   assistant reply; ``inline`` writes them all into the one user message, before the task.
 - ``hard``: the "hard prompt" form, one ``Attribute: Value`` line per control with the raw
   value, then ``Document: ...``. On a backbone that only flattens chat messages (a seq2seq
@@ -25,6 +27,8 @@ max(0, ceil(words / width) - 1): "between 101 and 150 words"; from ``prompt.leng
 The system message is ours (``SYSTEM``) unless ``prompt.system`` (text) or ``prompt.system_file``
 (a UTF-8 file, read once) replaces it, so a paper's exact wording can be supplied by the user;
 with both a template file and one of these, the user writes every message the backbone gets.
+results.json records each file's SHA-256 beside its path (``system_file_digest``,
+``template_file_digest``), so a run shows which text it used.
 
 The document is ``model_input.source``, so a controller applied before this one in a chain
 reaches the prompt; the source itself is kept for backbones that read it.
@@ -67,7 +71,8 @@ class Prompt(Controller):
         Option("shots", int, 2, "demonstrations in a few-shot prompt, drawn from the train split", minimum=1),
         Option("template_file", str, "", "user message template for template=file, with fields "
                "{document}, {controls} and {CONTROL}"),
-        Option("seed", int, 0, "seed that, with each example's id, draws its few-shot demonstrations"),
+        Option("seed", int, None, "seed that, with each example's id, draws its few-shot demonstrations; "
+               "unset: the run's --seed"),
         Option("layout", str, "turns", "few-shot demonstrations as user/assistant turns, or inline in the one "
                "user message", choices=("turns", "inline")),
         Option("controls", str, "", "comma-separated controls to render; empty: every known control present"),
@@ -86,8 +91,9 @@ class Prompt(Controller):
         self.selected = tuple(dict.fromkeys(n.strip() for n in self.options["controls"].split(",") if n.strip()))
         self.needs_train_examples = self.template == "few-shot"
         self.pieces: list[tuple[str, str | None]] = []
+        self.file_digests: dict[str, str] = {}  # recorded beside the options: which text a file gave
         if self.template == "file":
-            self.pieces = load_template(self.options["template_file"])
+            self.pieces = load_template(self.options["template_file"], self.file_digests)
         elif self.options["template_file"]:
             raise OptionError("option 'prompt.template_file' is used only with prompt.template=file")
         if self.options["layout"] != "turns" and self.template != "few-shot":
@@ -102,7 +108,15 @@ class Prompt(Controller):
         self.plain = False  # set by prepare: the hard prompt as plain text, for a seq2seq backbone
         self.length = LengthPhrasing(self.options["length_as"], self.options["length_bin"],
                                      self.options["length_top_bin"])
-        self.system = system_message(self.options["system"], self.options["system_file"])
+        self.system = system_message(self.options["system"], self.options["system_file"], self.file_digests)
+        self.seed = 0 if self.options["seed"] is None else self.options["seed"]
+
+    def use_seed(self, seed):
+        if self.options["seed"] is None:
+            self.seed = seed
+
+    def recorded_options(self):
+        return {**self.options, "seed": self.seed, **self.file_digests}
 
     def fit(self, train_examples, topic_space):
         if self.template != "few-shot":
@@ -148,7 +162,7 @@ class Prompt(Controller):
         if len(others) < shots:
             raise CtrlkitError(f"controller 'prompt': example '{example.id}' has {len(others)} train examples other "
                                f"than itself to show, fewer than prompt.shots={shots} (was it fit on the train split?)")
-        chosen = random.Random(draw_seed(self.options["seed"], example.id)).sample(others, shots)
+        chosen = random.Random(draw_seed(self.seed, example.id)).sample(others, shots)
         messages = []
         for shown in chosen:
             messages.append({"role": "user", "content": zero_shot(self._controls(shown), shown.document, self.length)})
@@ -255,23 +269,22 @@ def word_count(value) -> str | None:
     return str(int(number)) if number.is_integer() else str(number)
 
 
-def system_message(text: str, path: str) -> str:
-    """The system message: ``text``, the file at ``path``, or ctrlkit's own when neither is given."""
+def system_message(text: str, path: str, digests: dict | None = None) -> str:
+    """The system message: ``text``, the file at ``path``, or ctrlkit's own when neither is given.
+    The file's digest goes into ``digests`` as ``system_file_digest``."""
     if text and path:
         raise OptionError("options 'prompt.system' and 'prompt.system_file' both set the system message; give one")
     if not path:
         return text or SYSTEM
-    try:
-        written = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise OptionError(f"prompt system file '{path}' cannot be read: {exc}") from None
+    written = read_file(path, "system", digests)
     if not written.strip():
         raise OptionError(f"prompt system file '{path}' is empty")
     return written
 
 
-def load_template(path: str) -> list[tuple[str, str | None]]:
-    """The file's ``(literal text, field name or None)`` pieces.
+def load_template(path: str, digests: dict | None = None) -> list[tuple[str, str | None]]:
+    """The file's ``(literal text, field name or None)`` pieces; its digest goes into ``digests``
+    as ``template_file_digest``.
 
     Only plain ``{name}`` fields are allowed: no ``{document.__class__}``, ``{keywords[0]}``,
     conversion or format spec, so a template can only place values, never reach into them.
@@ -279,10 +292,7 @@ def load_template(path: str) -> list[tuple[str, str | None]]:
     """
     if not path:
         raise OptionError("option 'prompt.template_file' is required with prompt.template=file")
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise OptionError(f"prompt template file '{path}' cannot be read: {exc}") from None
+    text = read_file(path, "template", digests)
     try:
         parsed = list(string.Formatter().parse(text))
     except ValueError as exc:
@@ -297,3 +307,16 @@ def load_template(path: str) -> list[tuple[str, str | None]]:
     if not any(field == "document" for _, field in pieces):
         raise OptionError(f"prompt template file '{path}' has no {{document}} field")
     return pieces
+
+
+def read_file(path: str, kind: str, digests: dict | None) -> str:
+    """The UTF-8 text of the ``kind`` file at ``path``, with universal newlines as ``read_text``
+    gives them; the SHA-256 of the bytes read goes into ``digests`` as ``{kind}_file_digest``."""
+    try:
+        raw = Path(path).read_bytes()
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise OptionError(f"prompt {kind} file '{path}' cannot be read: {exc}") from None
+    if digests is not None:
+        digests[f"{kind}_file_digest"] = "sha256:" + hashlib.sha256(raw).hexdigest()
+    return text.replace("\r\n", "\n").replace("\r", "\n")
