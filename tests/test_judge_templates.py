@@ -66,8 +66,9 @@ def test_fm_templates_reach_the_judge_exactly_and_are_recorded(tmp_path):
         [{"role": "user", "content": f"Rate background, result.\n{blocks}\nAnswer as JSON {{\"background\": 3}}."}],
     ], key=str)
     assert metric.options["extract_template_file"] == extract
-    assert metric.options["extract_template_file_sha256"] == hashlib.sha256(EXTRACT.encode()).hexdigest()
-    assert metric.options["rate_template_file_sha256"] == hashlib.sha256(RATE.encode()).hexdigest()
+    recorded = metric.recorded_options()
+    assert recorded["extract_template_file_digest"] == "sha256:" + hashlib.sha256(EXTRACT.encode()).hexdigest()
+    assert recorded["rate_template_file_digest"] == "sha256:" + hashlib.sha256(RATE.encode()).hexdigest()
 
 
 def test_focus_template_reaches_the_judge_and_the_run_records_its_digest(tmp_path):
@@ -79,7 +80,7 @@ def test_focus_template_reaches_the_judge_and_the_run_records_its_digest(tmp_pat
     result = metric.compute(["We measure."], [{"id": "a", "document": "d", "controls": {"focus": "high"}}])
     assert result.per_example["correct"] == [1]
     assert judge.prompts == [[{"role": "user", "content": text.replace("$summary", "We measure.")}]]
-    assert metric.options["template_file_sha256"] == hashlib.sha256(text.encode()).hexdigest()
+    assert metric.recorded_options()["template_file_digest"] == "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def test_the_default_prompts_are_unchanged():
@@ -169,7 +170,7 @@ def test_a_run_checks_the_template_before_the_judge_is_asked_and_records_its_dig
     assert ASKED == ["Label: Doc."]
     recorded = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))["config"]["options"]
     assert recorded["focus"]["template_file"] == good
-    assert recorded["focus"]["template_file_sha256"] == hashlib.sha256(b"Label: $summary").hexdigest()
+    assert recorded["focus"]["template_file_digest"] == "sha256:" + hashlib.sha256(b"Label: $summary").hexdigest()
     assert result.metrics["focus"]["accuracy"] == 1.0
 
 

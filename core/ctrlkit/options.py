@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Mapping
 
 from .errors import OptionError
@@ -70,15 +71,17 @@ class Configurable:
 
     name: str = ""
     options: tuple[Option, ...] = ()
+    file_digests: Mapping[str, str] = MappingProxyType({})
+    """Set by a component that reads a file an option names: ``{"OPTION_digest": "sha256:..."}``."""
 
     def __init__(self, **options: Any):
         self.options = resolve_options(self.name or type(self).__name__, type(self).options, options)
 
     def recorded_options(self) -> dict[str, Any]:
-        """The options as a run's results.json records them: ``self.options``, plus what a
-        component read from a file an option names (prompt: ``system_file_sha256``), so a run
-        proves which text it used and not only its path."""
-        return dict(self.options)
+        """The options as a run's results.json records them: ``self.options``, plus
+        ``file_digests``, the ``sha256:...`` of each file an option names and the component read
+        (prompt: ``system_file_digest``), so a run proves which text it used and not only its path."""
+        return {**self.options, **self.file_digests}
 
 
 def resolve_options(owner: str, declared: tuple[Option, ...], given: Mapping[str, Any]) -> dict[str, Any]:

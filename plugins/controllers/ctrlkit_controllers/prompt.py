@@ -116,7 +116,7 @@ class Prompt(Controller):
             self.seed = seed
 
     def recorded_options(self):
-        return {**self.options, "seed": self.seed, **self.file_digests}
+        return {**super().recorded_options(), "seed": self.seed}
 
     def fit(self, train_examples, topic_space):
         if self.template != "few-shot":

@@ -18,12 +18,13 @@ from .judging import Messages
 
 
 class JudgeTemplate:
-    """A checked template: ``render(**values)`` fills it; ``sha256`` names the text a run used."""
+    """A checked template: ``render(**values)`` fills it; ``digest`` (``sha256:...`` of the file's
+    bytes) names the text a run used."""
 
-    def __init__(self, path: str, text: str):
+    def __init__(self, path: str, text: str, digest: str):
         self.path = path
         self.template = string.Template(text)
-        self.sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        self.digest = digest
 
     def render(self, **values: str) -> Messages:
         return ({"role": "user", "content": self.template.substitute(values)},)
@@ -35,7 +36,8 @@ def load_template(option: str, path: str, known: tuple[str, ...], required: tupl
     no placeholder, a placeholder outside ``known``, or a ``required`` one missing."""
     where = f"{option} file '{path}'"
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        raw = Path(path).read_bytes()
+        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError:
         raise OptionError(f"{where} is not UTF-8 text") from None
     except OSError as exc:
@@ -55,15 +57,15 @@ def load_template(option: str, path: str, known: tuple[str, ...], required: tupl
     for name in required:
         if name not in used:
             raise OptionError(f"{where} lacks placeholder ${name}, which the judge needs")
-    return JudgeTemplate(path, text)
+    return JudgeTemplate(path, text, "sha256:" + hashlib.sha256(raw).hexdigest())
 
 
 def template_option(metric, option: str, known: tuple[str, ...], required: tuple[str, ...]) -> JudgeTemplate | None:
-    """The metric's template for ``option`` when set, its SHA-256 recorded beside the path in the
-    metric's options (``OPTION_sha256``), which a run's config keeps; None when unset."""
+    """The metric's template for ``option`` when set, its digest recorded beside the path
+    (``OPTION_digest`` in the metric's ``file_digests``, which a run's config keeps); None when unset."""
     path = metric.options[option]
     if not path:
         return None
     template = load_template(f"{metric.name}.{option}", path, known, required)
-    metric.options[f"{option}_sha256"] = template.sha256
+    metric.file_digests = {**metric.file_digests, f"{option}_digest": template.digest}
     return template
