@@ -70,7 +70,7 @@ def test_a_run_records_components_sharing_a_name_apart():
                          dataset="jsonl", data=_length_file())
     options = result.results["config"]["options"]
     assert options["controller:length"] == {"unit": "bin", "levels": ""}
-    assert options["metric:length"] == {"unit": "words", "levels": "", "top_bin": 3}
+    assert options["metric:length"] == {"unit": "words", "levels": "", "top_bin": 3, "pcc_generated": "bins"}
     assert "length" not in options and options["jsonl"]["path"].endswith("length.jsonl")
 
 

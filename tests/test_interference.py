@@ -48,7 +48,8 @@ def test_change_amplitude_matches_a_hand_computed_case(lengths, tmp_path):
     assert report["config"]["controller"] == "length" and report["config"]["attributes"] == ["length"]
     # the controller and the metric share the name 'length': each is recorded under its kind
     assert report["config"]["options"]["controller:length"] == {"unit": "words", "levels": ""}
-    assert report["config"]["options"]["metric:length"] == {"unit": "words", "levels": "", "top_bin": -1}
+    assert report["config"]["options"]["metric:length"] == {"unit": "words", "levels": "", "top_bin": -1,
+                                                            "pcc_generated": "bins"}
     written = json.loads((tmp_path / "out" / "interference.json").read_text())
     assert written == report
     assert {"attributes", "values", "matrix", "base", "changed", "changed_examples", "n_examples", "config",
