@@ -3,8 +3,12 @@ facet by facet (background, method, result, conclusion) instead of by word overl
 
 Step 1 asks the judge to split the reference and the summary into the four facets (each text
 on its own, so a reference's extraction is cached once and reused for every system scored
-against it). Step 2 asks it to rate each facet of the summary against the reference's:
-background and conclusion on 1-3, method and result on 1-4. The score is ``fm_score``.
+against it). Step 2 rates the summary's facets against the reference's: background and
+conclusion on 1-3, method and result on 1-4. The score is ``fm_score``.
+
+Where this departs from the paper: step 2 is one call that returns every facet's rating as one
+JSON object, where the paper rated each facet in a call of its own; the judge then sees all
+facets together, which can change its ratings. One call per facet is not offered yet.
 
 The prompts below are ours: we do not have the paper's exact wording, so they are written to
 follow its published procedure (facet extraction, then per-facet comparison on those scales),
