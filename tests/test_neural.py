@@ -249,6 +249,21 @@ def test_causal_backbone_uses_the_chat_template_when_the_tokenizer_has_one(model
         "<system>Be brief.<user>Summarize: the coach won.<assistant>")
 
 
+def test_hard_prompt_is_plain_text_on_a_base_causal_model_and_a_message_with_a_chat_template(models):
+    backbone = ctrlkit.get_backbone(f"hf-causal:{models['gpt2']}", max_new_tokens=4, num_beams=1)
+    example = ctrlkit.Example("x", "The coach won.", controls={"topic": "sport", "length": 20})
+    hard = ctrlkit.get_controller("prompt", template="hard")
+    lines = "Length: 20\nTopic: sport\nDocument: The coach won."
+    assert backbone.flattens_messages  # a base model: no chat template
+    hard.prepare(backbone)
+    rendered = hard.apply(example, ModelInput(source=example.document))
+    assert rendered.messages is None and backbone.prompt(rendered) == lines + "\nTL;DR:"
+    backbone.tokenizer.chat_template = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
+    assert not backbone.flattens_messages
+    hard.prepare(backbone)
+    assert backbone.prompt(hard.apply(example, ModelInput(source=example.document))).endswith(f"<user>{lines}")
+
+
 @pytest.mark.parametrize("kind, spec", [("gpt2", "hf-causal"), ("bart", "hf")])
 def test_prompt_controller_runs_on_causal_and_seq2seq_models(models, kind, spec):
     result = ctrlkit.run(controller="prompt", backbone=f"{spec}:{models[kind]}", metrics=["rouge"], baseline=None,

@@ -390,7 +390,6 @@ def test_length_bin_phrasing_agrees_with_the_length_metrics_bins():
 def test_hard_prompt_is_plain_text_on_a_seq2seq_backbone():
     seq2seq = ctrlkit.get_backbone("hf:never-loaded")
     assert seq2seq.flattens_messages
-    assert not ctrlkit.get_backbone("hf-causal:never-loaded").flattens_messages
     assert not ctrlkit.get_backbone("openai:gpt-4o-mini").flattens_messages
     example = Example("x", DOCUMENT, controls={"topic": "health", "length": 60})
     hard = ctrlkit.get_controller("prompt", template="hard")

@@ -117,7 +117,7 @@ class Backbone(Configurable):
     ``input_embeddings`` (adds vectors to its encoder input), ``training`` (``ctrlkit train``)."""
     flattens_messages: bool = False
     """True when it takes ``messages`` only as one flattened ``Role: content`` text (a seq2seq
-    model), not as a conversation; a prompt that is plain text then goes to it as plain text."""
+    model, a causal model without a chat template), not as a conversation; a prompt that is plain text then goes to it as plain text."""
     spec_option: str | None = None
     """Option set by the argument of a ``name:ARGUMENT`` spec (``hf:PATH``), if it takes one."""
     transport_options: frozenset[str] = frozenset({"concurrency", "timeout", "max_retries", "backoff"})

@@ -1,7 +1,9 @@
 """Backbone ``hf-causal``: decoder-only language models (GPT-2, Llama, Qwen, ...).
 
 Chat messages go through the tokenizer's chat template when it has one, else they are
-flattened to plain text; a plain source becomes ``source + "\\nTL;DR:"``. Batches are padded
+flattened to plain text; a plain source becomes ``source + "\\nTL;DR:"``. A base model (no chat
+template) counts as one that only flattens messages, so the prompt controller's hard prompt
+reaches it as plain text, not as a ``System:``/``User:`` transcript. Batches are padded
 on the left so every prompt ends where generation starts, and only the new tokens are returned.
 """
 
@@ -16,6 +18,11 @@ class HFCausal(HFBackbone):
 
     capabilities = frozenset({"text", "messages"})
     auto_model_class = "AutoModelForCausalLM"
+
+    @property
+    def flattens_messages(self) -> bool:
+        """True for a base model: its tokenizer has no chat template (loads the model to know)."""
+        return not getattr(self.tokenizer, "chat_template", None)
 
     def _after_load(self):
         tokenizer = self._tokenizer

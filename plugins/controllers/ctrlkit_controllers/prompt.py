@@ -14,7 +14,7 @@ backbone, in the prompting forms CCSBench compares (Ding et al.).
   assistant reply; ``inline`` writes them all into the one user message, before the task.
 - ``hard``: the "hard prompt" form, one ``Attribute: Value`` line per control with the raw
   value, then ``Document: ...``. On a backbone that only flattens chat messages (a seq2seq
-  model, ``hf``), that text is the whole input (``source``, no messages): plain text before the
+  model, ``hf``; a base model without a chat template, ``hf-causal``), that text is the whole input (``source``, no messages): plain text before the
   document, not a ``System:``/``User:``/``Assistant:`` transcript.
 - ``file``: the user message comes from a template file with plain ``{document}``,
   ``{controls}`` (the zero-shot requirement lines) and ``{CONTROL}`` fields.
