@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from .errors import CtrlkitError, DatasetError
-from .outputs import missing_folders, remove_empty_folders
+from .outputs import missing_folders, removed_if_left_empty
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -28,13 +28,9 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
-    made = missing_folders(path.parent)
-    try:
+    with removed_if_left_empty(missing_folders(path.parent)):  # no folder made for a file not written
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_and_replace(path, text)
-    except BaseException:
-        remove_empty_folders(made)  # the folders made for a file that was not written
-        raise
 
 
 def _write_and_replace(path: Path, text: str) -> None:

@@ -73,16 +73,13 @@ def output_folder(out: str | Path | None, stem: str) -> Iterator[str]:
     """``out``, or a :func:`new_folder` named after ``stem`` when it is None; if the body fails,
     the folders made for it that are still empty are removed again."""
     if out is not None:
-        folder, created = Path(out), missing_folders(Path(out))
-    else:
-        made = missing_folders(RUNS)  # runs/ itself, when this command makes it
-        folder = new_folder(stem)
-        created = [folder, *made]
-    try:
+        with removed_if_left_empty(missing_folders(Path(out))):
+            yield str(out)
+        return
+    made = missing_folders(RUNS)  # runs/ itself, when this command makes it
+    folder = new_folder(stem)
+    with removed_if_left_empty([folder, *made]):
         yield str(folder)
-    except BaseException:
-        remove_empty_folders(created)
-        raise
 
 
 def leaves_no_empty_folder(function):
@@ -94,14 +91,26 @@ def leaves_no_empty_folder(function):
         out = kwargs.get("out")
         if out is None:
             return function(*args, **kwargs)
-        created = missing_folders(Path(out))
-        try:
+        with removed_if_left_empty(missing_folders(Path(out))):
             return function(*args, **kwargs)
-        except BaseException:
-            remove_empty_folders(created)
-            raise
 
     return wrapper
+
+
+@contextmanager
+def removed_if_left_empty(created: list[Path]) -> Iterator[None]:
+    """For a ``with`` block that may fill ``created`` (folders this command made or will make,
+    deepest first, usually :func:`missing_folders`): if the block fails, those still empty are
+    removed (:func:`remove_empty_folders`).
+
+    Which folders are "ours" is judged before the block (they were missing then); a parallel
+    command that creates the same folder meanwhile and has not written into it yet could lose it,
+    which is why default output folders are made atomically (:func:`new_folder`)."""
+    try:
+        yield
+    except BaseException:
+        remove_empty_folders(created)
+        raise
 
 
 def missing_folders(folder: Path) -> list[Path]:
