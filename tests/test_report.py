@@ -161,6 +161,26 @@ def test_sweep_table_may_be_an_object_with_rows(sweep_dir):
     assert page.count('class="chart bar"') == 2
 
 
+def test_a_sweep_report_marks_the_best_the_way_table_json_recorded_it(sweep_dir):
+    """What the metric said when the sweep ran wins over what is installed now (or nothing, for a
+    metric uninstalled since): here stas recorded as lower-best and length.mad with no direction."""
+    rows = json.loads((sweep_dir / "table.json").read_text())
+    for row in rows:
+        row["metrics"]["gone"] = {"err": row["metrics"]["length"]["mad"]}  # a metric no longer installed
+    columns = [{"name": "stas", "metric": "stas", "value": "stas", "better": "lower"},
+               {"name": "length.mad", "metric": "length", "value": "mad", "better": None},
+               {"name": "gone.err", "metric": "gone", "value": "err", "better": "lower"}]
+    _write(sweep_dir / "table.json", {"rows": rows, "columns": columns, "best": {}})
+    markdown = write_report(sweep_dir)[1].read_text(encoding="utf-8")
+    assert "| none | **0.7000** | 1.0000 | 1.0000 |" in markdown
+    assert "| &lt;script>alert(1)&lt;/script> | 0.9000 | 0.5000 | **0.5000** |" in markdown
+    assert "stas ↓" in markdown and "gone.err ↓" in markdown and "length.mad ↓" not in markdown
+    columns[0]["better"] = "upwards"
+    _write(sweep_dir / "table.json", {"rows": rows, "columns": columns, "best": {}})
+    with pytest.raises(CtrlkitError, match=r"table.json: columns\[0\] must be an object with a name"):
+        write_report(sweep_dir)
+
+
 def test_the_report_of_an_interference_folder_shows_its_ca_table_and_heatmap(tmp_path, monkeypatch):
     """A folder written by ``ctrlkit analyze interference`` alone (MACSum-Doc, the README's command):
     each table cell is the CA of interference.json, and so is each heatmap cell."""

@@ -186,12 +186,29 @@ def _load_sweep(folder: Path) -> Report:
             for identifier, found in _read_samples(samples, [arm])[0].items():
                 controls.setdefault(arm.group, {}).setdefault(identifier, found)
         arms.append(arm)
+    directions.update(_recorded_directions(table, path))
     facts = {key + "s": ", ".join(dict.fromkeys(str(r.get(key)) for r in rows))
              for key in ("controller", "backbone", "dataset")}
     facts["runs"] = len(rows)
     config = read_json(folder / "sweep.json", dict) if (folder / "sweep.json").is_file() else {}
     return Report(folder.resolve().name, facts, arms, controls, mask_secrets(config), directions=directions,
                   counts=counts)
+
+
+def _recorded_directions(table, path: Path) -> dict:
+    """``{column: better}`` as the sweep recorded it in table.json's ``columns``: what the metric
+    said when it ran wins over what the installed version says now (or a metric since uninstalled)."""
+    columns = table.get("columns", []) if isinstance(table, dict) else []
+    if not isinstance(columns, list):
+        raise CtrlkitError(f"{path}: 'columns' must be a list")
+    recorded = {}
+    for i, column in enumerate(columns):
+        if not (isinstance(column, dict) and isinstance(column.get("name"), str)
+                and column.get("better") in ("higher", "lower", None)):
+            raise CtrlkitError(f"{path}: columns[{i}] must be an object with a name and a better way "
+                               f"(higher, lower or null)")
+        recorded[column["name"]] = column.get("better")
+    return recorded
 
 
 def _load_interference(folder: Path) -> Report:
