@@ -14,6 +14,7 @@ import pytest
 import ctrlkit
 from ctrlkit.sweep import load_config, sweep
 
+from chat_server import JsonHandler, serving
 from conftest import run_ctrlkit
 
 
@@ -166,3 +167,33 @@ def test_two_processes_share_the_cache_at_once(tmp_path):
     for process in runs:
         assert process.wait(timeout=300) == 0, process.stderr.read()
     assert _cached_generations(tmp_path / "cache") == 48
+
+
+class _EchoSystem(JsonHandler):
+    """A chat server whose summary is the system message it was sent."""
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        system = next(m["content"] for m in body["messages"] if m["role"] == "system")
+        self.reply(200, {"choices": [{"message": {"role": "assistant", "content": system}}]})
+
+
+def test_a_prompt_file_edited_in_place_runs_its_cell_again(private_cache, tmp_path):
+    """A prompt file is compared by the digest its cell recorded: the same path with other bytes is
+    another cell (before, the cell of the old text was reused)."""
+    system = tmp_path / "system.txt"
+    system.write_text("Write about sport.", encoding="utf-8")
+    with serving(_EchoSystem) as server:
+        def once(path):
+            options = {"prompt": {"system_file": str(path)}, "openai": {"base_url": server.url, "backoff": 0.01}}
+            return sweep(out=str(tmp_path / "s"), controllers=["prompt"], backbones=["openai:m"], metrics=["stats"],
+                         limit=2, options=options, cache=False)
+
+        [first] = once(system)
+        system.write_text("Write about politics.", encoding="utf-8")
+        [edited] = once(system)
+        [again] = once(system)
+    assert not first["reused"] and not edited["reused"] and again["reused"]
+    samples = [json.loads(line) for line in
+               (tmp_path / "s" / edited["run"] / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert {sample["prediction"] for sample in samples} == {"Write about politics."}

@@ -20,7 +20,7 @@ import logging
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .errors import ConfigurationError, CtrlkitError, OptionError
+from .errors import ConfigurationError, CtrlkitError, DatasetError, OptionError
 from .digest import backbone_digest, data_digest
 from .files import atomic_write_json, atomic_write_text, read_json
 from .markdown import escape_markdown, markdown_table
@@ -272,7 +272,8 @@ def _same_configuration(config: dict, arguments: dict, digests: dict) -> bool:
     """Whether a cell's recorded ``config`` is what ``arguments`` (secrets masked, as recorded) ask
     for, made from data and topics files holding the same bytes and by the same backbone (``digests``):
     the same bytes at another path (a moved or copied file) reuse the cell, as its results would not
-    change. A path with nothing there to fingerprint (a Hub name) is compared as given."""
+    change. A path with nothing there to fingerprint (a Hub name) is compared as given. So is a
+    file a component read (a prompt or judge template): by the digest it recorded, not its path."""
     for setting, digest in digests.items():
         if config.get(f"{setting}_digest") != digest or (digest is None and config.get(setting) != arguments[setting]):
             return False
@@ -292,10 +293,25 @@ def _same_configuration(config: dict, arguments: dict, digests: dict) -> bool:
         taken = recorded.get(qualified(component), recorded.get(component[1]))
         if taken is None:
             continue
-        if not all(_same_value(taken.get(option), value) for option, value in given.of(*component).items()
-                   if (component, option) not in moved):
-            return False
+        for option, value in given.of(*component).items():
+            if (component, option) in moved:
+                continue
+            recorded_digest = taken.get(f"{option}_digest")
+            if recorded_digest is not None:  # a file the component read: its bytes decide, not its path
+                if _digest_now(value) != recorded_digest:
+                    return False
+            elif not _same_value(taken.get(option), value):
+                return False
     return True
+
+
+def _digest_now(path) -> str | None:
+    """The digest a component would record for the file at ``path`` now; None when it cannot be read
+    (the cell then runs again, and the component says what is wrong with the file)."""
+    try:
+        return data_digest(str(path))
+    except DatasetError:
+        return None
 
 
 def _cell_components(arguments: dict) -> list:
