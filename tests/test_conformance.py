@@ -68,6 +68,19 @@ def test_prompt_conforms_on_a_chat_backbone(template):
     check_controller(ctrlkit.get_controller("prompt", template=template), examples=EXAMPLES, backbone=chat)
 
 
+def test_the_kit_gives_a_controller_the_seed_as_a_run_does():
+    chat = ctrlkit.get_backbone("openai:a-model")
+    checked = ctrlkit.get_controller("prompt", template="few-shot")
+    check_controller(checked, examples=EXAMPLES, backbone=chat, seed=7)
+    run_like = ctrlkit.get_controller("prompt", template="few-shot")
+    run_like.use_seed(7)
+    run_like.fit(EXAMPLES, None)
+    run_like.prepare(chat)
+    assert checked.seed == 7
+    assert [checked.apply(e, ModelInput(e.document)) for e in EXAMPLES] == \
+        [run_like.apply(e, ModelInput(e.document)) for e in EXAMPLES]
+
+
 def test_a_controller_the_extractive_backbone_cannot_serve_needs_one_given():
     with pytest.raises(ctrlkit.ConfigurationError, match="needs backbone capability messages, which backbone "
                                                          "'extractive' lacks: pass check_controller"):

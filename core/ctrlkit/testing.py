@@ -38,9 +38,10 @@ SAMPLE_SIZE = 4
 
 
 def check_controller(controller, examples: Sequence[Example] | None = None, topic_space=None, backbone=None,
-                     dataset=None) -> None:
-    """Fit and prepare ``controller`` (an instance or a registered name), then check on each
-    example that ``apply`` returns a ModelInput, is pure, and composes with ``+``.
+                     dataset=None, seed: int = 0) -> None:
+    """Give ``controller`` (an instance or a registered name) the run's ``seed``, fit and prepare it
+    as a run does, then check on each example that ``apply`` returns a ModelInput, is pure, and
+    composes with ``+``.
 
     The examples must carry every control the controller ``reads``. ``topic_space`` defaults to
     one built from the sample's topic documents when the controller names a ``topic_vectorizer``;
@@ -58,6 +59,7 @@ def check_controller(controller, examples: Sequence[Example] | None = None, topi
     _check_reads(f"controller '{name}'", controller.reads, examples)
     if controller.topic_vectorizer and topic_space is None:
         topic_space = _sample_topic_space(controller.topic_vectorizer)
+    controller.use_seed(seed)
     controller.fit(list(examples) if controller.needs_train_examples else [], topic_space)
     controller.prepare(_backbone_for(controller, name, backbone))
     try:
