@@ -93,8 +93,9 @@ def test_the_default_prompts_are_unchanged():
     assert hashlib.sha256(json.dumps(prompts, sort_keys=True).encode()).hexdigest() == \
         "87373dc6e5b0c8d3b70f8ffe742158479e31a250d3105bf383d08d9f3782db98"
     assert all(prompt[0]["role"] == "system" for prompt in prompts)
-    assert ctrlkit.get_metric("fm").options == {"retries": 2, "extract_template_file": "",
-                                                "rate_template_file": ""}
+    assert ctrlkit.get_metric("fm").options == {
+        "retries": 2, "mode": "facets", "rating": "joint", "extract_template_file": "", "extract_system_file": "",
+        "rate_template_file": "", "rate_system_file": "", "vanilla_template_file": "", "vanilla_system_file": ""}
 
 
 @pytest.mark.parametrize("metric, option, text, error", [
