@@ -22,8 +22,8 @@ from .judging import Messages, messages
 
 
 class JudgeTemplate:
-    """A checked template: ``fill(values)`` is its text with the placeholders filled; ``digest`` (``sha256:...`` of the file's
-    bytes) names the text a run used."""
+    """A checked template: ``fill(values)`` is its text with the placeholders filled; ``digest``
+    (``sha256:...`` of the file's bytes) names the text a run used."""
 
     def __init__(self, path: str, text: str, digest: str):
         self.path = path
