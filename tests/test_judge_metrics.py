@@ -240,10 +240,15 @@ PF_A = (0.1 * 2 / 3 + 0.3 * 3 / 4 + 0.3 * 1 / 4) / (0.1 + 0.3 + 0.3)
 PF_B = 0.1 * 3 / 3 + 0.3 * 4 / 4 + 0.3 * 2 / 4 + 0.3 * 2 / 3
 
 
-def test_fm_per_facet_asks_each_facet_once_on_its_scale(serve, tmp_path):
+def test_fm_per_facet_asks_each_facet_once_on_its_scale(serve, tmp_path, caplog):
     judge = serve(PF_RULES)
     path = write_jsonl(tmp_path / "papers.jsonl", PF_ROWS)
-    result = run_fm(path, judge, tmp_path, rating="per-facet")
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        result = run_fm(path, judge, tmp_path, rating="per-facet")
+    assert [r.getMessage() for r in caplog.records if "judge failed" in r.getMessage()] == [
+        "ctrlkit: metric 'fm': the judge failed on 1 of 3 examples (first: no rating of facet 'method' in the "
+        'answer: expected {"rating": N} or the number alone, answer "It is good."); they are left out of the value '
+        "and counted in 'fm.failed'"]
 
     values = [sample["scores"]["fm"]["fm"] for sample in result.samples]
     assert values == [pytest.approx(PF_A), pytest.approx(PF_B), None]
@@ -286,9 +291,11 @@ def test_fm_per_facet_asks_a_facet_shared_by_examples_once(serve, tmp_path):
     assert len(judge.requests) == 4  # the reference, the summary, the background, the method
 
 
-def test_fm_vanilla_rates_the_whole_summary_on_one_to_four(serve, tmp_path):
+def test_fm_vanilla_rates_the_whole_summary_on_one_to_four(serve, tmp_path, caplog):
     judge = serve({"sumA": ['{"rating": 3}'], "sumB": ["2"], "sumC": ["no idea"]})
-    result = run_fm(write_jsonl(tmp_path / "papers.jsonl", FM_ROWS[:3]), judge, tmp_path, mode="vanilla")
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        result = run_fm(write_jsonl(tmp_path / "papers.jsonl", FM_ROWS[:3]), judge, tmp_path, mode="vanilla")
+    assert sum("the judge failed on 1 of 3 examples" in r.getMessage() for r in caplog.records) == 1
     assert [sample["scores"]["fm"] for sample in result.samples] == [{"vanilla": 0.75}, {"vanilla": 0.5},
                                                                       {"vanilla": None}]
     assert result.metrics["fm"] == {"vanilla": pytest.approx((0.75 + 0.5) / 2), "failed": 1}  # never "fm"

@@ -15,10 +15,10 @@ Step 2 by ``rating``:
   a facet the summary lacks: it is rated 1, the lowest (listed in details as ``summary_lacks``).
 
 ``mode=vanilla`` is the paper's meta-evaluation baseline: no facets, the judge rates the whole
-summary against the whole reference. We have not found its prompt or scale (the authors' released
-code does not include it); we use 1-4 and record ``vanilla`` = rating / 4 (FD's stored GPT-4 baseline
-scores take only the values 0.5, 0.75 and 1, which such a scale would give). It is its own
-value, never ``fm``.
+summary against the whole reference. We have not found its prompt or scale (the authors'
+released code does not include it); we use 1-4 and record ``vanilla`` = rating / 4 (FD's stored
+GPT-4 baseline scores take only the values 0.5, 0.75 and 1, which such a scale would give). It
+is its own value, never ``fm``.
 
 The wording of every prompt is ours. The authors released their prompts with their code
 (github.com/iriscxy/ScholarSum, ``FM metric code``); we do not copy them, and ours differ:
@@ -218,19 +218,20 @@ class FacetMetric(Metric):
         Option("mode", str, "facets", "facets: FM, facet by facet, value fm; vanilla: the paper's baseline, the "
                "whole summary against the whole reference on 1-4, value vanilla (docs/judge-templates.md)",
                choices=("facets", "vanilla")),
-        Option("rating", str, "joint", "how step 2 asks (mode=facets): joint (default): one call rates every facet "
-               "the reference has; per-facet: one call per facet, as the paper did", choices=("joint", "per-facet")),
-        Option("extract_template_file", str, "", "a UTF-8 template replacing the facet extraction prompt; "
-               "placeholder $text (docs/judge-templates.md)"),
+        Option("rating", str, "joint", "how step 2 asks (mode=facets): joint: one call rates every facet the "
+               "reference has (fewer calls); per-facet: one call per facet, as the paper did",
+               choices=("joint", "per-facet")),
+        Option("extract_template_file", str, "", "a UTF-8 template for the facet extraction prompt (the user message; "
+               "alone, the whole prompt); placeholder $text (docs/judge-templates.md)"),
         Option("extract_system_file", str, "", "a UTF-8 file replacing the facet extraction system message; "
                "placeholder $text"),
-        Option("rate_template_file", str, "", "a UTF-8 template replacing the facet rating prompt; placeholders "
-               "$facets, $facet_names (rating=joint) or $facet, $scale, $reference_facet, $summary_facet "
-               "(rating=per-facet)"),
+        Option("rate_template_file", str, "", "a UTF-8 template for the facet rating prompt (the user message; alone, "
+               "the whole prompt); placeholders $facets, $facet_names (rating=joint) or $facet, $scale, "
+               "$reference_facet, $summary_facet (rating=per-facet)"),
         Option("rate_system_file", str, "", "a UTF-8 file replacing the facet rating system message; "
                "placeholders as rate_template_file's"),
-        Option("vanilla_template_file", str, "", "a UTF-8 template replacing the vanilla rating prompt "
-               "(mode=vanilla); placeholders $reference, $summary"),
+        Option("vanilla_template_file", str, "", "a UTF-8 template for the vanilla rating prompt (the user "
+               "message; alone, the whole prompt); placeholders $reference, $summary"),
         Option("vanilla_system_file", str, "", "a UTF-8 file replacing the vanilla rating system message; "
                "placeholders $reference, $summary"),
     )
@@ -245,15 +246,15 @@ class FacetMetric(Metric):
         if not facets and self.options["rating"] != "joint":
             raise ConfigurationError("metric 'fm': fm.rating chooses how facets are rated; "
                                      "fm.mode=vanilla rates no facets")
-        self.extract_prompt = prompt_option(self, "extract_system_file", "extract_template_file", ("text",), ("text",))
+        self.extract_wording = prompt_option(self, "extract_system_file", "extract_template_file", ("text",), ("text",))
         if self.options["rating"] == "joint":
-            self.rate_prompt = prompt_option(self, "rate_system_file", "rate_template_file",
+            self.rate_wording = prompt_option(self, "rate_system_file", "rate_template_file",
                                              ("facets", "facet_names"), ("facets",))
         else:
-            self.rate_prompt = prompt_option(self, "rate_system_file", "rate_template_file",
+            self.rate_wording = prompt_option(self, "rate_system_file", "rate_template_file",
                                              ("facet", "scale", "reference_facet", "summary_facet"),
                                              ("reference_facet", "summary_facet"))
-        self.vanilla_prompt = prompt_option(self, "vanilla_system_file", "vanilla_template_file",
+        self.vanilla_wording = prompt_option(self, "vanilla_system_file", "vanilla_template_file",
                                             ("reference", "summary"), ("reference", "summary"))
 
     def use_judge(self, judge):
@@ -270,7 +271,7 @@ class FacetMetric(Metric):
     def _facets(self, references: list[str], predictions: list[str]) -> MetricResult:
         retries = self.options["retries"]
         texts = list(dict.fromkeys([*references, *predictions]))
-        prompts = [extraction_prompt(text, self.extract_prompt) for text in texts]
+        prompts = [extraction_prompt(text, self.extract_wording) for text in texts]
         extracted = dict(zip(texts, ask_parsed(self.judge, prompts, [parse_facets] * len(texts), retries)))
         details = [_extracted(extracted[reference], extracted[prediction])
                    for reference, prediction in zip(references, predictions)]
@@ -284,7 +285,7 @@ class FacetMetric(Metric):
 
     def _rate_jointly(self, details: list[dict]) -> None:
         """One call per example rates all its facets; sets each detail's ``ratings`` or ``failed``."""
-        prompts = [rating_prompt(detail["reference_facets"], detail["summary_facets"], self.rate_prompt)
+        prompts = [rating_prompt(detail["reference_facets"], detail["summary_facets"], self.rate_wording)
                    for detail in details]
         parsers = [rating_parser(detail["reference_facets"]) for detail in details]
         for detail, verdict in zip(details, ask_parsed(self.judge, prompts, parsers, self.options["retries"])):
@@ -295,12 +296,12 @@ class FacetMetric(Metric):
 
     def _rate_per_facet(self, details: list[dict]) -> None:
         """One call per facet the reference and the summary both have; a facet only the reference
-        has is rated 1 without a call (as the paper's code does), listed in ``summary_lacks``.
+        has is rated 1 without a call (as the authors' code does), listed in ``summary_lacks``.
         Sets each detail's ``ratings``, or ``failed`` naming the first facet whose rating failed."""
         asked = [(i, facet) for i, detail in enumerate(details) for facet in FACETS
                  if detail["reference_facets"][facet] and detail["summary_facets"][facet]]
         prompts = [facet_rating_prompt(facet, details[i]["reference_facets"][facet],
-                                       details[i]["summary_facets"][facet], self.rate_prompt) for i, facet in asked]
+                                       details[i]["summary_facets"][facet], self.rate_wording) for i, facet in asked]
         parsers = [facet_rating_parser(facet) for _, facet in asked]
         verdicts = dict(zip(asked, ask_parsed(self.judge, prompts, parsers, self.options["retries"])))
         for i, detail in enumerate(details):
@@ -314,7 +315,7 @@ class FacetMetric(Metric):
                                      for facet in present}
 
     def _vanilla(self, references: list[str], predictions: list[str]) -> MetricResult:
-        prompts = [vanilla_prompt(reference, prediction, self.vanilla_prompt)
+        prompts = [vanilla_prompt(reference, prediction, self.vanilla_wording)
                    for reference, prediction in zip(references, predictions)]
         verdicts = ask_parsed(self.judge, prompts, [parse_vanilla] * len(prompts), self.options["retries"])
         details = [{"failed": {"step": "rating", **verdict.failure()}} if verdict.failed else {"rating": verdict.value}

@@ -60,8 +60,8 @@ class Focus(Metric):
                choices=("judge", "classifier")),
         Option("classifier", str, "", "classifier JSON from ctrlkit train-focus-classifier (labeller=classifier)"),
         RETRIES,
-        Option("template_file", str, "", "a UTF-8 template replacing the judge's labelling prompt; "
-               "placeholder $summary (docs/judge-templates.md)"),
+        Option("template_file", str, "", "a UTF-8 template for the judge's labelling prompt (the user message; "
+               "alone, the whole prompt); placeholder $summary (docs/judge-templates.md)"),
         Option("system_file", str, "", "a UTF-8 file replacing the judge's labelling system message; "
                "placeholder $summary"),
     )
@@ -77,7 +77,7 @@ class Focus(Metric):
             if by_classifier and self.options[option]:
                 raise ConfigurationError(f"metric 'focus': focus.{option} is the judge's prompt; "
                                          "it is not used with focus.labeller=classifier")
-        self.prompt = prompt_option(self, "system_file", "template_file", ("summary",), ("summary",))
+        self.wording = prompt_option(self, "system_file", "template_file", ("summary",), ("summary",))
         self.judge = None
         self._classifier: FocusClassifier | None = None
 
@@ -108,7 +108,7 @@ class Focus(Metric):
         if self.judge is None:
             raise ConfigurationError("metric 'focus' has no judge: call use_judge() first")
         parsers = [parse_label] * len(predictions)
-        prompts = [label_prompt(prediction, self.prompt) for prediction in predictions]
+        prompts = [label_prompt(prediction, self.wording) for prediction in predictions]
         verdicts = ask_parsed(self.judge, prompts, parsers, self.options["retries"])
         details = [{"label": None, "failed": v.failure()} if v.failed else {"label": v.value} for v in verdicts]
         report_failures(self.name, [detail["failed"] for detail in details if "failed" in detail], len(details))
