@@ -86,6 +86,14 @@ def test_the_reference_extraction_alone_does_not_explain_the_totals(rows):
     assert matches(scored_pairs(rows, "human"), extracted) == 158
 
 
+def test_the_stored_gpt4_baseline_is_a_rating_out_of_four(rows):
+    """What fm's docs say of the vanilla scale: FD's stored GPT-4 baseline (``<sys>_gpt4``, the
+    authors' "GPT-4" beside "FM (GPT-4)") takes only values a 1-4 rating divided by 4 gives."""
+    stored = [row[f"{system}_gpt4"] for row in rows for system in SYSTEMS if f"{system}_gpt4" in row]
+    assert len(stored) == 200
+    assert {round(value * 4, 9) for value in stored} == {2.0, 3.0, 4.0}
+
+
 def test_fm_score_by_hand():
     assert fm_score({"background": 3, "method": 4, "result": 4, "conclusion": 3}, dict.fromkeys(FACETS, True)) == 1.0
     # 0.1*2/3 + 0.3*3/4 + 0.3*1/4 + 0.3*1/3 = 0.4666...

@@ -1,6 +1,7 @@
 """Judge metrics (fm, focus) end to end against a scripted chat-completions server on 127.0.0.1,
 the focus classifier, the judge helpers and the on-disk cache."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -21,7 +22,7 @@ from ctrlkit import ConfigurationError, DatasetError
 from ctrlkit.cache import Cache, cache_key
 from ctrlkit_metrics import commands
 from ctrlkit_metrics.focus import FocusClassifier
-from ctrlkit_metrics.judging import UnparseableAnswer, integer, json_object
+from ctrlkit_metrics.judging import UnparseableAnswer, integer, json_object, single_rating
 
 KEY = "sk-test-0123456789secret"
 
@@ -192,6 +193,202 @@ def test_a_reference_without_facets_is_a_failure_not_a_score(serve, tmp_path):
     assert len(judge.requests) == 2  # nothing to rate
 
 
+def write_path(tmp_path, name, text):
+    path = tmp_path / f"{name}.txt"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def run_fm(path, judge, tmp_path, run_name="run", metric="fm", **options):
+    """run_judged with options for the metric (``metric``), the scripted server as the judge."""
+    return ctrlkit.run(dataset="jsonl", data=path, backbone="extractive", metrics=[metric], baseline=None,
+                       judge="openai:judge-model", out=str(tmp_path / run_name),
+                       options={"openai": {"base_url": judge.url, "backoff": 0.01}, metric: options})
+
+
+def rating_requests(judge):
+    """The per-facet rating requests (our user message starts "Reference FACET:"), as (facet,
+    system message, user message)."""
+    found = []
+    for messages in judge.requests:
+        user = messages[-1]["content"]
+        if user.startswith("Reference ") and ":\n" in user:
+            found.append((user[len("Reference "):user.index(":")], messages[0]["content"], user))
+    return found
+
+
+# Per-facet rating: the reference's facets carry pfXf, which marks the rating call of that facet.
+PF_ROWS = FM_ROWS[:3]
+PF_RULES = {
+    # A: no conclusion in the reference (dropped); no result in the summary (rated 1, not asked)
+    "refA": [facets("bg pfAbg", "method pfAme", "result pfAre")],
+    "sumA": [facets("sum bg", "sum method", "", "sum conclusion")],
+    "pfAbg": ["Rating: 2"], "pfAme": ['{"rating": 3}'],
+    # B: all four; method first out of its scale, then in a fenced block
+    "refB": [facets("bg pfBbg", "m pfBme", "r pfBre", "c pfBco")],
+    "sumB": [facets("b", "m", "r", "c")],
+    "pfBbg": ["3"], "pfBme": ['{"rating": 5}', 'Here:\n```json\n{"rating": 4}\n```'], "pfBre": ['{"rating": 2}'],
+    "pfBco": ["2."],
+    # C: the method's rating never parses
+    "refC": [facets("bg pfCbg", "m pfCme")],
+    "sumC": [facets("b", "m", "r", "c")],
+    "pfCbg": ['{"rating": 3}'], "pfCme": ["It is good."],
+}
+# by hand from the answers above: rating / scale, weights 0.1 (background) and 0.3, over the
+# facets the reference has
+PF_A = (0.1 * 2 / 3 + 0.3 * 3 / 4 + 0.3 * 1 / 4) / (0.1 + 0.3 + 0.3)
+PF_B = 0.1 * 3 / 3 + 0.3 * 4 / 4 + 0.3 * 2 / 4 + 0.3 * 2 / 3
+
+
+def test_fm_per_facet_asks_each_facet_once_on_its_scale(serve, tmp_path, caplog):
+    judge = serve(PF_RULES)
+    path = write_jsonl(tmp_path / "papers.jsonl", PF_ROWS)
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        result = run_fm(path, judge, tmp_path, rating="per-facet")
+    assert [r.getMessage() for r in caplog.records if "judge failed" in r.getMessage()] == [
+        "ctrlkit: metric 'fm': the judge failed on 1 of 3 examples (first: no rating of facet 'method' in the "
+        'answer: expected {"rating": N} or the number alone, answer "It is good."); they are left out of the value '
+        "and counted in 'fm.failed'"]
+
+    values = [sample["scores"]["fm"]["fm"] for sample in result.samples]
+    assert values == [pytest.approx(PF_A), pytest.approx(PF_B), None]
+    assert result.metrics["fm"] == {"fm": pytest.approx((PF_A + PF_B) / 2), "failed": 1}
+    # one call per facet the reference and the summary both have, plus the retries of B's method
+    # and C's method; nothing for A's result (the summary lacks it) or A's conclusion
+    assert {marker: judge.asked(marker) for marker in PF_RULES} == {
+        "refA": 1, "sumA": 1, "pfAbg": 1, "pfAme": 1, "refB": 1, "sumB": 1, "pfBbg": 1, "pfBme": 2, "pfBre": 1,
+        "pfBco": 1, "refC": 1, "sumC": 1, "pfCbg": 1, "pfCme": 3}
+    asked = rating_requests(judge)
+    assert len(asked) == len(judge.requests) - 6 == 11
+    scale = {"background": 3, "method": 4, "result": 4, "conclusion": 3}
+    for facet, system, user in asked:
+        assert f"from 1 to {scale[facet]}" in system and f"from 1 to {7 - scale[facet]}" not in system
+        assert f"its {facet}" in system and user.count("\n\nGenerated ") == 1
+        assert all(other not in user for other in scale if other != facet)
+    assert sorted(facet for facet, _, user in asked if "pfA" in user) == ["background", "method"]
+
+    details = [sample["details"]["fm"] for sample in result.samples]
+    assert details[0]["ratings"] == {"background": 2, "method": 3, "result": 1}
+    assert details[0]["summary_lacks"] == ["result"]
+    assert details[1]["ratings"] == {"background": 3, "method": 4, "result": 2, "conclusion": 2}
+    assert details[1]["summary_lacks"] == []
+    assert details[2]["failed"] == {"step": "rating", "facet": "method", "answer": "It is good.", "attempts": 3,
+                                    "reason": "no rating of facet 'method' in the answer: expected "
+                                              '{"rating": N} or the number alone'}
+    assert "ratings" not in details[2]
+
+    # each facet's answer is cached on its own: a rerun asks only the rating that failed
+    again = run_fm(path, judge, tmp_path, "again", rating="per-facet")
+    assert [sample["scores"]["fm"]["fm"] for sample in again.samples] == values
+    assert len(judge.requests) == 17 + 3 and judge.asked("pfCme") == 6
+
+
+def test_fm_per_facet_asks_a_facet_shared_by_examples_once(serve, tmp_path):
+    judge = serve({marker: answers for marker, answers in PF_RULES.items() if "A" in marker})
+    rows = [{**PF_ROWS[0], "id": str(i)} for i in range(3)]
+    result = run_fm(write_jsonl(tmp_path / "same.jsonl", rows), judge, tmp_path, rating="per-facet")
+    assert result.metrics["fm"] == {"fm": pytest.approx(PF_A), "failed": 0}
+    assert len(judge.requests) == 4  # the reference, the summary, the background, the method
+
+
+def test_fm_vanilla_rates_the_whole_summary_on_one_to_four(serve, tmp_path, caplog):
+    judge = serve({"sumA": ['{"rating": 3}'], "sumB": ["2"], "sumC": ["no idea"]})
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        result = run_fm(write_jsonl(tmp_path / "papers.jsonl", FM_ROWS[:3]), judge, tmp_path, mode="vanilla")
+    assert sum("the judge failed on 1 of 3 examples" in r.getMessage() for r in caplog.records) == 1
+    assert [sample["scores"]["fm"] for sample in result.samples] == [{"vanilla": 0.75}, {"vanilla": 0.5},
+                                                                      {"vanilla": None}]
+    assert result.metrics["fm"] == {"vanilla": pytest.approx((0.75 + 0.5) / 2), "failed": 1}  # never "fm"
+    assert [sample["details"]["fm"] for sample in result.samples[:2]] == [{"rating": 3}, {"rating": 2}]
+    assert result.samples[2]["details"]["fm"]["failed"]["step"] == "rating"
+    assert len(judge.requests) == 1 + 1 + 3  # no extraction; C asked again twice
+    for messages in judge.requests:  # each shows one example's whole reference and whole summary
+        assert [message["role"] for message in messages] == ["system", "user"]
+        assert "from 1 to 4" in messages[0]["content"]
+        [row] = [row for row in FM_ROWS if row["document"] in messages[1]["content"]]
+        assert row["references"] in messages[1]["content"]
+
+
+def test_user_files_replace_the_messages_the_server_receives(serve, tmp_path):
+    """Per-facet rating with a system file and a template, extraction with only a system file
+    (our user message stays), vanilla with only a template (one user message), focus with only a
+    system file; each file's digest is recorded in results.json."""
+    judge = serve({**{marker: answers for marker, answers in PF_RULES.items() if "A" in marker},
+                   "fone": ['{"label": "empirical"}']})
+    files = {
+        "rate_system_file": "Rate the $facet from 1 to $scale; answer {\"rating\": N}.",
+        "rate_template_file": "Reference: $reference_facet\nCandidate: $summary_facet",
+        "extract_system_file": "Split into four facets; JSON with keys background, method, result, conclusion.",
+    }
+    paths = {option: write_path(tmp_path, option, text) for option, text in files.items()}
+    path = write_jsonl(tmp_path / "a.jsonl", PF_ROWS[:1])
+    result = run_fm(path, judge, tmp_path, rating="per-facet", **paths)
+    assert result.metrics["fm"] == {"fm": pytest.approx(PF_A), "failed": 0}
+    extract_system = {"role": "system", "content": files["extract_system_file"]}
+    assert sorted(judge.requests, key=str) == sorted([
+        [extract_system, {"role": "user", "content": "Abstract:\nThe reference refA."}],
+        [extract_system, {"role": "user", "content": "Abstract:\nThe summary sumA of paper A."}],
+        [{"role": "system", "content": 'Rate the background from 1 to 3; answer {"rating": N}.'},
+         {"role": "user", "content": "Reference: bg pfAbg\nCandidate: sum bg"}],
+        [{"role": "system", "content": 'Rate the method from 1 to 4; answer {"rating": N}.'},
+         {"role": "user", "content": "Reference: method pfAme\nCandidate: sum method"}],
+    ], key=str)
+    recorded = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))["config"]["options"]["fm"]
+    for option, text in files.items():
+        assert recorded[option] == paths[option]
+        assert recorded[f"{option}_digest"] == "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+    gold = serve({"Gold:": ["3"]})
+    vanilla = write_path(tmp_path, "vanilla", "Gold: $reference\nSystem: $summary\nScore 1-4, the number only.")
+    result = run_fm(path, gold, tmp_path, "vanilla", mode="vanilla", vanilla_template_file=vanilla)
+    assert gold.requests == [[{"role": "user", "content": "Gold: The reference refA.\nSystem: The summary sumA of "
+                                                          "paper A.\nScore 1-4, the number only."}]]
+    assert result.metrics["fm"] == {"vanilla": 0.75, "failed": 0}
+
+    judge.requests.clear()
+    focus_system = write_path(tmp_path, "focus", 'Empirical or conceptual? {"label": ...}')
+    rows = write_jsonl(tmp_path / "focus.jsonl", FOCUS_ROWS[:1])
+    result = run_fm(rows, judge, tmp_path, "focus", metric="focus", system_file=focus_system)
+    assert judge.requests == [[{"role": "system", "content": 'Empirical or conceptual? {"label": ...}'},
+                               {"role": "user", "content": "Summary:\nSummary fone."}]]
+    assert result.metrics["focus"]["accuracy"] == 1.0
+    recorded = json.loads((tmp_path / "focus" / "results.json").read_text(encoding="utf-8"))["config"]["options"]
+    assert recorded["focus"]["system_file_digest"] == "sha256:" + hashlib.sha256(
+        b'Empirical or conceptual? {"label": ...}').hexdigest()
+
+
+@pytest.mark.parametrize("metric, options, error", [
+    ("fm", {"rating": "per-facet", "rate_template_file": "Rate $facet_names:\n$facets"},
+     "fm.rate_template_file file '.*' uses unknown placeholder \\$facet_names; known: \\$facet, \\$scale, "
+     "\\$reference_facet, \\$summary_facet$"),
+    ("fm", {"rating": "per-facet", "rate_template_file": "$facet: $reference_facet"},
+     "fm.rate_template_file file '.*' lacks placeholder \\$summary_facet, which the judge needs$"),
+    ("fm", {"rating": "per-facet", "rate_system_file": "Rate $facet of $text."},
+     "fm.rate_system_file file '.*' uses unknown placeholder \\$text; known: "),
+    ("fm", {"extract_system_file": "Split it.\nIt costs $5."},
+     "fm.extract_system_file file '.*', line 2: a '\\$' that starts no placeholder"),
+    ("fm", {"mode": "vanilla", "vanilla_template_file": "Rate $summary."},
+     "fm.vanilla_template_file file '.*' lacks placeholder \\$reference"),
+    ("fm", {"mode": "vanilla", "rate_template_file": "$facets"},
+     "metric 'fm': fm.rate_template_file is not used with fm.mode=vanilla$"),
+    ("fm", {"vanilla_system_file": "Rate $summary."}, "metric 'fm': fm.vanilla_system_file is not used with "
+                                                      "fm.mode=facets$"),
+    ("fm", {"mode": "vanilla", "rating": "per-facet"}, "fm.mode=vanilla rates no facets$"),
+    ("focus", {"system_file": "Label $summary.", "labeller": "classifier", "classifier": "c.json"},
+     "focus.system_file is the judge's prompt; it is not used with focus.labeller=classifier$"),
+])
+def test_bad_prompt_files_are_refused_before_any_judge_call(metric, options, error, serve, tmp_path):
+    judge = serve(PF_RULES)
+    given = {name: write_path(tmp_path, name, value) if name.endswith("_file") and value else value
+             for name, value in options.items()}
+    rows = PF_ROWS[:1] if metric == "fm" else FOCUS_ROWS[:1]
+    path = write_jsonl(tmp_path / "rows.jsonl", rows)
+    with pytest.raises((ctrlkit.OptionError, ConfigurationError), match=error) as raised:
+        run_fm(path, judge, tmp_path, metric=metric, **given)
+    assert "\n" not in str(raised.value)
+    assert judge.requests == []
+
+
 FOCUS_ROWS = [
     {"id": "f1", "document": "Summary fone.", "controls": {"focus": "high"}},
     {"id": "f2", "document": "Summary ftwo.", "controls": {"focus": "high"}},
@@ -359,6 +556,28 @@ def test_integer_accepts_digits_and_refuses_the_rest():
     for value in (0, 4, 2.0, True, "two", None):
         with pytest.raises(UnparseableAnswer, match="x must be an integer from 1 to 3"):
             integer(value, "x", 1, 3)
+
+
+@pytest.mark.parametrize("answer, expected", [
+    ("3", 3), (" 4\n", 4), ("2.", 2), ("Rating: 1", 1), ("Number: 3", 3), ('{"rating": 2}', 2),
+    ('I would say:\n```json\n{"rating": "4", "why": "all there"}\n```', 4),
+])
+def test_single_rating_reads_the_number_alone_or_a_json_rating(answer, expected):
+    assert single_rating(answer, "rating", 4) == expected
+
+
+@pytest.mark.parametrize("answer, reason", [
+    ("5", "rating must be an integer from 1 to 4, got 5"),
+    ('{"rating": 0}', "rating must be an integer from 1 to 4, got 0"),
+    ("3 or 4", 'no rating in the answer: expected {"rating": N} or the number alone'),
+    ("I rate it 3 of 4.", 'no rating in the answer'),
+    ('{"score": 3}', 'rating is missing: expected {"rating": N}'),
+    ("", "no rating in the answer"),
+])
+def test_single_rating_refuses_what_is_not_one_rating(answer, reason):
+    with pytest.raises(UnparseableAnswer) as raised:
+        single_rating(answer, "rating", 4)
+    assert str(raised.value).startswith(reason)
 
 
 def test_cache_roundtrip_namespaces_and_canonical_keys(tmp_path):

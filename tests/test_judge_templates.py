@@ -1,5 +1,5 @@
-"""Judge prompts from user template files (fm.extract_template_file, fm.rate_template_file,
-focus.template_file): rendered exactly, checked before any judge call, recorded by SHA-256."""
+"""Judge prompts from user files (fm.*_template_file and fm.*_system_file, focus.template_file and
+focus.system_file): rendered exactly, checked before any judge call, recorded by SHA-256."""
 
 import hashlib
 import json
@@ -8,7 +8,7 @@ import pytest
 
 import ctrlkit
 from ctrlkit import OptionError
-from ctrlkit_metrics.fm import extraction_prompt, rating_prompt
+from ctrlkit_metrics.fm import RATE_SYSTEM, extraction_prompt, facet_rating_prompt, rating_prompt, vanilla_prompt
 from ctrlkit_metrics.focus import label_prompt
 
 
@@ -93,8 +93,31 @@ def test_the_default_prompts_are_unchanged():
     assert hashlib.sha256(json.dumps(prompts, sort_keys=True).encode()).hexdigest() == \
         "87373dc6e5b0c8d3b70f8ffe742158479e31a250d3105bf383d08d9f3782db98"
     assert all(prompt[0]["role"] == "system" for prompt in prompts)
-    assert ctrlkit.get_metric("fm").options == {"retries": 2, "extract_template_file": "",
-                                                "rate_template_file": ""}
+    assert ctrlkit.get_metric("fm").options == {
+        "retries": 2, "mode": "facets", "rating": "joint", "extract_template_file": "", "extract_system_file": "",
+        "rate_template_file": "", "rate_system_file": "", "vanilla_template_file": "", "vanilla_system_file": ""}
+
+
+def test_a_system_file_and_a_template_write_both_messages(tmp_path):
+    system = write(tmp_path, "system.txt", "You label focus. The summary: $summary")
+    template = write(tmp_path, "user.txt", "Label this: $summary")
+    metric = ctrlkit.get_metric("focus", system_file=system, template_file=template)
+    judge = FakeJudge(lambda prompt: '{"label": "conceptual"}')
+    metric.use_judge(judge)
+    metric.compute(["We argue."], [{"id": "a", "document": "d", "controls": {"focus": "low"}}])
+    assert judge.prompts == [[{"role": "system", "content": "You label focus. The summary: We argue."},
+                              {"role": "user", "content": "Label this: We argue."}]]
+    assert set(metric.recorded_options()) >= {"system_file_digest", "template_file_digest"}
+
+
+def test_the_rubric_is_worded_alike_in_both_rating_modes():
+    """Each facet's per-facet prompt carries the lines its scale has in the joint prompt."""
+    for facet, scale in {"background": 3, "method": 4, "result": 4, "conclusion": 3}.items():
+        system = facet_rating_prompt(facet, "ref", "sum")[0]["content"]
+        joint = RATE_SYSTEM.split(f"from 1 to {scale}:\n", 1)[1].split("\n\n", 1)[0]
+        assert joint.startswith(f"{scale} = ") and joint.endswith("contradicts the reference.")
+        assert f"\n{joint}\n" in system and f"from 1 to {scale}" in system
+    assert vanilla_prompt("R", "S")[1]["content"] == "Reference abstract:\nR\n\nGenerated abstract:\nS"
 
 
 @pytest.mark.parametrize("metric, option, text, error", [

@@ -4,16 +4,40 @@ facet by facet (background, method, result, conclusion) instead of by word overl
 Step 1 asks the judge to split the reference and the summary into the four facets (each text
 on its own, so a reference's extraction is cached once and reused for every system scored
 against it). Step 2 rates the summary's facets against the reference's: background and
-conclusion on 1-3, method and result on 1-4. The score is ``fm_score``.
+conclusion on 1-3, method and result on 1-4. The score, ``fm``, is ``fm_score``: the weighted
+mean of rating / scale over the facets the reference has.
 
-Where this departs from the paper: step 2 is one call that returns every facet's rating as one
-JSON object, where the paper rated each facet in a call of its own; the judge then sees all
-facets together, which can change its ratings. One call per facet is not offered yet.
+Step 2 by ``rating``:
+- ``joint`` (the default, fewer calls): one call per example returns every facet's rating as one
+  JSON object. The paper rated each facet in a call of its own; here the judge sees all facets
+  together, which can change its ratings. A facet the summary lacks is shown as ``(absent)``.
+- ``per-facet``: one call per facet, as the authors' released code does, and like it no call for
+  a facet the summary lacks: it is rated 1, the lowest (listed in details as ``summary_lacks``).
 
-The prompts below are ours: we do not have the paper's exact wording, so they are written to
-follow its published procedure (facet extraction, then per-facet comparison on those scales),
-not to quote it. A user with the paper's wording supplies it as template files
-(``fm.extract_template_file``, ``fm.rate_template_file``: ``judge_templates``).
+``mode=vanilla`` is the paper's meta-evaluation baseline: no facets, the judge rates the whole
+summary against the whole reference. We have not found its prompt or scale (the authors'
+released code does not include it); we use 1-4 and record ``vanilla`` = rating / 4 (FD's stored
+GPT-4 baseline scores take only the values 0.5, 0.75 and 1, which such a scale would give). It
+is its own value, never ``fm``.
+
+The wording of every prompt is ours. The authors released their prompts with their code
+(github.com/iriscxy/ScholarSum, ``FM metric code``); we do not copy them, and ours differ:
+- extraction: theirs asks for segments copied from the input; ours defines each facet and also
+  allows close paraphrase;
+- rating: their scales keep "the summary does not mention it" apart from "it contradicts the
+  reference" (background and conclusion: consistent 3, not mentioned 2, contradicted 1, judged
+  leniently; method and result: covered apart from minor details 4, important information left
+  out 3, not mentioned 2, contradicted 1), show worked examples, and ask for the number alone;
+  ours (``RUBRICS``, the same in both rating modes) grades how much of the reference facet is
+  conveyed, puts missing, unrelated and contradicted together at 1, has no examples, and asks
+  for JSON;
+- each of ours is a system message with the instructions and a user message with the texts;
+  theirs are single user messages.
+A user with the authors' (or any) wording supplies it as files: ``fm.extract_template_file``,
+``fm.rate_template_file``, ``fm.vanilla_template_file`` for the user message and the matching
+``..._system_file`` for the system message (``judge_templates``). In ``per-facet`` mode one
+rating template serves every facet (``$facet`` and ``$scale`` say which), so the authors' two
+rating prompts, one per scale, cannot both be given.
 """
 
 from __future__ import annotations
@@ -22,13 +46,14 @@ from typing import Mapping
 
 from ctrlkit import ConfigurationError, Metric, MetricResult, Option
 
-from .judging import (RETRIES, UnparseableAnswer, Verdict, ask_parsed, integer, json_object, messages, report_failures,
-                      require_messages)
-from .judge_templates import JudgeTemplate, template_option
+from .judging import (RETRIES, UnparseableAnswer, Verdict, ask_parsed, integer, json_object, report_failures,
+                      require_messages, single_rating)
+from .judge_templates import JudgePrompt, prompt_option
 
 FACETS = ("background", "method", "result", "conclusion")
 SCALES = {"background": 3, "method": 4, "result": 4, "conclusion": 3}
 WEIGHTS = {"background": 0.1, "method": 0.3, "result": 0.3, "conclusion": 0.3}
+OURS = JudgePrompt()
 
 EXTRACT_SYSTEM = """You split the abstract of a scientific paper into four facets:
 - background: the problem, its context and the motivation of the work;
@@ -40,23 +65,52 @@ serves. If the abstract says nothing for a facet, give an empty string for it; d
 Answer with one JSON object and nothing else:
 {"background": "...", "method": "...", "result": "...", "conclusion": "..."}"""
 
-RATE_SYSTEM = """You compare a generated abstract with the reference abstract of the same paper,
+RUBRICS = {
+    3: """3 = conveys the reference facet's content, no contradiction;
+2 = partly conveys it: some content missing, vague or slightly wrong;
+1 = missing, unrelated, or contradicts the reference.""",
+    4: """4 = conveys all key content of the reference facet, no errors;
+3 = conveys most key content; minor omissions or imprecision;
+2 = conveys some of it; important content missing or partly wrong;
+1 = missing, unrelated, or contradicts the reference.""",
+}
+"""What each rating means, by the top of the scale: one wording for both rating modes."""
+
+RATE_SYSTEM = f"""You compare a generated abstract with the reference abstract of the same paper,
 facet by facet. Judge whether the generated facet conveys the same content as the reference
 facet (meaning, not wording) and whether it adds claims the reference contradicts.
 
 background and conclusion, from 1 to 3:
-3 = conveys the reference facet's content, no contradiction;
-2 = partly conveys it: some content missing, vague or slightly wrong;
-1 = missing, unrelated, or contradicts the reference.
+{RUBRICS[3]}
 
 method and result, from 1 to 4:
-4 = conveys all key content of the reference facet, no errors;
-3 = conveys most key content; minor omissions or imprecision;
-2 = conveys some of it; important content missing or partly wrong;
-1 = missing, unrelated, or contradicts the reference.
+{RUBRICS[4]}
 
 Rate only the facets listed. Answer with one JSON object of integers and nothing else, e.g.
-{"background": 3, "method": 2}"""
+{{"background": 3, "method": 2}}"""
+
+FACET_RATE_SYSTEM = """You compare one facet of a generated abstract, its {facet}, with the {facet} of the
+reference abstract of the same paper. Judge whether the generated facet conveys the same content
+as the reference facet (meaning, not wording) and whether it adds claims the reference contradicts.
+
+Rate from 1 to {scale}:
+{rubric}
+
+Answer with one JSON object and nothing else: {{"rating": N}}, N an integer from 1 to {scale}."""
+
+VANILLA_SCALE = 4
+VANILLA_SYSTEM = """You compare a generated abstract with the reference abstract of the same paper, as a
+whole. Judge how much of the reference's content (its problem, approach, findings and what they
+mean) the generated abstract conveys (meaning, not wording) and whether it adds claims the
+reference contradicts.
+
+Rate from 1 to 4:
+4 = conveys all key content of the reference, no errors;
+3 = conveys most key content; minor omissions or imprecision;
+2 = conveys some of it; important content missing or partly wrong;
+1 = conveys little or none of it, or contradicts the reference.
+
+Answer with one JSON object and nothing else: {"rating": N}, N an integer from 1 to 4."""
 
 
 def fm_score(ratings: Mapping[str, int | None], reference_has: Mapping[str, bool]) -> float | None:
@@ -77,22 +131,35 @@ def fm_score(ratings: Mapping[str, int | None], reference_has: Mapping[str, bool
     return sum(WEIGHTS[facet] * ratings[facet] / SCALES[facet] for facet in present) / total
 
 
-def extraction_prompt(text: str, template: JudgeTemplate | None = None):
-    """Ours, or ``template`` with ``$text`` (the abstract or summary to split) filled."""
-    if template is not None:
-        return template.render(text=text)
-    return messages(EXTRACT_SYSTEM, f"Abstract:\n{text}")
+def extraction_prompt(text: str, prompt: JudgePrompt = OURS):
+    """Step 1 for one text; a user's files get ``$text``, the abstract or summary to split."""
+    return prompt.messages(EXTRACT_SYSTEM, f"Abstract:\n{text}", text=text)
 
 
-def rating_prompt(reference: Mapping[str, str], summary: Mapping[str, str], template: JudgeTemplate | None = None):
-    """Only the facets the reference has are shown and asked for; a ``template`` gets them as
-    ``$facets`` (the same blocks) and ``$facet_names`` (``background, method``)."""
+def rating_prompt(reference: Mapping[str, str], summary: Mapping[str, str], prompt: JudgePrompt = OURS):
+    """Step 2 in one call (``rating=joint``): only the facets the reference has are shown and
+    asked for; a user's files get them as ``$facets`` (the same blocks) and ``$facet_names``
+    (``background, method``)."""
     present = [facet for facet in FACETS if reference[facet]]
-    blocks = [f"[{facet}]\nReference: {reference[facet]}\nGenerated: {summary[facet] or '(absent)'}"
-              for facet in present]
-    if template is not None:
-        return template.render(facets="\n\n".join(blocks), facet_names=", ".join(present))
-    return messages(RATE_SYSTEM, "Facets to rate:\n\n" + "\n\n".join(blocks))
+    blocks = "\n\n".join(f"[{facet}]\nReference: {reference[facet]}\nGenerated: {summary[facet] or '(absent)'}"
+                         for facet in present)
+    return prompt.messages(RATE_SYSTEM, "Facets to rate:\n\n" + blocks, facets=blocks, facet_names=", ".join(present))
+
+
+def facet_rating_prompt(facet: str, reference: str, summary: str, prompt: JudgePrompt = OURS):
+    """Step 2 for one facet (``rating=per-facet``); a user's files get ``$facet``, ``$scale`` (3
+    or 4), ``$reference_facet`` and ``$summary_facet``."""
+    scale = SCALES[facet]
+    system = FACET_RATE_SYSTEM.format(facet=facet, scale=scale, rubric=RUBRICS[scale])
+    return prompt.messages(system, f"Reference {facet}:\n{reference}\n\nGenerated {facet}:\n{summary}",
+                           facet=facet, scale=str(scale), reference_facet=reference, summary_facet=summary)
+
+
+def vanilla_prompt(reference: str, summary: str, prompt: JudgePrompt = OURS):
+    """The whole summary against the whole reference (``mode=vanilla``); a user's files get
+    ``$reference`` and ``$summary``."""
+    return prompt.messages(VANILLA_SYSTEM, f"Reference abstract:\n{reference}\n\nGenerated abstract:\n{summary}",
+                           reference=reference, summary=summary)
 
 
 def parse_facets(answer: str) -> dict[str, str]:
@@ -110,7 +177,7 @@ def parse_facets(answer: str) -> dict[str, str]:
 
 
 def rating_parser(reference: Mapping[str, str]):
-    """A parser of the ratings of the facets ``reference`` has, each an integer within its scale."""
+    """A parser of the joint ratings of the facets ``reference`` has, each an integer within its scale."""
 
     def parse(answer: str) -> dict[str, int]:
         found = json_object(answer)
@@ -125,12 +192,22 @@ def rating_parser(reference: Mapping[str, str]):
     return parse
 
 
-class FacetMetric(Metric):
-    """FM (Chen et al.): judge-rated facet agreement with the first reference, in [0, 1].
+def facet_rating_parser(facet: str):
+    """A parser of one facet's rating (``judging.single_rating``), an integer within the facet's scale."""
+    return lambda answer: single_rating(answer, f"rating of facet '{facet}'", SCALES[facet])
 
-    Per example: ``fm`` (None when the judge failed); details: both extractions and the
-    ratings, or the failed step's raw answer and reason. Corpus: ``fm``, the mean over the
-    examples scored, and ``failed``, how many were not.
+
+def parse_vanilla(answer: str) -> int:
+    return single_rating(answer, "rating", VANILLA_SCALE)
+
+
+class FacetMetric(Metric):
+    """FM (Chen et al.): judge-rated agreement of a summary with the first reference, in [0, 1].
+
+    ``mode=facets`` (FM): per example ``fm`` (None when the judge failed); details: both
+    extractions and the ratings, or the failed step's raw answer and reason. Corpus: ``fm``, the
+    mean over the examples scored, and ``failed``, how many were not. ``mode=vanilla`` (the
+    paper's baseline): the same under the name ``vanilla`` (rating / 4), details the rating.
     """
 
     name = "fm"
@@ -138,17 +215,47 @@ class FacetMetric(Metric):
     needs_references = True
     options = (
         RETRIES,
-        Option("extract_template_file", str, "", "a UTF-8 template replacing the facet extraction prompt; "
-               "placeholder $text (docs/judge-templates.md)"),
-        Option("rate_template_file", str, "", "a UTF-8 template replacing the facet rating prompt; "
-               "placeholders $facets, $facet_names (docs/judge-templates.md)"),
+        Option("mode", str, "facets", "facets: FM, facet by facet, value fm; vanilla: the paper's baseline, the "
+               "whole summary against the whole reference on 1-4, value vanilla (docs/judge-templates.md)",
+               choices=("facets", "vanilla")),
+        Option("rating", str, "joint", "how step 2 asks (mode=facets): joint: one call rates every facet the "
+               "reference has (fewer calls); per-facet: one call per facet, as the paper did",
+               choices=("joint", "per-facet")),
+        Option("extract_template_file", str, "", "a UTF-8 template for the facet extraction prompt (the user message; "
+               "alone, the whole prompt); placeholder $text (docs/judge-templates.md)"),
+        Option("extract_system_file", str, "", "a UTF-8 file replacing the facet extraction system message; "
+               "placeholder $text"),
+        Option("rate_template_file", str, "", "a UTF-8 template for the facet rating prompt (the user message; alone, "
+               "the whole prompt); placeholders $facets, $facet_names (rating=joint) or $facet, $scale, "
+               "$reference_facet, $summary_facet (rating=per-facet)"),
+        Option("rate_system_file", str, "", "a UTF-8 file replacing the facet rating system message; "
+               "placeholders as rate_template_file's"),
+        Option("vanilla_template_file", str, "", "a UTF-8 template for the vanilla rating prompt (the user "
+               "message; alone, the whole prompt); placeholders $reference, $summary"),
+        Option("vanilla_system_file", str, "", "a UTF-8 file replacing the vanilla rating system message; "
+               "placeholders $reference, $summary"),
     )
 
     def __init__(self, **options):
         super().__init__(**options)
         self.judge = None
-        self.extract_template = template_option(self, "extract_template_file", ("text",), ("text",))
-        self.rate_template = template_option(self, "rate_template_file", ("facets", "facet_names"), ("facets",))
+        facets = self.options["mode"] == "facets"
+        unused = [name for name in (FACET_FILES if not facets else VANILLA_FILES) if self.options[name]]
+        if unused:
+            raise ConfigurationError(f"metric 'fm': fm.{unused[0]} is not used with fm.mode={self.options['mode']}")
+        if not facets and self.options["rating"] != "joint":
+            raise ConfigurationError("metric 'fm': fm.rating chooses how facets are rated; "
+                                     "fm.mode=vanilla rates no facets")
+        self.extract_wording = prompt_option(self, "extract_system_file", "extract_template_file", ("text",), ("text",))
+        if self.options["rating"] == "joint":
+            self.rate_wording = prompt_option(self, "rate_system_file", "rate_template_file",
+                                             ("facets", "facet_names"), ("facets",))
+        else:
+            self.rate_wording = prompt_option(self, "rate_system_file", "rate_template_file",
+                                             ("facet", "scale", "reference_facet", "summary_facet"),
+                                             ("reference_facet", "summary_facet"))
+        self.vanilla_wording = prompt_option(self, "vanilla_system_file", "vanilla_template_file",
+                                            ("reference", "summary"), ("reference", "summary"))
 
     def use_judge(self, judge):
         self.judge = require_messages(self.name, judge)
@@ -156,34 +263,81 @@ class FacetMetric(Metric):
     def compute(self, predictions, examples):
         if self.judge is None:
             raise ConfigurationError("metric 'fm' has no judge: call use_judge() first")
-        retries = self.options["retries"]
         references = [example.references[0] for example in examples]
+        if self.options["mode"] == "vanilla":
+            return self._vanilla(references, list(predictions))
+        return self._facets(references, list(predictions))
+
+    def _facets(self, references: list[str], predictions: list[str]) -> MetricResult:
+        retries = self.options["retries"]
         texts = list(dict.fromkeys([*references, *predictions]))
-        prompts = [extraction_prompt(text, self.extract_template) for text in texts]
+        prompts = [extraction_prompt(text, self.extract_wording) for text in texts]
         extracted = dict(zip(texts, ask_parsed(self.judge, prompts, [parse_facets] * len(texts), retries)))
         details = [_extracted(extracted[reference], extracted[prediction])
                    for reference, prediction in zip(references, predictions)]
-        to_rate = [i for i, detail in enumerate(details) if "failed" not in detail]
+        to_rate = [detail for detail in details if "failed" not in detail]
+        rate = self._rate_jointly if self.options["rating"] == "joint" else self._rate_per_facet
+        rate(to_rate)
+        values = [None if "failed" in detail else
+                  fm_score(detail["ratings"], {facet: bool(text) for facet, text in detail["reference_facets"].items()})
+                  for detail in details]
+        return _result(self.name, "fm", values, details)
 
-        prompts = [rating_prompt(details[i]["reference_facets"], details[i]["summary_facets"], self.rate_template)
-                   for i in to_rate]
-        parsers = [rating_parser(details[i]["reference_facets"]) for i in to_rate]
-        verdicts = ask_parsed(self.judge, prompts, parsers, retries)
-        values: list[float | None] = [None] * len(examples)
-        for i, verdict in zip(to_rate, verdicts):
+    def _rate_jointly(self, details: list[dict]) -> None:
+        """One call per example rates all its facets; sets each detail's ``ratings`` or ``failed``."""
+        prompts = [rating_prompt(detail["reference_facets"], detail["summary_facets"], self.rate_wording)
+                   for detail in details]
+        parsers = [rating_parser(detail["reference_facets"]) for detail in details]
+        for detail, verdict in zip(details, ask_parsed(self.judge, prompts, parsers, self.options["retries"])):
             if verdict.failed:
-                details[i]["failed"] = {"step": "rating", **verdict.failure()}
-                continue
-            details[i]["ratings"] = verdict.value
-            has = {facet: bool(text) for facet, text in details[i]["reference_facets"].items()}
-            values[i] = fm_score(verdict.value, has)
-        scored = [value for value in values if value is not None]
-        report_failures(self.name, [detail["failed"] for detail in details if "failed" in detail], len(examples))
-        return MetricResult(
-            per_example={"fm": values},
-            corpus={"fm": sum(scored) / len(scored) if scored else None, "failed": len(examples) - len(scored)},
-            details=details,
-        )
+                detail["failed"] = {"step": "rating", **verdict.failure()}
+            else:
+                detail["ratings"] = verdict.value
+
+    def _rate_per_facet(self, details: list[dict]) -> None:
+        """One call per facet the reference and the summary both have; a facet only the reference
+        has is rated 1 without a call (as the authors' code does), listed in ``summary_lacks``.
+        Sets each detail's ``ratings``, or ``failed`` naming the first facet whose rating failed."""
+        asked = [(i, facet) for i, detail in enumerate(details) for facet in FACETS
+                 if detail["reference_facets"][facet] and detail["summary_facets"][facet]]
+        prompts = [facet_rating_prompt(facet, details[i]["reference_facets"][facet],
+                                       details[i]["summary_facets"][facet], self.rate_wording) for i, facet in asked]
+        parsers = [facet_rating_parser(facet) for _, facet in asked]
+        verdicts = dict(zip(asked, ask_parsed(self.judge, prompts, parsers, self.options["retries"])))
+        for i, detail in enumerate(details):
+            present = [facet for facet in FACETS if detail["reference_facets"][facet]]
+            detail["summary_lacks"] = [facet for facet in present if (i, facet) not in verdicts]
+            failed = [facet for facet in present if (i, facet) in verdicts and verdicts[i, facet].failed]
+            if failed:
+                detail["failed"] = {"step": "rating", "facet": failed[0], **verdicts[i, failed[0]].failure()}
+            else:
+                detail["ratings"] = {facet: verdicts[i, facet].value if (i, facet) in verdicts else 1
+                                     for facet in present}
+
+    def _vanilla(self, references: list[str], predictions: list[str]) -> MetricResult:
+        prompts = [vanilla_prompt(reference, prediction, self.vanilla_wording)
+                   for reference, prediction in zip(references, predictions)]
+        verdicts = ask_parsed(self.judge, prompts, [parse_vanilla] * len(prompts), self.options["retries"])
+        details = [{"failed": {"step": "rating", **verdict.failure()}} if verdict.failed else {"rating": verdict.value}
+                   for verdict in verdicts]
+        values = [None if verdict.failed else verdict.value / VANILLA_SCALE for verdict in verdicts]
+        return _result(self.name, "vanilla", values, details)
+
+
+FACET_FILES = ("extract_template_file", "extract_system_file", "rate_template_file", "rate_system_file")
+VANILLA_FILES = ("vanilla_template_file", "vanilla_system_file")
+
+
+def _result(metric: str, value: str, values: list[float | None], details: list[dict]) -> MetricResult:
+    """``value`` per example and its mean over the examples scored, with ``failed`` counted and
+    reported."""
+    scored = [v for v in values if v is not None]
+    report_failures(metric, [detail["failed"] for detail in details if "failed" in detail], len(values))
+    return MetricResult(
+        per_example={value: values},
+        corpus={value: sum(scored) / len(scored) if scored else None, "failed": len(values) - len(scored)},
+        details=details,
+    )
 
 
 def _extracted(reference: Verdict, summary: Verdict) -> dict:

@@ -17,8 +17,8 @@ from typing import Sequence
 from ctrlkit import ConfigurationError, CtrlkitError, DatasetError, Metric, MetricResult, Option
 from ctrlkit.files import atomic_write_json, read_jsonl, require_text
 
-from .judge_templates import JudgeTemplate, template_option
-from .judging import RETRIES, UnparseableAnswer, ask_parsed, json_object, messages, report_failures, require_messages
+from .judge_templates import JudgePrompt, prompt_option
+from .judging import RETRIES, UnparseableAnswer, ask_parsed, json_object, report_failures, require_messages
 
 LABELS = ("empirical", "conceptual")
 REQUESTED = {"high": "empirical", "low": "conceptual", "empirical": "empirical", "conceptual": "conceptual"}
@@ -33,11 +33,9 @@ conceptual: it centres on motivation, theory, method and implications.
 Answer with one JSON object and nothing else: {"label": "empirical"} or {"label": "conceptual"}"""
 
 
-def label_prompt(summary: str, template: JudgeTemplate | None = None):
-    """Ours, or ``template`` with ``$summary`` filled."""
-    if template is not None:
-        return template.render(summary=summary)
-    return messages(LABEL_SYSTEM, f"Summary:\n{summary}")
+def label_prompt(summary: str, prompt: JudgePrompt = JudgePrompt()):
+    """Ours; a user's files (``focus.template_file``, ``focus.system_file``) get ``$summary``."""
+    return prompt.messages(LABEL_SYSTEM, f"Summary:\n{summary}", summary=summary)
 
 
 def parse_label(answer: str) -> str:
@@ -62,8 +60,10 @@ class Focus(Metric):
                choices=("judge", "classifier")),
         Option("classifier", str, "", "classifier JSON from ctrlkit train-focus-classifier (labeller=classifier)"),
         RETRIES,
-        Option("template_file", str, "", "a UTF-8 template replacing the judge's labelling prompt; "
-               "placeholder $summary (docs/judge-templates.md)"),
+        Option("template_file", str, "", "a UTF-8 template for the judge's labelling prompt (the user message; "
+               "alone, the whole prompt); placeholder $summary (docs/judge-templates.md)"),
+        Option("system_file", str, "", "a UTF-8 file replacing the judge's labelling system message; "
+               "placeholder $summary"),
     )
 
     def __init__(self, **options):
@@ -73,10 +73,11 @@ class Focus(Metric):
             raise ConfigurationError("metric 'focus': set both focus.labeller=classifier and "
                                      "focus.classifier=PATH, or neither (the judge labels by default)")
         self.needs_judge = not by_classifier
-        if by_classifier and self.options["template_file"]:
-            raise ConfigurationError("metric 'focus': focus.template_file is the judge's prompt; "
-                                     "it is not used with focus.labeller=classifier")
-        self.template = template_option(self, "template_file", ("summary",), ("summary",))
+        for option in ("template_file", "system_file"):
+            if by_classifier and self.options[option]:
+                raise ConfigurationError(f"metric 'focus': focus.{option} is the judge's prompt; "
+                                         "it is not used with focus.labeller=classifier")
+        self.wording = prompt_option(self, "system_file", "template_file", ("summary",), ("summary",))
         self.judge = None
         self._classifier: FocusClassifier | None = None
 
@@ -107,7 +108,7 @@ class Focus(Metric):
         if self.judge is None:
             raise ConfigurationError("metric 'focus' has no judge: call use_judge() first")
         parsers = [parse_label] * len(predictions)
-        prompts = [label_prompt(prediction, self.template) for prediction in predictions]
+        prompts = [label_prompt(prediction, self.wording) for prediction in predictions]
         verdicts = ask_parsed(self.judge, prompts, parsers, self.options["retries"])
         details = [{"label": None, "failed": v.failure()} if v.failed else {"label": v.value} for v in verdicts]
         report_failures(self.name, [detail["failed"] for detail in details if "failed" in detail], len(details))

@@ -1,9 +1,13 @@
-"""User template files for judge prompts, checked when the metric is made, before any judge call.
+"""User files for judge prompts, checked when the metric is made, before any judge call.
 
-A template is a UTF-8 file whose text, with its ``$name`` (or ``${name}``) placeholders filled,
-is the whole prompt: one user message, no system message, so the words the judge reads are the
-user's alone (a paper's exact wording). ``$`` marks placeholders because judge prompts show JSON
-answers, whose braces then need no escaping; ``$$`` is a literal ``$``.
+Each judge prompt is a system message (the instructions) and a user message (the texts to judge),
+both ours unless the user gives files. A template file, with its ``$name`` (or ``${name}``)
+placeholders filled, is the user message; a system file is the system message, with the same
+placeholders, none required. A template alone is the whole prompt: one user message, no system
+message, so the words the judge reads are the user's alone (a paper's exact wording); a system
+file alone keeps our user message, which only presents the texts. ``$`` marks placeholders
+because judge prompts show JSON answers, whose braces then need no escaping; ``$$`` is a
+literal ``$``.
 """
 
 from __future__ import annotations
@@ -14,20 +18,39 @@ from pathlib import Path
 
 from ctrlkit import OptionError
 
-from .judging import Messages
+from .judging import Messages, messages
 
 
 class JudgeTemplate:
-    """A checked template: ``render(**values)`` fills it; ``digest`` (``sha256:...`` of the file's
-    bytes) names the text a run used."""
+    """A checked template: ``fill(values)`` is its text with the placeholders filled; ``digest``
+    (``sha256:...`` of the file's bytes) names the text a run used."""
 
     def __init__(self, path: str, text: str, digest: str):
         self.path = path
         self.template = string.Template(text)
         self.digest = digest
 
-    def render(self, **values: str) -> Messages:
-        return ({"role": "user", "content": self.template.substitute(values)},)
+    def fill(self, values: dict[str, str]) -> str:
+        return self.template.substitute(values)
+
+
+class JudgePrompt:
+    """A judge prompt as the user's files leave it: ``system`` and ``user`` are the templates
+    replacing our system and user messages (None: ours)."""
+
+    def __init__(self, system: JudgeTemplate | None = None, user: JudgeTemplate | None = None):
+        self.system = system
+        self.user = user
+
+    def messages(self, our_system: str, our_user: str, **values: str) -> Messages:
+        """Our two messages, each one the user replaced filled from ``values`` instead; a
+        template without a system file is the one message."""
+        if self.system is None and self.user is None:
+            return messages(our_system, our_user)
+        user = our_user if self.user is None else self.user.fill(values)
+        if self.system is None:
+            return ({"role": "user", "content": user},)
+        return ({"role": "system", "content": self.system.fill(values)}, {"role": "user", "content": user})
 
 
 def load_template(option: str, path: str, known: tuple[str, ...], required: tuple[str, ...]) -> JudgeTemplate:
@@ -69,3 +92,11 @@ def template_option(metric, option: str, known: tuple[str, ...], required: tuple
     template = load_template(f"{metric.name}.{option}", path, known, required)
     metric.file_digests = {**metric.file_digests, f"{option}_digest": template.digest}
     return template
+
+
+def prompt_option(metric, system_option: str, user_option: str, known: tuple[str, ...],
+                  required: tuple[str, ...]) -> JudgePrompt:
+    """The prompt the metric's ``system_option`` and ``user_option`` files make: both take the
+    placeholders ``known``; the template (the user message) must have those ``required``."""
+    return JudgePrompt(template_option(metric, system_option, known, ()),
+                       template_option(metric, user_option, known, required))

@@ -27,6 +27,7 @@ RETRIES = Option("retries", int, 2, "times an unparseable judge answer is asked 
 _SHOWN_CHARS = 80
 logger = logging.getLogger("ctrlkit")
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+_BARE_NUMBER = re.compile(r"\s*(?:[A-Za-z][A-Za-z ]{0,19}:\s*)?(\d+)\s*\.?\s*")
 
 
 class UnparseableAnswer(ValueError):
@@ -170,6 +171,22 @@ def integer(value: Any, what: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise UnparseableAnswer(f"{what} must be an integer from {low} to {high}, got {json.dumps(value)}")
     return value
+
+
+def single_rating(answer: str, what: str, high: int) -> int:
+    """The one rating an answer gives, an integer from 1 to ``high``: ``{"rating": N}`` (found as
+    ``json_object`` finds it), or the number alone, perhaps after a short label and a colon
+    (``3``, ``Rating: 3``), as a prompt that asks for just the number gets it."""
+    bare = _BARE_NUMBER.fullmatch(answer)
+    if bare:
+        return integer(int(bare.group(1)), what, 1, high)
+    try:
+        found = json_object(answer)
+    except UnparseableAnswer:
+        raise UnparseableAnswer(f'no {what} in the answer: expected {{"rating": N}} or the number alone') from None
+    if "rating" not in found:
+        raise UnparseableAnswer(f'{what} is missing: expected {{"rating": N}}')
+    return integer(found["rating"], what, 1, high)
 
 
 def messages(system: str, user: str) -> Messages:
