@@ -335,7 +335,7 @@ def test_system_file_problems_name_the_file(tmp_path):
         ctrlkit.get_controller("prompt", system_file=missing)
     binary = tmp_path / "binary.txt"
     binary.write_bytes(b"\xff\xfe\x00bad")
-    with pytest.raises(ctrlkit.OptionError, match="binary.txt' cannot be read"):
+    with pytest.raises(ctrlkit.OptionError, match="binary.txt' is not UTF-8 text$"):
         ctrlkit.get_controller("prompt", system_file=str(binary))
     empty = tmp_path / "empty.txt"
     empty.write_text("  \n", encoding="utf-8")

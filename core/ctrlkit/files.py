@@ -3,13 +3,14 @@ half of one) and line-checked JSONL reading."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .errors import CtrlkitError, DatasetError
+from .errors import CtrlkitError, DatasetError, OptionError
 from .outputs import missing_folders, removed_if_left_empty
 
 
@@ -68,6 +69,21 @@ def atomic_write_json(path: str | Path, data) -> None:
 
 def atomic_write_jsonl(path: str | Path, rows: Iterable[dict]) -> None:
     atomic_write_text(path, "".join(to_json(row) + "\n" for row in rows))
+
+
+def read_text_file(path: str | Path, where: str) -> tuple[str, str]:
+    """The UTF-8 text of the file at ``path`` with universal newlines (as ``read_text`` gives them),
+    and the ``sha256:...`` of the bytes read, which a component records beside the option that named
+    the file (``OPTION_digest``). An unreadable or non-UTF-8 file is one OptionError starting with
+    ``where`` (which names the option and the file)."""
+    try:
+        raw = Path(path).read_bytes()
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise OptionError(f"{where} is not UTF-8 text") from None
+    except OSError as exc:
+        raise OptionError(f"{where} cannot be read: {exc.strerror or exc}") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n"), "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:

@@ -40,10 +40,10 @@ import hashlib
 import math
 import random
 import string
-from pathlib import Path
 
 from ctrlkit import ConfigurationError, Controller, CtrlkitError, Option, OptionError
 from ctrlkit.controls import given
+from ctrlkit.files import read_text_file
 
 SYSTEM = "You summarize documents. Follow every requirement given for the summary and reply with the summary only."
 INSTRUCTION = "Summarize the following document."
@@ -310,13 +310,9 @@ def load_template(path: str, digests: dict | None = None) -> list[tuple[str, str
 
 
 def read_file(path: str, kind: str, digests: dict | None) -> str:
-    """The UTF-8 text of the ``kind`` file at ``path``, with universal newlines as ``read_text``
-    gives them; the SHA-256 of the bytes read goes into ``digests`` as ``{kind}_file_digest``."""
-    try:
-        raw = Path(path).read_bytes()
-        text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise OptionError(f"prompt {kind} file '{path}' cannot be read: {exc}") from None
+    """The text of the ``kind`` file at ``path`` (``ctrlkit.files.read_text_file``); its digest goes
+    into ``digests`` as ``{kind}_file_digest``."""
+    text, digest = read_text_file(path, f"prompt {kind} file '{path}'")
     if digests is not None:
-        digests[f"{kind}_file_digest"] = "sha256:" + hashlib.sha256(raw).hexdigest()
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+        digests[f"{kind}_file_digest"] = digest
+    return text

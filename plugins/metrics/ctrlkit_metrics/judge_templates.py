@@ -12,11 +12,10 @@ literal ``$``.
 
 from __future__ import annotations
 
-import hashlib
 import string
-from pathlib import Path
 
 from ctrlkit import OptionError
+from ctrlkit.files import read_text_file
 
 from .judging import Messages, messages
 
@@ -58,13 +57,7 @@ def load_template(option: str, path: str, known: tuple[str, ...], required: tupl
     OptionError naming the file and the problem: unreadable, not UTF-8, empty, a ``$`` that starts
     no placeholder, a placeholder outside ``known``, or a ``required`` one missing."""
     where = f"{option} file '{path}'"
-    try:
-        raw = Path(path).read_bytes()
-        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-    except UnicodeDecodeError:
-        raise OptionError(f"{where} is not UTF-8 text") from None
-    except OSError as exc:
-        raise OptionError(f"{where} cannot be read: {exc.strerror or exc}") from None
+    text, digest = read_text_file(path, where)
     if not text.strip():
         raise OptionError(f"{where} is empty")
     used = []
@@ -80,7 +73,7 @@ def load_template(option: str, path: str, known: tuple[str, ...], required: tupl
     for name in required:
         if name not in used:
             raise OptionError(f"{where} lacks placeholder ${name}, which the judge needs")
-    return JudgeTemplate(path, text, "sha256:" + hashlib.sha256(raw).hexdigest())
+    return JudgeTemplate(path, text, digest)
 
 
 def template_option(metric, option: str, known: tuple[str, ...], required: tuple[str, ...]) -> JudgeTemplate | None:
