@@ -299,3 +299,27 @@ def test_a_run_records_the_topics_its_model_held_out_and_warns_when_it_mixes(fix
     # a picked topic without its topic_id is still known as held out, by its label
     assert picked.results["model_holdout"]["n_examples"] == sum(s["controls"]["topic"] == "weather"
                                                                 for s in picked.samples)
+
+
+class _Capture(ctrlkit.Controller):
+    """Keeps the train examples it is fitted on."""
+
+    name = "capture"
+    needs_train_examples = True
+
+    def fit(self, train_examples, topic_space):
+        self.seen = list(train_examples)
+
+    def apply(self, example, model_input):
+        return model_input
+
+
+def test_a_controller_fits_on_the_train_examples_of_topics_not_held_out():
+    from ctrlkit.pipeline import fit_or_restore
+
+    source = ctrlkit.get_dataset("newts", path=str(shared_file("newts/NEWTS_test_600.csv")))
+    train = source.load("train")
+    controller = _Capture()
+    fit_or_restore(controller, ctrlkit.get_backbone("extractive"), source, None, 0, ["115", "152"])
+    assert [e.id for e in controller.seen] == [e.id for e in train if e.controls["topic_id"] not in ("115", "152")]
+    assert len(controller.seen) < len(train)

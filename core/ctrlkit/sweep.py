@@ -290,8 +290,8 @@ def _same_configuration(config: dict, arguments: dict, digests: dict) -> bool:
     if any(config.get(key) != arguments[key] for key in keys):
         return False
     # recorded since ctrlkit recorded them; a cell from before had the defaults
-    if (config.get("only_topics"), config.get("topic_source", "oracle")) != (arguments["only_topics"],
-                                                                            arguments["topic_source"]):
+    if (config.get("only_topics"), config.get("topic_source", ORACLE)) != (arguments.get("only_topics"),
+                                                                          arguments.get("topic_source", ORACLE)):
         return False
     if config.get("baseline") != (None if arguments["baseline"] in (None, arguments["controller"]) else
                                   arguments["baseline"]):  # run records no baseline that is the controller
