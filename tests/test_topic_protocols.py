@@ -247,6 +247,9 @@ def test_topic_source_on_the_command_line_and_in_a_sweep(fixture, tmp_path):
     assert "requesting the 2 nearest topics of each of 4 documents" in result.output
     recorded = json.loads((out / "results.json").read_text())
     assert recorded["config"]["topic_source"] == "top2" and recorded["n_examples"] == 8
+    one = CliRunner().invoke(cli, ["run", "-d", "jsonl", "--data", fixture["data"], "--topics", fixture["topics"],
+                                   "-m", "stas", "--topic-source", "top1", "--no-baseline", "-o", str(tmp_path / "one")])
+    assert one.exit_code == 0 and "requesting the nearest topic of each of 4 documents" in one.output
 
     config = tmp_path / "sweep.toml"
     config.write_text(f'controllers = "none"\nmetrics = "stas"\ndatasets = "jsonl"\ndata = "{fixture["data"]}"\n'

@@ -342,7 +342,8 @@ def describe_examples(results: dict) -> str:
         text += f" ({config['split_origin']})"
     picks = results.get("topic_picks")
     if picks:
-        text += f", requesting the {picks['per_document']} nearest topics of each of {picks['documents']} documents"
+        nearest = "nearest topic" if picks["per_document"] == 1 else f"{picks['per_document']} nearest topics"
+        text += f", requesting the {nearest} of each of {picks['documents']} documents"
     return text
 
 
