@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from .cli_options import (BATCH_SIZE, DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CACHE, SAMPLE, SET, SKIP_INVALID,
-                          SPLIT, STRICT_CONTROLS, TOPICS)
+from .cli_options import (BATCH_SIZE, DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CACHE, ONLY_TOPICS, SAMPLE, SET,
+                          SKIP_INVALID, SPLIT, STRICT_CONTROLS, TOPIC_SOURCE_HELP, TOPICS)
 from .component_options import NOUNS, kind_of, qualified
 from .errors import CtrlkitError
 from .options import parse_assignments
@@ -69,6 +69,8 @@ def cli():
 @click.option("-m", "--metric", "metrics", multiple=True,
               help="Metric (repeatable). Default: rouge, and stas when some example has a topic.")
 @TOPICS
+@ONLY_TOPICS
+@click.option("--topic-source", default="oracle", show_default=True, metavar="oracle|topK", help=TOPIC_SOURCE_HELP)
 @SET
 @click.option("--baseline", default="none", show_default=True,
               help="Controller run and scored beside it on the same examples.")
@@ -85,15 +87,15 @@ def cli():
 @SKIP_INVALID
 @STRICT_CONTROLS
 @NO_CACHE
-def run(dataset, data, split, controller, backbone, metrics, topics, assignments, baseline, no_baseline, limit,
-        sample, seed, batch_size, out, device, judge, skip_invalid, strict_controls, no_cache):
+def run(dataset, data, split, controller, backbone, metrics, topics, only_topics, topic_source, assignments, baseline,
+        no_baseline, limit, sample, seed, batch_size, out, device, judge, skip_invalid, strict_controls, no_cache):
     """Generate summaries with a controller and score them; writes results.json and samples.jsonl."""
     from .pipeline import run as run_pipeline
 
     with output_folder(out, f"{dataset}-{controller}") as out:
         result = run_pipeline(
             dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
-            metrics=metrics or None, topics=topics, judge=judge,
+            metrics=metrics or None, topics=topics, only_topics=only_topics, topic_source=topic_source, judge=judge,
             options=_options(assignments, backbone, device, dataset if skip_invalid else None),
             baseline=None if no_baseline else baseline, limit=limit, sample=sample, seed=seed, batch_size=batch_size,
             out=out, cache=not no_cache, strict_controls=strict_controls, progress=True,
@@ -180,6 +182,8 @@ def report_command(directory, out, examples):
               help="File a dataset reads; DATASET= may be left out when there is one dataset.")
 @click.option("--split", help="Dataset split.")
 @TOPICS
+@ONLY_TOPICS
+@click.option("--topic-source", metavar="oracle|topK", help=TOPIC_SOURCE_HELP + " [default: oracle]")
 @SET
 @JUDGE
 @click.option("--limit", type=click.IntRange(min=1), help="Use only the first N examples of each dataset.")
@@ -192,14 +196,15 @@ def report_command(directory, out, examples):
 @click.option("--overwrite", is_flag=True,
               help="Replace a sweep with other settings already in --out: its cells/, sweep.json, table.* and "
                    "report.* are removed first (other files stay).")
-def sweep(out, config_file, controllers, metrics, backbones, datasets, data_paths, split, topics, assignments,
-          judge, limit, seed, batch_size, baseline, device, no_cache, overwrite):
+def sweep(out, config_file, controllers, metrics, backbones, datasets, data_paths, split, topics, only_topics,
+          topic_source, assignments, judge, limit, seed, batch_size, baseline, device, no_cache, overwrite):
     """Run a grid of controllers x backbones x datasets with the same metrics; write the paper's table."""
     from .sweep import load_config, sweep as run_sweep
 
     settings = load_config(config_file) if config_file else {}
     given = {"controllers": _comma(controllers), "metrics": _comma(metrics), "backbones": _comma(backbones),
-             "datasets": _comma(datasets), "split": split, "topics": topics, "judge": judge, "limit": limit,
+             "datasets": _comma(datasets), "split": split, "topics": topics, "only_topics": only_topics,
+             "topic_source": topic_source, "judge": judge, "limit": limit,
              "seed": seed, "batch_size": batch_size, "baseline": baseline, "device": device,
              "cache": False if no_cache else None}
     settings.update({key: value for key, value in given.items() if value is not None})
@@ -244,6 +249,9 @@ def _data_paths(items, datasets) -> dict[str, str]:
                                "such as MACSum's val.json, or of a dataset without splits].")
 @click.option("--eval-split", help="Split scored after each epoch; the best model is kept.")
 @TOPICS
+@click.option("--holdout-topics", metavar="A,B",
+              help="Leave out of training (and of --eval-split) every example whose topic or topic_id is one of "
+                   "these (comma-separated); recorded with the model, for zero-shot evaluation (run --only-topics).")
 @SET
 @click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--max-steps", type=click.IntRange(min=0), default=0, show_default=True,
@@ -261,14 +269,16 @@ def _data_paths(items, datasets) -> dict[str, str]:
 @click.option("--seed", type=int, default=0, show_default=True)
 @DEVICE
 @STRICT_CONTROLS
-def train(backbone, out, controller, dataset, data, split, eval_split, topics, assignments, epochs, max_steps, lr,
-          batch_size, grad_accum, patience, save_every, max_target_tokens, limit, seed, device, strict_controls):
+def train(backbone, out, controller, dataset, data, split, eval_split, topics, holdout_topics, assignments, epochs,
+          max_steps, lr, batch_size, grad_accum, patience, save_every, max_target_tokens, limit, seed, device,
+          strict_controls):
     """Fine-tune a backbone with a controller applied to its training inputs (resumable)."""
     from .training import train as train_backbone
 
     record = train_backbone(
         backbone=backbone, out=out, controller=controller, dataset=dataset, data=data, split=split,
-        eval_split=eval_split, topics=topics, options=_options(assignments, backbone, device), epochs=epochs,
+        eval_split=eval_split, topics=topics, holdout_topics=holdout_topics,
+        options=_options(assignments, backbone, device), epochs=epochs,
         max_steps=max_steps, lr=lr, batch_size=batch_size, grad_accum=grad_accum, patience=patience,
         save_every=save_every, max_target_tokens=max_target_tokens, limit=limit, seed=seed,
         strict_controls=strict_controls, progress=True,
@@ -330,6 +340,10 @@ def describe_examples(results: dict) -> str:
         text += f" of split '{config['split']}'"
     if config.get("split_origin"):
         text += f" ({config['split_origin']})"
+    picks = results.get("topic_picks")
+    if picks:
+        nearest = "nearest topic" if picks["per_document"] == 1 else f"{picks['per_document']} nearest topics"
+        text += f", requesting the {nearest} of each of {picks['documents']} documents"
     return text
 
 

@@ -26,3 +26,11 @@ BATCH_SIZE = click.option("--batch-size", type=click.IntRange(min=1), default=16
 STRICT_CONTROLS = click.option("--strict-controls", is_flag=True,
                                help="Refuse the run when any example lacks a control a component reads "
                                     "(default: such examples are left uncontrolled, or unscored, and counted).")
+ONLY_TOPICS = click.option("--only-topics", metavar="A,B",
+                           help="Keep only the examples whose topic or topic_id is one of these (comma-separated), "
+                                "before --limit: zero-shot evaluation on the topics a model was trained without "
+                                "(train --holdout-topics). NEWTS topics are word lists holding commas: name them "
+                                "by topic_id.")
+TOPIC_SOURCE_HELP = ("Requested topic: oracle (the gold topic) or topK (top1, top3): each document's K topics "
+                     "nearest to it in the tf-idf topic space, K examples per document, each scored against its "
+                     "own topic; reference metrics score only those with a reference for it.")

@@ -30,6 +30,8 @@ from .quiet import quietly
 from .results import format_table, number, versions, write_run
 from .sampling import check_sample, draw_sample
 from .secrets import mask_secrets
+from .topic_selection import drop_topics, keep_topics, report_held_out, topic_names
+from .topic_source import ORACLE, PICKING_VECTORIZER, describe_picks, pick_topics, ranks, topic_count
 from .topics import TopicSpace, load_topic_documents
 from .types import Example, ModelInput
 
@@ -64,6 +66,8 @@ def run(
     backbone: str = "extractive",
     metrics: Sequence[str] | None = None,
     topics: str | None = None,
+    only_topics: Sequence[str] | str | None = None,
+    topic_source: str = ORACLE,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     judge: str | None = None,
     baseline: str | None = "none",
@@ -96,6 +100,15 @@ def run(
     (counted in ``scored``); ``strict_controls=True`` refuses the run instead when any example
     lacks such a control. A control that no example carries is always refused. ``progress`` shows
     progress on stderr (``ctrlkit.progress``), and says how much a rerun resumes.
+
+    ``only_topics`` (topic names, or one comma-separated string) keeps only the examples whose
+    ``topic`` or ``topic_id`` is named, before ``limit`` or ``sample`` (:mod:`ctrlkit.topic_selection`):
+    the evaluation half of the zero-shot protocol, whose other half is ``train(holdout_topics=...)``.
+    A model trained with topics held out is recorded (``model_holdout``), with one warning line
+    when some examples request a topic it was trained on. ``topic_source`` ``"topK"`` requests each
+    document's K nearest topics in the topic space instead of its gold topic, K examples per
+    document (:mod:`ctrlkit.topic_source`, which says where this departs from the paper and how
+    references are used); ``"oracle"`` (default) requests the gold topic.
     """
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -104,6 +117,8 @@ def run(
         metrics=metrics or DEFAULT_METRICS, judge=judge), strict=strict_options)
     check_counts(limit=limit, batch_size=batch_size)
     check_sample(sample, limit)
+    only_topics = topic_names(only_topics, "only_topics")
+    per_document = topic_count(topic_source)
     if metrics is not None and not metrics:
         raise ConfigurationError("a run needs at least one metric")
     _seed_everything(seed)
@@ -117,6 +132,8 @@ def run(
     scorers = create_metrics(metrics or DEFAULT_METRICS, routed, judge)
     needs_space = [c for c in (main, other, *scorers) if c is not None and c.topic_vectorizer]
     vectorizers = create_vectorizers(needs_space, routed)
+    picker = (vectorizers.get(PICKING_VECTORIZER) or create_vectorizers([_Picking()], routed)[PICKING_VECTORIZER]
+              if per_document else None)
     routed.check_unused()
     for c in (main, other):
         if c is not None and not c.requires <= model.capabilities:
@@ -129,12 +146,23 @@ def run(
         digests = {"data_digest": data_digest(source.options.get("path")), "topics_digest": data_digest(topics),
                    "backbone_digest": backbone_digest(model)}
         chosen_split = split if split is not None else source.default_split
-        examples = admit_examples(source.load(chosen_split)[:limit], dataset)
+        loaded = source.load(chosen_split)
+        chosen = keep_topics(loaded, only_topics, _where(dataset, chosen_split)) if only_topics else loaded
+        examples = admit_examples(chosen[:limit], dataset)
     report_skipped(source, dataset)
     if not examples:
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
     if sample is not None:
         examples = draw_sample(examples, sample, seed, dataset)
+    spaces: dict[str, TopicSpace] = {}
+    if per_document:
+        with _timed(timings, "topic_space_s"):
+            spaces = _topic_spaces({PICKING_VECTORIZER: picker}, topics, source, dataset)
+        examples = admit_examples(pick_topics(examples, spaces[PICKING_VECTORIZER], per_document, loaded,
+                                              topic_source), dataset)
+    saved = model.saved_controller()
+    model_holdout = (saved or {}).get("holdout_topics")
+    n_held_out = report_held_out(model_holdout, examples, loaded)
     if metrics is None:
         scorers = default_scorers(scorers, examples, dataset)
         needs_space = [c for c in (main, other, *scorers) if c is not None and c.topic_vectorizer]
@@ -142,16 +170,18 @@ def run(
     for c in (main, other):
         if c is not None:
             check_controls(c, examples, dataset, strict_controls)
-    check_metrics(scorers, examples, source, dataset, strict_controls)
+    check_metrics(scorers, examples, source, dataset, strict_controls, unreferenced=bool(per_document))
 
     with _timed(timings, "topic_space_s"):
-        spaces = _topic_spaces(vectorizers, topics, source, dataset)
+        spaces.update(_topic_spaces({name: vectorizer for name, vectorizer in vectorizers.items()
+                                     if name not in spaces}, topics, source, dataset))
     for c in needs_space:
         _check_topics(c, spaces[c.topic_vectorizer], examples)
     bind_metrics(scorers, spaces)
 
     arms = {"run": main, "baseline": other} if other else {"run": main}
     outcomes = {}
+    by_rank: dict[str, dict] = {}
     cache_stats = {"hits": 0, "misses": 0}
     with cache_scope(enabled=cache):  # judge answers too
         generations = Cache("generations") if cache else None
@@ -164,7 +194,10 @@ def run(
                 predictions = generate(arm_controller, model, examples, batch_size, progress, generations,
                                        cache_stats)
             with _timed(timings, prefix + "score_s"):
-                outcomes[arm] = (predictions, score(scorers, predictions, examples, progress))
+                outcomes[arm] = (predictions, score(scorers, predictions, examples, progress,
+                                                    unreferenced=bool(per_document)))
+                if per_document > 1:
+                    by_rank[arm] = scores_by_rank(scorers, predictions, examples)
     timings["total_s"] = time.perf_counter() - started
     left = {arm: uncontrolled(c, examples) for arm, c in arms.items()}
     report_uncontrolled(left["run"], len(examples), main)
@@ -175,36 +208,47 @@ def run(
             "split_origin": source.describe_split(chosen_split), "controller": main.name,
             "backbone": backbone, "backbone_digest": digests["backbone_digest"], "metrics": [m.name for m in scorers],
             "topics": topics,
-            "topics_digest": digests["topics_digest"], "judge": judge,
+            "topics_digest": digests["topics_digest"], "only_topics": only_topics, "topic_source": topic_source,
+            "judge": judge,
             "baseline": other.name if other else None, "limit": limit, "sample": sample, "seed": seed,
             "batch_size": batch_size, "strict_controls": strict_controls,
             "options": resolved_options(routed, datasets=[source], controllers=[main, other], backbones=[model],
-                                        metrics=scorers, vectorizers=vectorizers.values()),
+                                        metrics=scorers,
+                                        vectorizers={**vectorizers, PICKING_VECTORIZER: picker}.values()
+                                        if picker else vectorizers.values()),
         }),
         "versions": versions(),
         "n_examples": len(examples),
         "n_skipped": source.skipped,
+        "n_other_topics": len(loaded) - len(chosen) if only_topics else None,
+        "topic_picks": {**describe_picks(examples, per_document), "by_rank": by_rank.get("run")}
+        if per_document else None,
+        "model_holdout": {"topics": model_holdout, "n_examples": n_held_out} if model_holdout else None,
         "cache": cache_stats if cache else None,
         "uncontrolled": left["run"],
         "scored": outcomes["run"][1].scored,
         "metrics": outcomes["run"][1].corpus,
         "baseline": {"controller": other.name, "metrics": outcomes["baseline"][1].corpus,
-                     "uncontrolled": left["baseline"]} if other else None,
+                     "uncontrolled": left["baseline"], **({"by_rank": by_rank["baseline"]} if by_rank else {})}
+        if other else None,
         "timings": {name: round(seconds, 4) for name, seconds in timings.items()},
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    samples = _samples(examples, outcomes, arms)
+    samples = _samples(examples, outcomes, arms, picked=bool(per_document))
     if out is not None:
         write_run(out, results, samples)
     return RunResult(results, samples)
 
 
-def _samples(examples, outcomes, arms) -> list[dict]:
+def _samples(examples, outcomes, arms, picked: bool = False) -> list[dict]:
     """One dict per example: prediction and scores of the run, and of the baseline when there is
-    one; ``uncontrolled`` names the controllers that left the example as it was."""
+    one; ``uncontrolled`` names the controllers that left the example as it was; ``topic_pick``
+    (``picked``: a non-oracle topic source) says how its topic was picked."""
     samples = []
     for i, example in enumerate(examples):
         sample = {"id": example.id, "controls": example.controls}
+        if picked:
+            sample["topic_pick"] = example.meta["topic_pick"]
         sample.update(_scored(outcomes["run"], i, arms["run"], example))
         if "baseline" in outcomes:
             sample["baseline"] = _scored(outcomes["baseline"], i, arms["baseline"], example)
@@ -299,12 +343,18 @@ def used_vectorizers(vectorizers: Mapping[str, Any], users) -> dict:
     return {name: vectorizer for name, vectorizer in vectorizers.items() if name in wanted}
 
 
-def check_metrics(scorers, examples, source, dataset, strict_controls: bool = False) -> None:
+def check_metrics(scorers, examples, source, dataset, strict_controls: bool = False,
+                  unreferenced: bool = False) -> None:
     """Refuse, before any work, metrics that need what the examples lack. A metric checks the
-    examples it will score: those carrying the controls it reads."""
+    examples it will score: those carrying the controls it reads (with ``unreferenced``, as
+    :func:`scoring_indices` says)."""
     for scorer in scorers:
         check_controls(scorer, examples, dataset, strict_controls)
-        scoring = [examples[i] for i in scored_indices(scorer, examples)]
+        scoring = [examples[i] for i in scoring_indices(scorer, examples, unreferenced)]
+        if scorer.needs_references and unreferenced and not scoring:
+            raise ConfigurationError(f"metric '{scorer.name}' needs references, but none of the {len(examples)} "
+                                     "examples has one for its picked topic (a picked topic that is no gold topic "
+                                     "of its document has none); score with metrics that need no references")
         if scorer.needs_references:
             _check_references(scorer, scoring, dataset)
         scorer.use_dataset(source)
@@ -317,9 +367,11 @@ def bind_metrics(scorers, spaces) -> None:
             scorer.use_topic_space(spaces[scorer.topic_vectorizer])
 
 
-def fit_or_restore(controller, backbone, source, topic_space, seed: int = 0) -> None:
+def fit_or_restore(controller, backbone, source, topic_space, seed: int = 0,
+                   holdout_topics: Sequence[str] | None = None) -> None:
     """Give the controller the dataset and the run's ``seed``, then restore the controller state
-    saved with a trained model, or fit the controller."""
+    saved with a trained model, or fit the controller (on the train examples whose topic is none
+    of ``holdout_topics``)."""
     controller.use_dataset(source)
     controller.use_seed(seed)
     saved = backbone.saved_controller()
@@ -334,7 +386,7 @@ def fit_or_restore(controller, backbone, source, topic_space, seed: int = 0) -> 
         logger.warning("ctrlkit: %s was not trained with this model: its parameters are random "
                        "(ctrlkit train first)", ", ".join(untrained))
     train = source.load("train") if controller.needs_train_examples else []
-    controller.fit(train, topic_space)
+    controller.fit(drop_topics(train, holdout_topics or ()), topic_space)
 
 
 def generate(controller, backbone, examples: Sequence[Example], batch_size: int, progress: bool,
@@ -415,21 +467,44 @@ class Scores:
     scored: dict[str, int]
 
 
-def score(metrics, predictions: Sequence[str], examples: Sequence[Example], progress: bool = False) -> Scores:
+def score(metrics, predictions: Sequence[str], examples: Sequence[Example], progress: bool = False,
+          unreferenced: bool = False) -> Scores:
     """Score with each metric the examples that carry every control it reads (the others get
-    None for each of its values); its corpus values are over those examples only."""
+    None for each of its values); its corpus values are over those examples only. With
+    ``unreferenced`` see :func:`scoring_indices`."""
     with Progress(f"score {len(examples)} examples", len(metrics), "metrics", enabled=progress) as bar:
-        return _score(metrics, predictions, examples, bar)
+        return _score(metrics, predictions, examples, bar, unreferenced)
 
 
-def _score(metrics, predictions, examples, bar: Progress) -> Scores:
+def scoring_indices(metric, examples: Sequence[Example], unreferenced: bool = False) -> list[int]:
+    """The positions of the examples ``metric`` scores (``controls.scored_indices``); with
+    ``unreferenced`` (topics picked by a non-oracle topic source, where an example may have no
+    reference for its topic), a metric that needs references skips the examples without one."""
+    keep = scored_indices(metric, examples)
+    if unreferenced and metric.needs_references:
+        keep = [i for i in keep if examples[i].references]
+    return keep
+
+
+def scores_by_rank(metrics, predictions: Sequence[str], examples: Sequence[Example]) -> dict[str, dict]:
+    """For topics picked by rank (``topic_source`` ``topK``): each rank's examples scored apart,
+    ``{rank: {"n_examples", "scored", "metrics"}}``."""
+    by_rank = {}
+    for rank, positions in ranks(examples).items():
+        scores = score(metrics, [predictions[i] for i in positions], [examples[i] for i in positions],
+                       unreferenced=True)
+        by_rank[str(rank)] = {"n_examples": len(positions), "scored": scores.scored, "metrics": scores.corpus}
+    return by_rank
+
+
+def _score(metrics, predictions, examples, bar: Progress, unreferenced: bool = False) -> Scores:
     corpus: dict[str, dict] = {}
     per_example: list[dict] = [{} for _ in examples]
     details: list[dict] = [{} for _ in examples]
     scored: dict[str, int] = {}
     for metric in metrics:
         bar.update(0, f"metric '{metric.name}'")
-        keep = scored_indices(metric, examples)
+        keep = scoring_indices(metric, examples, unreferenced)
         scored[metric.name] = len(keep)
         if not keep:
             corpus[metric.name] = {}
@@ -502,6 +577,16 @@ def resolved_options(routed: RunOptions, **made) -> dict:
     return {routed.key((kind, link.name)): link.recorded_options() for kind, components in made.items()
             for component in components if component is not None
             for link in getattr(component, "controllers", [component])}
+
+
+class _Picking:
+    """What asks for the topic space that ranks a document's topics (``topic_source``)."""
+
+    topic_vectorizer = PICKING_VECTORIZER
+
+
+def _where(dataset: str, split: str | None) -> str:
+    return f"dataset '{dataset}'" + (f", split '{split}'" if split else "")
 
 
 def _names(spec: str | None) -> list[str]:

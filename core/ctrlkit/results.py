@@ -76,8 +76,34 @@ def format_table(results: dict) -> str:
                 row += [_show(other, counted), "" if difference is None else
                         f"{difference:+.0f}" if counted else f"{difference:+.4f}"]
             rows.append(row)
+    text = _aligned(rows)
+    by_rank = (results.get("topic_picks") or {}).get("by_rank")
+    if by_rank:
+        controller = visible(str(results["config"].get("controller") or "run"))
+        text += f"\n\n{controller}, by rank of the picked topic:\n{_by_rank(by_rank)}"
+    return text
+
+
+def _by_rank(by_rank: dict) -> str:
+    """The corpus scores of each rank's examples (``topic_source`` ``topK``), a column per rank."""
+    header = ["metric", *(f"rank {rank}" for rank in by_rank)]
+    rows = [header]
+    names = dict.fromkeys((metric, name) for part in by_rank.values()
+                          for metric, values in part["metrics"].items() for name in values)
+    for metric, name in names:
+        row = [label(metric, name)]
+        for part in by_rank.values():
+            value = part["metrics"].get(metric, {}).get(name)
+            scored = part["scored"].get(metric, part["n_examples"])
+            row.append(_show(value, is_count(name)) + (f" (n={scored} of {part['n_examples']})"
+                                                       if scored != part["n_examples"] else ""))
+        rows.append(row)
+    return _aligned(rows)
+
+
+def _aligned(rows: list[list[str]]) -> str:
     rows = [[visible(" ".join(cell.split())) for cell in row] for row in rows]  # names a plugin chose
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)

@@ -38,6 +38,7 @@ from .results import versions
 from .secrets import mask_secrets
 from .sweep_folder import SETTINGS_FILE, check_earlier_sweep
 from .sweep_settings import check_settings
+from .topic_source import ORACLE, topic_count
 
 try:
     import tomllib
@@ -110,6 +111,8 @@ def sweep(
     data: Mapping[str, str] | None = None,
     split: str | None = None,
     topics: str | None = None,
+    only_topics: Sequence[str] | str | None = None,
+    topic_source: str | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     judge: str | None = None,
     limit: int | None = None,
@@ -125,7 +128,8 @@ def sweep(
 
     ``data`` maps a dataset name to the file it reads. ``baseline`` is a controller each cell's
     run scores beside its own (recorded in the cell's results.json). ``device`` is set on every
-    backbone that takes one. ``cache`` as in :func:`ctrlkit.run`. A folder holding a sweep with
+    backbone that takes one. ``cache``, ``only_topics`` and ``topic_source`` as in :func:`ctrlkit.run`
+    (``topic_source`` None: oracle). A folder holding a sweep with
     other settings is refused unless these only add controllers, metrics, backbones or datasets
     (the sweep resumes), or ``overwrite`` removes the earlier sweep's cells, tables and report
     first. The settings are checked as a configuration file's are, so names may also be one
@@ -135,7 +139,8 @@ def sweep(
     if not controllers or (metrics is not None and not metrics) or not backbones or not datasets:
         raise ConfigurationError("a sweep needs at least one controller, metric, backbone and dataset")
     given = {"controllers": controllers, "metrics": metrics, "backbones": backbones, "datasets": datasets,
-             "data": data, "split": split, "topics": topics, "options": options, "judge": judge, "limit": limit,
+             "data": data, "split": split, "topics": topics, "only_topics": only_topics, "topic_source": topic_source,
+             "options": options, "judge": judge, "limit": limit,
              "seed": seed, "batch_size": batch_size, "baseline": baseline, "device": device, "cache": cache}
     checked = check_settings({key: list(value) if isinstance(value, tuple) else
                               {k: dict(v) if isinstance(v, Mapping) else v for k, v in value.items()}
@@ -143,6 +148,9 @@ def sweep(
     controllers, backbones, datasets = (checked[key] for key in ("controllers", "backbones", "datasets"))
     metrics = checked.get("metrics")
     data, options, baseline, device = (checked.get(key) for key in ("data", "options", "baseline", "device"))
+    only_topics = checked.get("only_topics")
+    if topic_source is not None:
+        topic_count(topic_source)  # a bad value is refused before any cell
     # every option must fit a component of some cell (each cell takes those of its own components)
     backbone_names = [backbone_name(spec) for spec in (*backbones, *([judge] if judge else []))]
     RunOptions(options, [*(("datasets", name) for name in datasets), *(("backbones", name) for name in backbone_names),
@@ -156,6 +164,7 @@ def sweep(
     metrics = [name for name in (metrics or DEFAULT_METRICS) if any(name in names for names in scoring.values())]
     settings = {"controllers": list(controllers), "metrics": metrics, "backbones": list(backbones),
                 "datasets": list(datasets), "data": dict(data or {}), "split": split, "topics": topics,
+                "only_topics": only_topics, "topic_source": topic_source,
                 "options": {k: dict(v) for k, v in (options or {}).items()}, "judge": judge, "limit": limit,
                 "seed": seed, "batch_size": batch_size, "baseline": baseline, "device": device}
     # what the files hold now: a cell made from other bytes runs again
@@ -171,6 +180,7 @@ def sweep(
             for controller in controllers:
                 arguments = dict(dataset=dataset, data=settings["data"].get(dataset), split=split,
                                  controller=controller, backbone=backbone, metrics=scoring[dataset], topics=topics,
+                                 only_topics=only_topics, topic_source=topic_source or ORACLE,
                                  options=cell_options, judge=judge, baseline=baseline, limit=limit, seed=seed,
                                  batch_size=batch_size)
                 folder = f"cells/{slug(dataset)}--{slug(backbone)}--{slug(controller)}"
@@ -279,6 +289,10 @@ def _same_configuration(config: dict, arguments: dict, digests: dict) -> bool:
             return False
     keys = ("dataset", "controller", "backbone", "metrics", "judge", "limit", "seed", "batch_size")
     if any(config.get(key) != arguments[key] for key in keys):
+        return False
+    # recorded since ctrlkit recorded them; a cell from before had the defaults
+    if (config.get("only_topics"), config.get("topic_source", ORACLE)) != (arguments.get("only_topics"),
+                                                                          arguments.get("topic_source", ORACLE)):
         return False
     if config.get("baseline") != (None if arguments["baseline"] in (None, arguments["controller"]) else
                                   arguments["baseline"]):  # run records no baseline that is the controller

@@ -122,7 +122,7 @@ def _key(value: Any) -> str:
 
 SETTINGS: dict[str, Callable[[Any], Any]] = {
     "controllers": _names, "metrics": _names, "backbones": _names, "datasets": _names, "data": _data,
-    "split": _text, "topics": _text, "options": _options, "judge": _text,
+    "split": _text, "topics": _text, "only_topics": _names, "topic_source": _text, "options": _options, "judge": _text,
     "limit": _whole(1), "seed": _whole(0, MAX_SEED), "batch_size": _whole(1), "baseline": _text, "device": _text,
     "cache": _flag,
 }

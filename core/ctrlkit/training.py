@@ -2,7 +2,8 @@
 input, the training-time half of the published methods (prepend, tag, embed, guidance).
 
 The output folder holds the model, its tokenizer, ``ctrlkit_controller.json`` (the controller's
-learned state: terms, topic index, ...) and ``training.json`` (config, versions, losses), so
+learned state: terms, topic index, ...; and the topics held out of training, when any) and
+``training.json`` (config, versions, losses), so
 ``ctrlkit run --backbone hf:DIR --controller C`` restores all of it. A checkpoint is written
 atomically every ``save_every`` steps and at each epoch's end; running the same command again
 resumes from it.
@@ -15,7 +16,7 @@ import random
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .api import backbone_name, create_controller, get_backbone, get_dataset
 from .backbones.hf_base import require_hf_libraries
@@ -24,7 +25,7 @@ from .controls import apply_control, check_controls, uncontrolled
 from .files import atomic_write_json, read_json
 from .intake import admit_examples
 from .component_options import RunOptions
-from .pipeline import (_check_topics, _names, _seed_everything, _topic_spaces, check_counts, components,
+from .pipeline import (_check_topics, _names, _seed_everything, _topic_spaces, _where, check_counts, components,
                        create_vectorizers, fit_or_restore, report_uncontrolled, resolved_options, truncation_reported,
                        with_data)
 from .outputs import check_output, leaves_no_empty_folder
@@ -32,15 +33,20 @@ from .progress import Progress, say
 from .quiet import quietly
 from .results import versions
 from .secrets import mask_secrets
+from .topic_selection import check_names, drop_topics, topic_names
 from .types import ModelInput
 
 CONTROLLER_FILE = "ctrlkit_controller.json"
 CHECKPOINT = "checkpoint"
 
 
-def save_controller(directory: str | Path, controller) -> None:
-    atomic_write_json(Path(directory) / CONTROLLER_FILE,
-                      {"controller": controller.name, "state": controller.state()})
+def save_controller(directory: str | Path, controller, holdout_topics: list[str] | None = None) -> None:
+    """The controller's state; ``holdout_topics``, the topics held out of training, when any, so
+    that a run of the model can say which topics it never saw."""
+    saved = {"controller": controller.name, "state": controller.state()}
+    if holdout_topics:
+        saved["holdout_topics"] = holdout_topics
+    atomic_write_json(Path(directory) / CONTROLLER_FILE, saved)
 
 
 @leaves_no_empty_folder
@@ -55,6 +61,7 @@ def train(
     eval_split: str | None = None,
     controller: str = "none",
     topics: str | None = None,
+    holdout_topics: Sequence[str] | str | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     epochs: int = 1,
     max_steps: int = 0,
@@ -72,7 +79,13 @@ def train(
     """Fine-tune ``backbone`` (e.g. ``"hf:facebook/bart-base"``) on ``dataset``'s ``split`` (default:
     :meth:`Dataset.training_split`) with ``controller`` applied to each input; returns what
     ``training.json`` records. An example lacking a control the controller reads trains
-    uncontrolled (counted), or with ``strict_controls`` is refused."""
+    uncontrolled (counted), or with ``strict_controls`` is refused.
+
+    ``holdout_topics`` (topic names, or one comma-separated string; a name matches an example's
+    ``topic`` or ``topic_id``) leaves every example of those topics out of training, of the eval
+    split and of what the controller fits on, for zero-shot evaluation
+    (``run(only_topics=...)``); the topic space keeps them, as a topic's terms (tag) and vector
+    (STAS) come from its topic documents, not from the training pairs. The model's folder records them."""
     require_hf_libraries("ctrlkit train")
     import torch
 
@@ -82,6 +95,7 @@ def train(
     if min(epochs, batch_size, grad_accum) < 1 or not 0 < lr < float("inf"):  # NaN too
         raise ConfigurationError("epochs, batch size and gradient accumulation must be at least 1, "
                                  "lr a finite number above 0")
+    holdout = topic_names(holdout_topics, "holdout_topics")
     options = with_data(options, dataset, data)
     routed = RunOptions(options, components(dataset=dataset, controllers=_names(controller), backbone=backbone))
     check_output(out_dir)
@@ -92,7 +106,8 @@ def train(
     backbone_options = {"dtype": "float32", **routed.of("backbones", name)}
     # recorded in the checkpoint and compared on resume with secrets masked (a new key resumes)
     settings = mask_secrets({"backbone": backbone, "controller": controller, "dataset": dataset, "data": data,
-                             "split": split, "eval_split": eval_split, "topics": topics, "options": options,
+                             "split": split, "eval_split": eval_split, "topics": topics, "holdout_topics": holdout,
+                             "options": options,
                              "epochs": epochs, "max_steps": max_steps, "lr": lr, "batch_size": batch_size,
                              "grad_accum": grad_accum, "patience": patience, "max_target_tokens": max_target_tokens,
                              "limit": limit, "seed": seed})
@@ -118,14 +133,20 @@ def train(
     started = time.perf_counter()
 
     split = source.training_split(split) if source.splits else None  # a dataset without splits is read whole
-    examples = admit_examples(source.load(split)[:limit], dataset)
-    evaluation = admit_examples(source.load(eval_split), dataset) if eval_split else []
+    loaded = source.load(split)
+    loaded_evaluation = source.load(eval_split) if eval_split else []
+    if holdout:
+        where = _where(dataset, split) + (f" or split '{eval_split}'" if eval_split else "")
+        check_names(holdout, loaded + loaded_evaluation, where, "holdout_topics")
+    kept, kept_evaluation = drop_topics(loaded, holdout or ()), drop_topics(loaded_evaluation, holdout or ())
+    examples = admit_examples(kept[:limit], dataset)
+    evaluation = admit_examples(kept_evaluation, dataset)
     check_controls(steering, examples + evaluation, dataset, strict_controls)
     vectorizer = steering.topic_vectorizer
     spaces = _topic_spaces(vectorizers, topics, source, dataset)
     if vectorizer:
         _check_topics(steering, spaces[vectorizer], examples + evaluation)
-    fit_or_restore(steering, model, source, spaces.get(vectorizer), seed)
+    fit_or_restore(steering, model, source, spaces.get(vectorizer), seed, holdout)
     steering.prepare(model)
     pairs = _pairs(steering, examples)
     left = uncontrolled(steering, examples)
@@ -147,7 +168,7 @@ def train(
         temporary = out_dir / f".{CHECKPOINT}.tmp"
         shutil.rmtree(temporary, ignore_errors=True)
         model.save(temporary)
-        save_controller(temporary, steering)
+        save_controller(temporary, steering, holdout)
         torch.save(optimizer.state_dict(), temporary / "optimizer.pt")
         atomic_write_json(temporary / "trainer_state.json", state)
         shutil.rmtree(checkpoint, ignore_errors=True)
@@ -193,17 +214,19 @@ def train(
     if not eval_pairs:
         model.save(out_dir)
     # with an eval split, out_dir already holds the best model (saved by _evaluate)
-    save_controller(out_dir, steering)
+    save_controller(out_dir, steering, holdout)
     record = {
         "config": mask_secrets({
             "backbone": backbone, "dataset": dataset, "data": data, "split": split, "eval_split": eval_split,
-            "controller": steering.name, "topics": topics, "epochs": epochs, "max_steps": max_steps, "lr": lr,
-            "batch_size": batch_size, "grad_accum": grad_accum, "patience": patience,
+            "controller": steering.name, "topics": topics, "holdout_topics": holdout, "epochs": epochs,
+            "max_steps": max_steps, "lr": lr, "batch_size": batch_size, "grad_accum": grad_accum, "patience": patience,
             "max_target_tokens": max_target_tokens, "limit": limit, "seed": seed, "strict_controls": strict_controls,
             "options": resolved_options(routed, datasets=[source], controllers=[steering], backbones=[model],
                                         vectorizers=vectorizers.values())}),
         "versions": versions(),
         "n_pairs": len(pairs),
+        "n_held_out": {"train": len(loaded) - len(kept), "eval": len(loaded_evaluation) - len(kept_evaluation)}
+        if holdout else None,
         "uncontrolled": left,
         "steps": state["step"],
         "losses": state["losses"],
