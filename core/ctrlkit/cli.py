@@ -170,7 +170,7 @@ def report_command(directory, out, examples):
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False),
               help="Sweep folder: cells/, table.md, table.csv, table.json. Rerun the same command to resume.")
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
-              help="TOML or YAML with the settings below (options given here win).")
+              help="TOML or YAML with the settings below; those given here win (--set option by option).")
 @click.option("--controllers", help="Comma-separated controllers (rows), e.g. none,prepend,tag,prepend+tag.")
 @click.option("--metrics", help="Comma-separated metrics (columns). Default: rouge, and stas for each "
                                 "dataset where some example has a topic.")
@@ -183,7 +183,9 @@ def report_command(directory, out, examples):
 @SET
 @JUDGE
 @click.option("--limit", type=click.IntRange(min=1), help="Use only the first N examples of each dataset.")
-@click.option("--seed", type=int, help="Random seed [default: 0].")
+@click.option("--sample", type=click.IntRange(min=1),
+              help="Use N examples of each dataset drawn at random with the seed (as run does); not with --limit.")
+@click.option("--seed", type=int, help="Random seed (the --sample draw too) [default: 0].")
 @click.option("--batch-size", type=click.IntRange(min=1), help="Inputs per generation batch [default: 16].")
 @click.option("--baseline", help="Controller each cell's run scores beside its own on the same examples, recorded "
                                  "in the cell's results.json as run does [default: no baseline].")
@@ -193,18 +195,16 @@ def report_command(directory, out, examples):
               help="Replace a sweep with other settings already in --out: its cells/, sweep.json, table.* and "
                    "report.* are removed first (other files stay).")
 def sweep(out, config_file, controllers, metrics, backbones, datasets, data_paths, split, topics, assignments,
-          judge, limit, seed, batch_size, baseline, device, no_cache, overwrite):
+          judge, limit, sample, seed, batch_size, baseline, device, no_cache, overwrite):
     """Run a grid of controllers x backbones x datasets with the same metrics; write the paper's table."""
     from .sweep import load_config, sweep as run_sweep
+    from .sweep_settings import overlay
 
-    settings = load_config(config_file) if config_file else {}
     given = {"controllers": _comma(controllers), "metrics": _comma(metrics), "backbones": _comma(backbones),
              "datasets": _comma(datasets), "split": split, "topics": topics, "judge": judge, "limit": limit,
-             "seed": seed, "batch_size": batch_size, "baseline": baseline, "device": device,
-             "cache": False if no_cache else None}
-    settings.update({key: value for key, value in given.items() if value is not None})
-    if assignments:
-        settings["options"] = parse_assignments(assignments)
+             "sample": sample, "seed": seed, "batch_size": batch_size, "baseline": baseline, "device": device,
+             "cache": False if no_cache else None, "options": parse_assignments(assignments) or None}
+    settings = overlay(load_config(config_file) if config_file else {}, given)
     if data_paths:
         settings["data"] = _data_paths(data_paths, settings.get("datasets", ["sample"]))
     if "controllers" not in settings:

@@ -35,6 +35,7 @@ from .outputs import check_output, leaves_no_empty_folder, slug
 from .progress import say
 from .quiet import quietly
 from .results import versions
+from .sampling import draw_sample
 from .secrets import mask_secrets
 from .sweep_folder import SETTINGS_FILE, check_earlier_sweep
 from .sweep_settings import check_settings
@@ -113,6 +114,7 @@ def sweep(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     judge: str | None = None,
     limit: int | None = None,
+    sample: int | None = None,
     seed: int = 0,
     batch_size: int = 16,
     baseline: str | None = None,
@@ -129,14 +131,16 @@ def sweep(
     other settings is refused unless these only add controllers, metrics, backbones or datasets
     (the sweep resumes), or ``overwrite`` removes the earlier sweep's cells, tables and report
     first. The settings are checked as a configuration file's are, so names may also be one
-    comma-separated string. Without ``metrics``, each dataset's cells score rouge, and stas when some
-    example of that dataset (of the first ``limit``) has a topic: a dataset without topics drops
-    stas, in one line, rather than failing its cells."""
+    comma-separated string. ``sample`` draws that many examples of each dataset at random with the
+    seed, as :func:`ctrlkit.run` does (every cell of a dataset gets the same ones), where ``limit``
+    takes the first N; not both. Without ``metrics``, each dataset's cells score rouge, and stas when
+    some example of that dataset (of those the cells read) has a topic: a dataset without topics
+    drops stas, in one line, rather than failing its cells."""
     if not controllers or (metrics is not None and not metrics) or not backbones or not datasets:
         raise ConfigurationError("a sweep needs at least one controller, metric, backbone and dataset")
     given = {"controllers": controllers, "metrics": metrics, "backbones": backbones, "datasets": datasets,
              "data": data, "split": split, "topics": topics, "options": options, "judge": judge, "limit": limit,
-             "seed": seed, "batch_size": batch_size, "baseline": baseline, "device": device, "cache": cache}
+             "sample": sample, "seed": seed, "batch_size": batch_size, "baseline": baseline, "device": device, "cache": cache}
     checked = check_settings({key: list(value) if isinstance(value, tuple) else
                               {k: dict(v) if isinstance(v, Mapping) else v for k, v in value.items()}
                               if isinstance(value, Mapping) else value for key, value in given.items()}, "sweep")
@@ -152,12 +156,13 @@ def sweep(
     out_dir = Path(out)
     check_output(out_dir)
     scoring = {dataset: list(metrics) for dataset in datasets} if metrics else {
-        dataset: _default_metrics(dataset, (data or {}).get(dataset), options, split, limit) for dataset in datasets}
+        dataset: _default_metrics(dataset, (data or {}).get(dataset), options, split, limit, sample, seed)
+        for dataset in datasets}
     metrics = [name for name in (metrics or DEFAULT_METRICS) if any(name in names for names in scoring.values())]
     settings = {"controllers": list(controllers), "metrics": metrics, "backbones": list(backbones),
                 "datasets": list(datasets), "data": dict(data or {}), "split": split, "topics": topics,
                 "options": {k: dict(v) for k, v in (options or {}).items()}, "judge": judge, "limit": limit,
-                "seed": seed, "batch_size": batch_size, "baseline": baseline, "device": device}
+                "sample": sample, "seed": seed, "batch_size": batch_size, "baseline": baseline, "device": device}
     # what the files hold now: a cell made from other bytes runs again
     digests = {"data": {dataset: data_digest(settings["data"].get(dataset)
                                              or _given(settings["options"], "datasets", dataset).get("path"))
@@ -171,7 +176,7 @@ def sweep(
             for controller in controllers:
                 arguments = dict(dataset=dataset, data=settings["data"].get(dataset), split=split,
                                  controller=controller, backbone=backbone, metrics=scoring[dataset], topics=topics,
-                                 options=cell_options, judge=judge, baseline=baseline, limit=limit, seed=seed,
+                                 options=cell_options, judge=judge, baseline=baseline, limit=limit, sample=sample, seed=seed,
                                  batch_size=batch_size)
                 folder = f"cells/{slug(dataset)}--{slug(backbone)}--{slug(controller)}"
                 cell_digests = {"data": digests["data"][dataset], "topics": digests["topics"]}
@@ -201,11 +206,13 @@ def sweep(
 
 
 def _default_metrics(dataset: str, path: str | None, options: Mapping | None, split: str | None,
-                     limit: int | None) -> list[str]:
+                     limit: int | None, sample: int | None, seed: int) -> list[str]:
     """The metrics that a run of ``dataset`` given none would score (:func:`ctrlkit.pipeline.default_metrics`),
     from the examples its cells will read."""
     source = get_dataset(dataset, **_given(with_data(options, dataset, path), "datasets", dataset))
     examples = source.load(split if split is not None else source.default_split)[:limit]
+    if sample is not None:
+        examples = draw_sample(examples, sample, seed, dataset)
     return default_metrics(examples, dataset, "--metrics")
 
 
@@ -276,8 +283,8 @@ def _same_configuration(config: dict, arguments: dict, digests: dict) -> bool:
     for setting, digest in digests.items():
         if config.get(f"{setting}_digest") != digest or (digest is None and config.get(setting) != arguments[setting]):
             return False
-    keys = ("dataset", "controller", "backbone", "metrics", "judge", "limit", "seed", "batch_size")
-    if any(config.get(key) != arguments[key] for key in keys):
+    keys = ("dataset", "controller", "backbone", "metrics", "judge", "limit", "sample", "seed", "batch_size")
+    if any(config.get(key) != arguments.get(key) for key in keys):
         return False
     if config.get("baseline") != (None if arguments["baseline"] in (None, arguments["controller"]) else
                                   arguments["baseline"]):  # run records no baseline that is the controller

@@ -123,7 +123,7 @@ def _key(value: Any) -> str:
 SETTINGS: dict[str, Callable[[Any], Any]] = {
     "controllers": _names, "metrics": _names, "backbones": _names, "datasets": _names, "data": _data,
     "split": _text, "topics": _text, "options": _options, "judge": _text,
-    "limit": _whole(1), "seed": _whole(0, MAX_SEED), "batch_size": _whole(1), "baseline": _text, "device": _text,
+    "limit": _whole(1), "sample": _whole(1), "seed": _whole(0, MAX_SEED), "batch_size": _whole(1), "baseline": _text, "device": _text,
     "cache": _flag,
 }
 
@@ -143,6 +143,9 @@ def check_settings(settings: Mapping, where: str) -> dict:
             checked[key] = SETTINGS[key](value)
         except _Refused as refused:
             raise ConfigurationError(f"{where}: setting '{key}{refused.below}' {refused}") from None
+    if "limit" in checked and "sample" in checked:
+        raise ConfigurationError(f"{where}: settings 'limit' and 'sample' cannot both be given: sample draws N "
+                                 f"random examples, limit takes the first N")
     datasets = checked.get("datasets", list(DEFAULT_DATASETS))
     if isinstance(checked.get("data"), str):
         if len(datasets) != 1:
@@ -154,6 +157,30 @@ def check_settings(settings: Mapping, where: str) -> dict:
         raise ConfigurationError(f"{where}: setting 'data' names dataset '{unused[0]}', which the sweep does not "
                                  f"run (datasets: {', '.join(datasets)})")
     return checked
+
+
+EXCLUSIVE = ("limit", "sample")
+"""Two ways to choose the examples: one given over a file replaces the file's choice, whichever it was."""
+
+
+def overlay(base: Mapping, given: Mapping) -> dict:
+    """The settings of a file (``base``: a configuration or recipe) with those ``given`` (the
+    command line's, a call's) over them: a given value replaces the file's; ``options`` are
+    merged option by option, so ``--set tag.top_n=5`` keeps the file's other options; a given
+    ``limit`` or ``sample`` replaces the file's ``limit`` and ``sample`` both. None is not given."""
+    given = {key: value for key, value in given.items() if value is not None}
+    settings = dict(base)
+    if any(key in given for key in EXCLUSIVE):
+        for key in EXCLUSIVE:
+            settings.pop(key, None)
+    for key, value in given.items():
+        if key == "options" and isinstance(settings.get(key), Mapping) and isinstance(value, Mapping):
+            merged = {name: dict(values) for name, values in settings[key].items()}
+            for name, values in value.items():
+                merged[name] = {**merged.get(name, {}), **values}
+            value = merged
+        settings[key] = value
+    return settings
 
 
 def _kind(value: Any) -> str:
