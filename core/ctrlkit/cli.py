@@ -206,7 +206,7 @@ def sweep(out, config_file, controllers, metrics, backbones, datasets, data_path
              "cache": False if no_cache else None, "options": parse_assignments(assignments) or None}
     settings = overlay(load_config(config_file) if config_file else {}, given)
     if data_paths:
-        settings["data"] = _data_paths(data_paths, settings.get("datasets", ["sample"]))
+        settings["data"] = _data_paths(data_paths)
     if "controllers" not in settings:
         raise click.UsageError("give --controllers or a --config with controllers")
     rows = run_sweep(out=out, overwrite=overwrite, progress=True, **settings)
@@ -221,14 +221,16 @@ def _comma(text: str | None) -> list[str] | None:
     return [item.strip() for item in text.split(",") if item.strip()] if text else None
 
 
-def _data_paths(items, datasets) -> dict[str, str]:
+def _data_paths(items) -> dict[str, str] | str:
+    """``DATASET=PATH`` items as a mapping, or one PATH as it is: the sweep gives it to its one
+    dataset, or to the one component its datasets are variants of."""
+    if len(items) == 1 and "=" not in items[0]:
+        return items[0]
     paths = {}
     for item in items:
         name, sep, path = item.partition("=")
         if not sep:
-            if len(datasets) != 1:
-                raise click.UsageError("with several datasets, write --data DATASET=PATH")
-            name, path = datasets[0], item
+            raise click.UsageError("with several --data, write each as --data DATASET=PATH")
         paths[name] = path
     return paths
 

@@ -83,19 +83,75 @@ def _options(value: Any) -> dict[str, dict[str, Any]]:
         name = _key(component)
         if not isinstance(options, dict):
             raise _Refused(f"must be a table of options, got {_kind(options)}", f".{name}")
-        checked[name] = {}
-        for option, setting in options.items():
-            below = f".{name}.{_key(option)}"
-            secret = is_secret(_key(option))  # an error is printed and shared: a key is never shown
-            if isinstance(setting, float) and not math.isfinite(setting):
-                raise _Refused(f"must be a finite number, got {MASK if secret else setting}", below)
-            if not isinstance(setting, (str, int, float)):  # bool is an int
-                raise _Refused(f"must be a string, number or true/false, got "
-                               f"{'a value' if secret else _kind(setting)}", below)
-            if isinstance(setting, str) and _UNPRINTABLE.search(setting):
-                raise _Refused(f"must be one line of printable text, got {MASK if secret else _shown(setting)}",
-                               below)
-            checked[name][_key(option)] = setting
+        checked[name] = _values(options, f".{name}")
+    return checked
+
+
+def _values(options: dict, above: str) -> dict[str, Any]:
+    """``{option: value}``, each value a string, number or true/false (``above``: the key it is under)."""
+    checked = {}
+    for option, setting in options.items():
+        below = f"{above}.{_key(option)}"
+        secret = is_secret(_key(option))  # an error is printed and shared: a key is never shown
+        if isinstance(setting, float) and not math.isfinite(setting):
+            raise _Refused(f"must be a finite number, got {MASK if secret else setting}", below)
+        if not isinstance(setting, (str, int, float)):  # bool is an int
+            raise _Refused(f"must be a string, number or true/false, got "
+                           f"{'a value' if secret else _kind(setting)}", below)
+        if isinstance(setting, str) and _UNPRINTABLE.search(setting):
+            raise _Refused(f"must be one line of printable text, got {MASK if secret else _shown(setting)}", below)
+        checked[_key(option)] = setting
+    return checked
+
+
+VARIANT_KEYS = ("of", "options")
+NOT_IN_A_NAME = ",+:"
+"""A variant is named where a component would be: a comma would split a list, ``+`` make a chain, ``:``
+a backbone's argument."""
+
+
+def _variants(value: Any) -> dict[str, dict[str, Any]]:
+    """``{name: {"of": component, "options": {...}}}``: the options of one component as
+    ``{option: value}``, of a chain of controllers (``of = "prepend+tag"``) per link as
+    ``{link: {option: value}}``. The components are checked against the registries later
+    (:func:`ctrlkit.sweep_variants.check_variants`)."""
+    if not isinstance(value, dict):
+        raise _Refused(f"must be a table of variants, got {_kind(value)}")
+    checked = {}
+    for key, variant in value.items():
+        name = _key(key)
+        if any(character in name for character in NOT_IN_A_NAME):
+            raise _Refused(f"has a name with {' or '.join(repr(c) for c in NOT_IN_A_NAME if c in name)}; a variant "
+                           f"is named where a component would be, so its name may not hold any of "
+                           f"{' '.join(NOT_IN_A_NAME)}", f".{name}")
+        if not isinstance(variant, dict):
+            raise _Refused(f"must be a table with 'of' and 'options', got {_kind(variant)}", f".{name}")
+        unknown = [item for item in variant if item not in VARIANT_KEYS]
+        if unknown:
+            raise _Refused(f"is not a key of a variant (keys: {', '.join(VARIANT_KEYS)})", f".{name}.{_key(unknown[0])}")
+        if "of" not in variant:
+            raise _Refused("is missing: the component the variant runs, e.g. of = \"prompt\"", f".{name}.of")
+        try:
+            of = _text(variant["of"])
+        except _Refused as refused:
+            raise _Refused(str(refused), f".{name}.of") from None
+        links = [link.strip() for link in of.split("+")]
+        options = variant.get("options", {})
+        if not isinstance(options, dict):
+            raise _Refused(f"must be a table of options, got {_kind(options)}", f".{name}.options")
+        if len(links) == 1:
+            checked[name] = {"of": of, "options": _values(options, f".{name}.options")}
+            continue
+        per_link = {}
+        for link, values in options.items():
+            below = f".{name}.options.{_key(link)}"
+            if _key(link) not in links:
+                raise _Refused(f"names no link of the chain '{of}'; the options of a chain are given per link, "
+                               f"e.g. options = {{ {links[-1]} = {{ ... }} }}", below)
+            if not isinstance(values, dict):
+                raise _Refused(f"must be a table of the options of '{_key(link)}', got {_kind(values)}", below)
+            per_link[_key(link)] = _values(values, below)
+        checked[name] = {"of": of, "options": per_link}
     return checked
 
 
@@ -124,7 +180,7 @@ SETTINGS: dict[str, Callable[[Any], Any]] = {
     "controllers": _names, "metrics": _names, "backbones": _names, "datasets": _names, "data": _data,
     "split": _text, "topics": _text, "options": _options, "judge": _text,
     "limit": _whole(1), "sample": _whole(1), "seed": _whole(0, MAX_SEED), "batch_size": _whole(1), "baseline": _text, "device": _text,
-    "cache": _flag,
+    "cache": _flag, "variants": _variants,
 }
 
 
@@ -147,12 +203,14 @@ def check_settings(settings: Mapping, where: str) -> dict:
         raise ConfigurationError(f"{where}: settings 'limit' and 'sample' cannot both be given: sample draws N "
                                  f"random examples, limit takes the first N")
     datasets = checked.get("datasets", list(DEFAULT_DATASETS))
+    # a dataset variant reads the file given for it, else the one given for its component
+    components = {(checked.get("variants") or {}).get(name, {}).get("of", name) for name in datasets}
     if isinstance(checked.get("data"), str):
-        if len(datasets) != 1:
+        if len(datasets) != 1 and len(components) != 1:
             raise ConfigurationError(f"{where}: setting 'data' is one path but the sweep has {len(datasets)} "
-                                     f"datasets; write data = {{ DATASET = \"PATH\" }}")
-        checked["data"] = {datasets[0]: checked["data"]}
-    unused = [name for name in checked.get("data", {}) if name not in datasets]
+                                     f"datasets; write data = {{ DATASET = \"PATH\" }} (--data DATASET=PATH)")
+        checked["data"] = {datasets[0] if len(datasets) == 1 else next(iter(components)): checked["data"]}
+    unused = [name for name in checked.get("data", {}) if name not in datasets and name not in components]
     if unused and "datasets" in checked:
         raise ConfigurationError(f"{where}: setting 'data' names dataset '{unused[0]}', which the sweep does not "
                                  f"run (datasets: {', '.join(datasets)})")
