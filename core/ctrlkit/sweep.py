@@ -40,7 +40,7 @@ from .results import versions
 from .sampling import draw_sample
 from .secrets import mask_secrets
 from .sweep_folder import SETTINGS_FILE, check_earlier_sweep
-from .sweep_settings import check_settings
+from .sweep_settings import DEFAULT_DATASETS, check_settings
 from .sweep_variants import AXES, Entry, cell_options, check_variants, entries, recorded
 
 try:
@@ -56,8 +56,16 @@ MAX_YAML_DEPTH = 16  # a configuration nests three deep (options.component.optio
 
 def load_config(path: str | Path) -> dict:
     """A sweep configuration from TOML or YAML (parsed as data only, never executed), each
-    setting checked (:mod:`ctrlkit.sweep_settings`). YAML aliases are refused: a few lines of
-    nested aliases name billions of values (the "billion laughs"), and a configuration needs none."""
+    setting checked (:mod:`ctrlkit.sweep_settings`, :mod:`ctrlkit.sweep_variants`)."""
+    checked = check_settings(read_config(path), str(path))
+    check_variants(checked, str(path))
+    return checked
+
+
+def read_config(path: str | Path) -> dict:
+    """The table of settings a TOML or YAML file holds, unchecked (parsed as data only, never
+    executed). YAML aliases are refused: a few lines of nested aliases name billions of values (the
+    "billion laughs"), and a configuration needs none."""
     path = Path(path)
     yaml_file = path.suffix in (".yaml", ".yml")
     if yaml_file:
@@ -80,9 +88,7 @@ def load_config(path: str | Path) -> dict:
             from None
     if not isinstance(config, dict):
         raise ConfigurationError(f"{path}: expected a table of settings")
-    checked = check_settings(config, str(path))
-    check_variants(checked, str(path))
-    return checked
+    return config
 
 
 def _refuse_yaml_hazards(yaml, text: str, path: Path) -> None:
@@ -109,10 +115,10 @@ def _refuse_yaml_hazards(yaml, text: str, path: Path) -> None:
 def sweep(
     *,
     out: str,
-    controllers: Sequence[str],
+    controllers: Sequence[str] | None = None,
     metrics: Sequence[str] | None = None,
-    backbones: Sequence[str] = ("extractive",),
-    datasets: Sequence[str] = ("sample",),
+    backbones: Sequence[str] | None = None,
+    datasets: Sequence[str] | None = None,
     data: Mapping[str, str] | None = None,
     split: str | None = None,
     topics: str | None = None,
@@ -121,16 +127,21 @@ def sweep(
     judge: str | None = None,
     limit: int | None = None,
     sample: int | None = None,
-    seed: int = 0,
-    batch_size: int = 16,
+    seed: int | None = None,
+    batch_size: int | None = None,
     baseline: str | None = None,
     device: str | None = None,
-    cache: bool = True,
+    cache: bool | None = None,
+    recipe: str | None = None,
     overwrite: bool = False,
     progress: bool = False,
 ) -> list[dict]:
     """Run every (dataset, backbone, controller) cell; write the table; return its rows.
 
+    ``recipe`` (a name from :func:`ctrlkit.recipes`, or a recipe file) gives the settings, and
+    those given here win over its own (:func:`ctrlkit.recipe.run_recipe`). Otherwise a setting
+    left None takes its default: backbones extractive, datasets sample, seed 0, batch_size 16,
+    cache on.
     ``data`` maps a dataset name to the file it reads. ``baseline`` is a controller each cell's
     run scores beside its own (recorded in the cell's results.json). ``device`` is set on every
     backbone that takes one. ``cache`` as in :func:`ctrlkit.run`. A folder holding a sweep with
@@ -145,12 +156,19 @@ def sweep(
     takes the first N; not both. Without ``metrics``, each dataset's cells score rouge, and stas when
     some example of that dataset (of those the cells read) has a topic: a dataset without topics
     drops stas, in one line, rather than failing its cells."""
-    if not controllers or (metrics is not None and not metrics) or not backbones or not datasets:
-        raise ConfigurationError("a sweep needs at least one controller, metric, backbone and dataset")
     given = {"controllers": controllers, "metrics": metrics, "backbones": backbones, "datasets": datasets,
              "data": data, "split": split, "topics": topics, "options": options, "variants": variants,
              "judge": judge, "limit": limit, "sample": sample, "seed": seed, "batch_size": batch_size,
              "baseline": baseline, "device": device, "cache": cache}
+    if recipe is not None:
+        from .recipe import run_recipe
+
+        return run_recipe(recipe, out=out, overwrite=overwrite, progress=progress, **given)
+    defaults = {"backbones": ("extractive",), "datasets": DEFAULT_DATASETS, "seed": 0, "batch_size": 16, "cache": True}
+    given.update({key: value for key, value in defaults.items() if given[key] is None})
+    if not controllers or (metrics is not None and not metrics) or not given["backbones"] or not given["datasets"]:
+        raise ConfigurationError("a sweep needs at least one controller, metric, backbone and dataset")
+    seed, batch_size, cache = given["seed"], given["batch_size"], given["cache"]
     checked = check_settings({key: list(value) if isinstance(value, tuple) else _plain(value)
                               for key, value in given.items()}, "sweep")
     check_variants(checked, "sweep")
@@ -159,7 +177,7 @@ def sweep(
     metrics = checked.get("metrics")
     data, options, baseline, device = (checked.get(key) for key in ("data", "options", "baseline", "device"))
     # every option must fit a component of some cell (each cell takes those of its own components)
-    backbone_names = [backbone_name(spec) for spec in (*(e.spec for e in axes["backbones"]), *([judge] if judge else []))]
+    backbone_names = [backbone_name(spec) for spec in [*(e.spec for e in axes["backbones"]), *([judge] if judge else [])]]
     RunOptions(options, [*(("datasets", e.spec) for e in axes["datasets"]),
                          *(("backbones", name) for name in backbone_names),
                          *(("controllers", name) for spec in [*(e.spec for e in axes["controllers"]),
@@ -295,8 +313,8 @@ def _reusable(folder: Path, digests: dict, arguments: dict, variants: dict) -> d
     None: it runs."""
     done = folder / "results.json"
     results = _recorded(done) if done.is_file() else None
-    if results is not None and (results["config"].get("variants") or {}) == variants and _same_configuration(results["config"], mask_secrets(arguments),
-                                                   {**digests, "backbone": _backbone_digest(arguments)}):
+    if results is not None and (results["config"].get("variants") or {}) == variants and _same_configuration(
+            results["config"], mask_secrets(arguments), {**digests, "backbone": _backbone_digest(arguments)}):
         return results
     return None
 

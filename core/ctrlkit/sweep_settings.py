@@ -128,7 +128,8 @@ def _variants(value: Any) -> dict[str, dict[str, Any]]:
             raise _Refused(f"must be a table with 'of' and 'options', got {_kind(variant)}", f".{name}")
         unknown = [item for item in variant if item not in VARIANT_KEYS]
         if unknown:
-            raise _Refused(f"is not a key of a variant (keys: {', '.join(VARIANT_KEYS)})", f".{name}.{_key(unknown[0])}")
+            raise _Refused(f"is not a key of a variant (keys: {', '.join(VARIANT_KEYS)})",
+                           f".{name}.{_key(unknown[0])}")
         if "of" not in variant:
             raise _Refused("is missing: the component the variant runs, e.g. of = \"prompt\"", f".{name}.of")
         try:
@@ -179,8 +180,8 @@ def _key(value: Any) -> str:
 SETTINGS: dict[str, Callable[[Any], Any]] = {
     "controllers": _names, "metrics": _names, "backbones": _names, "datasets": _names, "data": _data,
     "split": _text, "topics": _text, "options": _options, "judge": _text,
-    "limit": _whole(1), "sample": _whole(1), "seed": _whole(0, MAX_SEED), "batch_size": _whole(1), "baseline": _text, "device": _text,
-    "cache": _flag, "variants": _variants,
+    "limit": _whole(1), "sample": _whole(1), "seed": _whole(0, MAX_SEED), "batch_size": _whole(1),
+    "baseline": _text, "device": _text, "cache": _flag, "variants": _variants,
 }
 
 

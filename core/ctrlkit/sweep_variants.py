@@ -100,8 +100,8 @@ def check_variants(settings: Mapping[str, Any], where: str) -> None:
         links = _links("controllers", spec)
         inside = [link for link in links if link in variants] if len(links) > 1 else []
         if inside:
-            raise ConfigurationError(f"{where}: setting 'controllers': the chain '{spec}' has the variant '{inside[0]}' "
-                                     f"as a link; a variant is a whole controller: give it of = \"{spec}\" with the "
+            raise ConfigurationError(f"{where}: setting 'controllers': the chain '{spec}' has the variant "
+                                     f"'{inside[0]}' as a link; a variant is a whole controller: give it of = \"{spec}\" with the "
                                      f"variant's options for its links")
     if settings.get("baseline") in variants:
         raise ConfigurationError(f"{where}: setting 'baseline' names the variant '{settings['baseline']}'; the "
