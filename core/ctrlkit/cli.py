@@ -170,8 +170,9 @@ def report_command(directory, out, examples):
 @cli.command()
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False),
               help="Sweep folder: cells/, table.md, table.csv, table.json. Rerun the same command to resume.")
-@click.option("--recipe", help="A paper's protocol shipped with ctrlkit (see: ctrlkit recipes), or a recipe file; "
-                                 "the settings given here win over its own.")
+@click.option("--recipe", metavar="NAME|FILE",
+              help="A paper's protocol shipped with ctrlkit (see: ctrlkit recipes), or a recipe file; the settings "
+                   "given here win over its own.")
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
               help="TOML or YAML with the settings below; those given here win (--set option by option).")
 @click.option("--controllers", help="Comma-separated controllers (rows), e.g. none,prepend,tag,prepend+tag.")
