@@ -105,9 +105,9 @@ def _values(options: dict, above: str) -> dict[str, Any]:
 
 
 VARIANT_KEYS = ("of", "options")
-NOT_IN_A_NAME = ",+:"
-"""A variant is named where a component would be: a comma would split a list, ``+`` make a chain, ``:``
-a backbone's argument."""
+VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+"""A variant is named where a component would be, and names its cells' folders: no comma (a list),
+``+`` (a chain), ``:`` (a backbone's argument), space or other character a folder name would change."""
 
 
 def _variants(value: Any) -> dict[str, dict[str, Any]]:
@@ -120,10 +120,9 @@ def _variants(value: Any) -> dict[str, dict[str, Any]]:
     checked = {}
     for key, variant in value.items():
         name = _key(key)
-        if any(character in name for character in NOT_IN_A_NAME):
-            raise _Refused(f"has a name with {' or '.join(repr(c) for c in NOT_IN_A_NAME if c in name)}; a variant "
-                           f"is named where a component would be, so its name may not hold any of "
-                           f"{' '.join(NOT_IN_A_NAME)}", f".{name}")
+        if not VARIANT_NAME.fullmatch(name):
+            raise _Refused("is not a variant's name: letters, digits, '-', '_' and '.' (it is named where a component "
+                           "would be, and names its cells' folders)", f".{name}")
         if not isinstance(variant, dict):
             raise _Refused(f"must be a table with 'of' and 'options', got {_kind(variant)}", f".{name}")
         unknown = [item for item in variant if item not in VARIANT_KEYS]
