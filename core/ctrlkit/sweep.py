@@ -249,7 +249,7 @@ def sweep(
 
 
 def _plain(value):
-    """A mapping given to :func:`sweep` as plain dicts (nested two deep, as options and variants are)."""
+    """A mapping given to :func:`sweep` (options, variants) as plain dicts, however deeply nested."""
     if not isinstance(value, Mapping):
         return value
     return {key: _plain(item) if isinstance(item, Mapping) else item for key, item in value.items()}
