@@ -37,6 +37,8 @@ def test_guidance_sources():
     assert ctrlkit.get_controller("guidance").apply(absent, ModelInput(source=absent.document)).guidance == \
         "Delia Stroud"
     assert ctrlkit.get_controller("guidance", source="given").reads == ("guidance",)
+    named = ctrlkit.get_controller("guidance", source="name")
+    assert named.reads == ("entity",) and named.apply(example, source).guidance == "Delia Stroud"
 
 
 def test_entity_guidance_follows_the_alias_rule():

@@ -110,6 +110,9 @@ def test_the_fresh_environment_holds_the_wheels_and_no_torch(venv, tmp_path):
     assert plugins.returncode == 0, plugins.stderr
     for distribution in ("ctrlkit-controllers", "ctrlkit-metrics", "ctrlkit-datasets"):
         assert distribution in plugins.stdout
+    recipes = _in_venv(venv, "-m", "ctrlkit", "recipes", cache=tmp_path / "cache")  # package data, installed
+    assert recipes.returncode == 0, recipes.stderr
+    assert [line.split()[0] for line in recipes.stdout.splitlines()] == [r.name for r in ctrlkit.recipes()]
 
 
 @pytest.mark.slow

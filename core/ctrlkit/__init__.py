@@ -21,12 +21,12 @@ __all__ = [
     "DatasetError", "DuplicateComponentError", "Example", "Metric", "MetricResult", "ModelInput",
     "Option", "OptionError", "PluginLoadError", "RunResult", "SEP", "TAG", "TopicSpace",
     "UnknownComponentError", "Vectorizer", "create_controller", "get_backbone", "get_controller",
-    "evaluate", "get_dataset", "get_metric", "get_vectorizer", "hookimpl", "run",
+    "evaluate", "get_dataset", "get_metric", "get_vectorizer", "hookimpl", "recipes", "run",
 ]
 
 
 def __dir__():
-    # run, evaluate, RunResult and TopicSpace load on first use (below), yet are part of the module
+    # run, evaluate, recipes, RunResult and TopicSpace load on first use (below), yet are part of the module
     return sorted(set(globals()) | set(__all__))
 
 
@@ -40,6 +40,10 @@ def __getattr__(name):
         from .evaluation import evaluate
 
         return evaluate
+    if name == "recipes":  # the papers' protocols (ctrlkit.recipe); ctrlkit.sweep.sweep(recipe=NAME) runs one
+        from .recipe import recipes
+
+        return recipes
     if name == "TopicSpace":
         from .topics import TopicSpace
 

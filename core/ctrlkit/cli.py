@@ -55,6 +55,7 @@ def cli():
     \b
     ctrlkit run --controller tag --metric stas     run on the bundled sample
     ctrlkit list                                   what is installed, with options
+    ctrlkit recipes                                papers' protocols: ctrlkit sweep --recipe NAME
     ctrlkit plugins                                installed plugin distributions
     """
 
@@ -171,8 +172,11 @@ def report_command(directory, out, examples):
 @cli.command()
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False),
               help="Sweep folder: cells/, table.md, table.csv, table.json. Rerun the same command to resume.")
+@click.option("--recipe", metavar="NAME|FILE",
+              help="A paper's protocol shipped with ctrlkit (see: ctrlkit recipes), or a recipe file; the settings "
+                   "given here win over its own.")
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
-              help="TOML or YAML with the settings below (options given here win).")
+              help="TOML or YAML with the settings below; those given here win (--set option by option).")
 @click.option("--controllers", help="Comma-separated controllers (rows), e.g. none,prepend,tag,prepend+tag.")
 @click.option("--metrics", help="Comma-separated metrics (columns). Default: rouge, and stas for each "
                                 "dataset where some example has a topic.")
@@ -187,7 +191,9 @@ def report_command(directory, out, examples):
 @SET
 @JUDGE
 @click.option("--limit", type=click.IntRange(min=1), help="Use only the first N examples of each dataset.")
-@click.option("--seed", type=int, help="Random seed [default: 0].")
+@click.option("--sample", type=click.IntRange(min=1),
+              help="Use N examples of each dataset drawn at random with the seed (as run does); not with --limit.")
+@click.option("--seed", type=int, help="Random seed (the --sample draw too) [default: 0].")
 @click.option("--batch-size", type=click.IntRange(min=1), help="Inputs per generation batch [default: 16].")
 @click.option("--baseline", help="Controller each cell's run scores beside its own on the same examples, recorded "
                                  "in the cell's results.json as run does [default: no baseline].")
@@ -196,26 +202,36 @@ def report_command(directory, out, examples):
 @click.option("--overwrite", is_flag=True,
               help="Replace a sweep with other settings already in --out: its cells/, sweep.json, table.* and "
                    "report.* are removed first (other files stay).")
-def sweep(out, config_file, controllers, metrics, backbones, datasets, data_paths, split, topics, only_topics,
-          topic_source, assignments, judge, limit, seed, batch_size, baseline, device, no_cache, overwrite):
-    """Run a grid of controllers x backbones x datasets with the same metrics; write the paper's table."""
-    from .sweep import load_config, sweep as run_sweep
+def sweep(out, recipe, config_file, controllers, metrics, backbones, datasets, data_paths, split, topics, only_topics,
+          topic_source, assignments, judge, limit, sample, seed, batch_size, baseline, device, no_cache, overwrite):
+    """Run a grid of controllers x backbones x datasets with the same metrics; write the paper's table.
 
-    settings = load_config(config_file) if config_file else {}
+    \b
+    ctrlkit sweep --recipe passali-newts --data NEWTS_test_600.csv -o runs/newts   a paper's protocol
+    ctrlkit sweep --controllers none,tag --metrics stas,rouge -o runs/mine         your own grid
+    """
+    from .sweep import load_config, sweep as run_sweep
+    from .sweep_settings import overlay
+
+    if recipe and config_file:
+        raise click.UsageError("give --recipe or --config, not both (a recipe is a configuration; copy it and "
+                               "pass the copy to --recipe to change it)")
     given = {"controllers": _comma(controllers), "metrics": _comma(metrics), "backbones": _comma(backbones),
              "datasets": _comma(datasets), "split": split, "topics": topics, "only_topics": only_topics,
-             "topic_source": topic_source, "judge": judge, "limit": limit,
-             "seed": seed, "batch_size": batch_size, "baseline": baseline, "device": device,
-             "cache": False if no_cache else None}
-    settings.update({key: value for key, value in given.items() if value is not None})
-    if assignments:
-        settings["options"] = parse_assignments(assignments)
+             "topic_source": topic_source, "judge": judge, "limit": limit, "sample": sample, "seed": seed,
+             "batch_size": batch_size, "baseline": baseline, "device": device,
+             "cache": False if no_cache else None, "options": parse_assignments(assignments) or None}
+    settings = given if recipe else overlay(load_config(config_file) if config_file else {}, given)
     if data_paths:
-        settings["data"] = _data_paths(data_paths, settings.get("datasets", ["sample"]))
-    if "controllers" not in settings:
-        raise click.UsageError("give --controllers or a --config with controllers")
-    rows = run_sweep(out=out, overwrite=overwrite, progress=True, **settings)
+        settings["data"] = _data_paths(data_paths)
+    if not recipe and not settings.get("controllers"):
+        raise click.UsageError("give --controllers, a --config with controllers, or a --recipe")
+    rows = run_sweep(out=out, recipe=recipe, overwrite=overwrite, progress=True, **settings)
     click.echo((Path(out) / "table.md").read_text(encoding="utf-8"), nl=False)
+    if rows and "reused" not in rows[0]:  # a meta-eval recipe's rows: one per score
+        click.echo(f"\n{len(rows)} scores correlated; results.json, samples.jsonl, meta-eval.json and table.md in "
+                   f"{out}", err=True)
+        return
     ran = [row for row in rows if not row["reused"]]
     generated = sum((row["cache"] or {}).get("misses", 0) for row in ran)
     click.echo(f"\n{len(rows)} cells ({len(rows) - len(ran)} reused), {generated} new generations; "
@@ -226,16 +242,36 @@ def _comma(text: str | None) -> list[str] | None:
     return [item.strip() for item in text.split(",") if item.strip()] if text else None
 
 
-def _data_paths(items, datasets) -> dict[str, str]:
+def _data_paths(items) -> dict[str, str] | str:
+    """``DATASET=PATH`` items as a mapping, or one PATH as it is: the sweep gives it to its one
+    dataset, or to the one component its datasets are variants of."""
+    if len(items) == 1 and "=" not in items[0]:
+        return items[0]
     paths = {}
     for item in items:
         name, sep, path = item.partition("=")
         if not sep:
-            if len(datasets) != 1:
-                raise click.UsageError("with several datasets, write --data DATASET=PATH")
-            name, path = datasets[0], item
+            raise click.UsageError("with several --data, write each as --data DATASET=PATH")
         paths[name] = path
     return paths
+
+
+@cli.command("recipes")
+@click.argument("name", required=False)
+def recipes_command(name):
+    """Papers' protocols shipped as sweep configurations: run one with ctrlkit sweep --recipe NAME.
+
+    With NAME, print that recipe's file (copy it, edit it, pass the copy to --recipe)."""
+    from .recipe import load_recipe, recipes
+
+    if name:
+        click.echo(load_recipe(name).path.read_text(encoding="utf-8"), nl=False)
+        return
+    found = recipes()
+    width = max(len(recipe.name) for recipe in found)
+    for recipe in found:
+        needs = f" (needs --{', --'.join(recipe.needs)})" if recipe.needs else ""
+        click.echo(f"{recipe.name:<{width}}  {recipe.description}{needs}")
 
 
 @cli.command()

@@ -9,7 +9,8 @@ gives the same outputs), made from data holding the same bytes (``data_digest``)
 other cell, or one whose results.json is damaged, runs again, and the shared generation cache
 makes that cheap: rerunning a sweep with one more metric generates nothing. A sweep killed at
 any moment resumes the same way. A folder holding a sweep with other settings is refused
-(:mod:`ctrlkit.sweep_folder`).
+(:mod:`ctrlkit.sweep_folder`). A variant (:mod:`ctrlkit.sweep_variants`) is a component with
+other options, named as a row, backbone or dataset of its own.
 """
 
 from __future__ import annotations
@@ -29,15 +30,18 @@ from .options import Option
 from .report import flatten, remove_stale_report
 from .api import backbone_name, get_dataset
 from .component_options import RunOptions, qualified
+from .controls import carries
 from .pipeline import DEFAULT_METRICS, _names, components, default_metrics, run, with_data
 from .plugins import get_registry
 from .outputs import check_output, leaves_no_empty_folder, slug
 from .progress import say
 from .quiet import quietly
 from .results import versions
+from .sampling import draw_sample
 from .secrets import mask_secrets
 from .sweep_folder import SETTINGS_FILE, check_earlier_sweep
-from .sweep_settings import check_settings
+from .sweep_settings import DEFAULT_DATASETS, check_settings
+from .sweep_variants import AXES, Entry, cell_options, check_variants, entries, recorded
 from .topic_source import ORACLE, topic_count
 
 try:
@@ -53,8 +57,16 @@ MAX_YAML_DEPTH = 16  # a configuration nests three deep (options.component.optio
 
 def load_config(path: str | Path) -> dict:
     """A sweep configuration from TOML or YAML (parsed as data only, never executed), each
-    setting checked (:mod:`ctrlkit.sweep_settings`). YAML aliases are refused: a few lines of
-    nested aliases name billions of values (the "billion laughs"), and a configuration needs none."""
+    setting checked (:mod:`ctrlkit.sweep_settings`, :mod:`ctrlkit.sweep_variants`)."""
+    checked = check_settings(read_config(path), str(path))
+    check_variants(checked, str(path))
+    return checked
+
+
+def read_config(path: str | Path) -> dict:
+    """The table of settings a TOML or YAML file holds, unchecked (parsed as data only, never
+    executed). YAML aliases are refused: a few lines of nested aliases name billions of values (the
+    "billion laughs"), and a configuration needs none."""
     path = Path(path)
     yaml_file = path.suffix in (".yaml", ".yml")
     if yaml_file:
@@ -77,7 +89,7 @@ def load_config(path: str | Path) -> dict:
             from None
     if not isinstance(config, dict):
         raise ConfigurationError(f"{path}: expected a table of settings")
-    return check_settings(config, str(path))
+    return config
 
 
 def _refuse_yaml_hazards(yaml, text: str, path: Path) -> None:
@@ -104,28 +116,35 @@ def _refuse_yaml_hazards(yaml, text: str, path: Path) -> None:
 def sweep(
     *,
     out: str,
-    controllers: Sequence[str],
+    controllers: Sequence[str] | None = None,
     metrics: Sequence[str] | None = None,
-    backbones: Sequence[str] = ("extractive",),
-    datasets: Sequence[str] = ("sample",),
+    backbones: Sequence[str] | None = None,
+    datasets: Sequence[str] | None = None,
     data: Mapping[str, str] | None = None,
     split: str | None = None,
     topics: str | None = None,
     only_topics: Sequence[str] | str | None = None,
     topic_source: str | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
+    variants: Mapping[str, Mapping[str, Any]] | None = None,
     judge: str | None = None,
     limit: int | None = None,
-    seed: int = 0,
-    batch_size: int = 16,
+    sample: int | None = None,
+    seed: int | None = None,
+    batch_size: int | None = None,
     baseline: str | None = None,
     device: str | None = None,
-    cache: bool = True,
+    cache: bool | None = None,
+    recipe: str | None = None,
     overwrite: bool = False,
     progress: bool = False,
 ) -> list[dict]:
     """Run every (dataset, backbone, controller) cell; write the table; return its rows.
 
+    ``recipe`` (a name from :func:`ctrlkit.recipes`, or a recipe file) gives the settings, and
+    those given here win over its own (:func:`ctrlkit.recipe.run_recipe`). Otherwise a setting
+    left None takes its default: backbones extractive, datasets sample, seed 0, batch_size 16,
+    cache on.
     ``data`` maps a dataset name to the file it reads. ``baseline`` is a controller each cell's
     run scores beside its own (recorded in the cell's results.json). ``device`` is set on every
     backbone that takes one. ``cache``, ``only_topics`` and ``topic_source`` as in :func:`ctrlkit.run`
@@ -133,65 +152,91 @@ def sweep(
     other settings is refused unless these only add controllers, metrics, backbones or datasets
     (the sweep resumes), or ``overwrite`` removes the earlier sweep's cells, tables and report
     first. The settings are checked as a configuration file's are, so names may also be one
-    comma-separated string. Without ``metrics``, each dataset's cells score rouge, and stas when some
-    example of that dataset (of the first ``limit``) has a topic: a dataset without topics drops
-    stas, in one line, rather than failing its cells."""
-    if not controllers or (metrics is not None and not metrics) or not backbones or not datasets:
-        raise ConfigurationError("a sweep needs at least one controller, metric, backbone and dataset")
+    comma-separated string. ``variants`` names a component with other options, used where a
+    controller, backbone or dataset is named (``{"few-shot": {"of": "prompt", "options": {"template":
+    "few-shot"}}}``, :mod:`ctrlkit.sweep_variants`); its cells, rows and ``data`` key carry its name.
+    ``sample`` draws that many examples of each dataset at random with the
+    seed, as :func:`ctrlkit.run` does (every cell of a dataset gets the same ones), where ``limit``
+    takes the first N; not both. Without ``metrics``, each dataset's cells score rouge, and stas when
+    some example of that dataset (of those the cells read) has a topic: a dataset without topics
+    drops stas, in one line, rather than failing its cells."""
     given = {"controllers": controllers, "metrics": metrics, "backbones": backbones, "datasets": datasets,
-             "data": data, "split": split, "topics": topics, "only_topics": only_topics, "topic_source": topic_source,
-             "options": options, "judge": judge, "limit": limit,
-             "seed": seed, "batch_size": batch_size, "baseline": baseline, "device": device, "cache": cache}
-    checked = check_settings({key: list(value) if isinstance(value, tuple) else
-                              {k: dict(v) if isinstance(v, Mapping) else v for k, v in value.items()}
-                              if isinstance(value, Mapping) else value for key, value in given.items()}, "sweep")
-    controllers, backbones, datasets = (checked[key] for key in ("controllers", "backbones", "datasets"))
+             "data": data, "split": split, "topics": topics, "only_topics": only_topics,
+             "topic_source": topic_source, "options": options, "variants": variants,
+             "judge": judge, "limit": limit, "sample": sample, "seed": seed, "batch_size": batch_size,
+             "baseline": baseline, "device": device, "cache": cache}
+    if recipe is not None:
+        from .recipe import run_recipe
+
+        return run_recipe(recipe, out=out, overwrite=overwrite, progress=progress, **given)
+    defaults = {"backbones": ("extractive",), "datasets": DEFAULT_DATASETS, "seed": 0, "batch_size": 16, "cache": True}
+    given.update({key: value for key, value in defaults.items() if given[key] is None})
+    if not controllers or (metrics is not None and not metrics) or not given["backbones"] or not given["datasets"]:
+        raise ConfigurationError("a sweep needs at least one controller, metric, backbone and dataset")
+    seed, batch_size, cache = given["seed"], given["batch_size"], given["cache"]
+    checked = check_settings({key: list(value) if isinstance(value, tuple) else _plain(value)
+                              for key, value in given.items()}, "sweep")
+    check_variants(checked, "sweep")
+    variants = checked.get("variants") or {}
+    axes = {kind: entries(kind, checked[kind], variants) for kind in AXES}
     metrics = checked.get("metrics")
     data, options, baseline, device = (checked.get(key) for key in ("data", "options", "baseline", "device"))
     only_topics = checked.get("only_topics")
     if topic_source is not None:
         topic_count(topic_source)  # a bad value is refused before any cell
     # every option must fit a component of some cell (each cell takes those of its own components)
-    backbone_names = [backbone_name(spec) for spec in (*backbones, *([judge] if judge else []))]
-    RunOptions(options, [*(("datasets", name) for name in datasets), *(("backbones", name) for name in backbone_names),
-                         *(("controllers", name) for spec in [*controllers, *([baseline] if baseline else [])]
+    backbone_names = [backbone_name(spec) for spec in [*(e.spec for e in axes["backbones"]), *([judge] if judge else [])]]
+    RunOptions(options, [*(("datasets", e.spec) for e in axes["datasets"]),
+                         *(("backbones", name) for name in backbone_names),
+                         *(("controllers", name) for spec in [*(e.spec for e in axes["controllers"]),
+                                                              *([baseline] if baseline else [])]
                            for name in _names(spec)),
                          *(("metrics", name) for name in metrics or DEFAULT_METRICS), *_vectorizers()]).check_unused()
     out_dir = Path(out)
     check_output(out_dir)
-    scoring = {dataset: list(metrics) for dataset in datasets} if metrics else {
-        dataset: _default_metrics(dataset, (data or {}).get(dataset), options, split, limit) for dataset in datasets}
+    options = options or {}
+    # each dataset reads the file given for it, else (a variant) the one given for its component
+    paths = {e.label: (data or {}).get(e.label) or (data or {}).get(e.spec) for e in axes["datasets"]}
+    paths = {label: path for label, path in paths.items() if path is not None}
+    read = {e.label: _given(cell_options(with_data(options, e.spec, paths.get(e.label)), [("datasets", e.spec)], [e]),
+                            "datasets", e.spec) for e in axes["datasets"]}
+    scoring = _scoring(axes["datasets"], read, metrics, split, limit, sample, seed)
     metrics = [name for name in (metrics or DEFAULT_METRICS) if any(name in names for names in scoring.values())]
-    settings = {"controllers": list(controllers), "metrics": metrics, "backbones": list(backbones),
-                "datasets": list(datasets), "data": dict(data or {}), "split": split, "topics": topics,
-                "only_topics": only_topics, "topic_source": topic_source,
-                "options": {k: dict(v) for k, v in (options or {}).items()}, "judge": judge, "limit": limit,
-                "seed": seed, "batch_size": batch_size, "baseline": baseline, "device": device}
+    settings = {"controllers": list(checked["controllers"]), "metrics": metrics,
+                "backbones": list(checked["backbones"]), "datasets": list(checked["datasets"]), "data": paths,
+                "split": split, "topics": topics, "only_topics": only_topics, "topic_source": topic_source,
+                "options": {k: dict(v) for k, v in options.items()},
+                "variants": variants, "judge": judge, "limit": limit, "sample": sample, "seed": seed,
+                "batch_size": batch_size, "baseline": baseline, "device": device}
     # what the files hold now: a cell made from other bytes runs again
-    digests = {"data": {dataset: data_digest(settings["data"].get(dataset)
-                                             or _given(settings["options"], "datasets", dataset).get("path"))
-                        for dataset in datasets},
+    digests = {"data": {label: data_digest(given.get("path")) for label, given in read.items()},
                "topics": data_digest(topics)}
     check_earlier_sweep(out_dir, mask_secrets(settings), digests, overwrite)
-    cell_options = _with_device(settings["options"], backbones, device)
+    sweep_options = _with_device(settings["options"], [e.spec for e in axes["backbones"]], device)
     cells = []
-    for dataset in datasets:
-        for backbone in backbones:
-            for controller in controllers:
-                arguments = dict(dataset=dataset, data=settings["data"].get(dataset), split=split,
-                                 controller=controller, backbone=backbone, metrics=scoring[dataset], topics=topics,
-                                 only_topics=only_topics, topic_source=topic_source or ORACLE,
-                                 options=cell_options, judge=judge, baseline=baseline, limit=limit, seed=seed,
-                                 batch_size=batch_size)
-                folder = f"cells/{slug(dataset)}--{slug(backbone)}--{slug(controller)}"
-                cell_digests = {"data": digests["data"][dataset], "topics": digests["topics"]}
-                cells.append((folder, arguments, _reusable(out_dir / folder, cell_digests, arguments)))
-    reusable = sum(done is not None for _, _, done in cells)
+    for dataset in axes["datasets"]:
+        for backbone in axes["backbones"]:
+            for controller in axes["controllers"]:
+                arguments = dict(dataset=dataset.spec, data=paths.get(dataset.label), split=split,
+                                 controller=controller.spec, backbone=backbone.spec, metrics=scoring[dataset.label],
+                                 topics=topics, only_topics=only_topics, topic_source=topic_source or ORACLE,
+                                 options=sweep_options, judge=judge, baseline=baseline, limit=limit,
+                                 sample=sample, seed=seed, batch_size=batch_size)
+                cell = (controller, backbone, dataset)  # in the order of AXES
+                arguments["options"] = cell_options(sweep_options, [*_cell_components(arguments), *(
+                    ("controllers", name) for name in _names(baseline))], cell)
+                folder = f"cells/{slug(dataset.label)}--{slug(backbone.label)}--{slug(controller.label)}"
+                cell_digests = {"data": digests["data"][dataset.label], "topics": digests["topics"]}
+                labels = {AXES[kind]: entry.label for kind, entry in zip(AXES, cell)}
+                record = mask_secrets(recorded(cell))
+                cells.append((folder, arguments, labels, record,
+                              _reusable(out_dir / folder, cell_digests, arguments, record)))
+    reusable = sum(done is not None for *_, done in cells)
     if progress and reusable:
         say(f"sweep: resuming: {reusable} of {len(cells)} cells already done")
     rows = []
-    for number, (folder, arguments, results) in enumerate(cells, 1):
-        shown = mask_secrets({name: arguments[name] for name in ("controller", "backbone", "dataset")})
+    for number, (folder, arguments, labels, record, results) in enumerate(cells, 1):
+        shown = mask_secrets({name: labels[name] for name in ("controller", "backbone", "dataset")})
         reused = results is not None
         if not reused:
             if progress:
@@ -199,6 +244,9 @@ def sweep(
                     f"{shown['backbone']}, dataset {shown['dataset']}")
             results = run(out=str(out_dir / folder), strict_options=False, cache=cache, progress=progress,
                           **arguments).results
+            if record:  # what the cell's variants ran, beside what the run recorded
+                results["config"]["variants"] = record
+                atomic_write_json(out_dir / folder / "results.json", results)
         if not rows:  # written once a cell is done, so a sweep that fails at once leaves nothing
             atomic_write_json(out_dir / SETTINGS_FILE, {"settings": mask_secrets(settings), "digests": digests,
                                                         "versions": versions()})
@@ -210,13 +258,48 @@ def sweep(
     return rows
 
 
-def _default_metrics(dataset: str, path: str | None, options: Mapping | None, split: str | None,
-                     limit: int | None) -> list[str]:
-    """The metrics that a run of ``dataset`` given none would score (:func:`ctrlkit.pipeline.default_metrics`),
-    from the examples its cells will read."""
-    source = get_dataset(dataset, **_given(with_data(options, dataset, path), "datasets", dataset))
+def _plain(value):
+    """A mapping given to :func:`sweep` (options, variants) as plain dicts, however deeply nested."""
+    if not isinstance(value, Mapping):
+        return value
+    return {key: _plain(item) if isinstance(item, Mapping) else item for key, item in value.items()}
+
+
+def _scoring(datasets: Sequence[Entry], read: Mapping[str, dict], metrics: Sequence[str] | None, split: str | None,
+             limit: int | None, sample: int | None, seed: int) -> dict[str, list[str]]:
+    """The metrics each dataset's cells score (by label). Without ``metrics``: those a run given none
+    would score (:func:`ctrlkit.pipeline.default_metrics`). With them, in a sweep of several datasets,
+    a metric reading a control that no example of one dataset carries (keywords in CCSBench's
+    length subset) is left out of that dataset's cells, in one warning line, where another dataset
+    of the sweep has it; a metric no dataset can feed stays, and its cells refuse it as a run would."""
+    registry = get_registry("metrics")
+    reads = {name: getattr(registry.entry(name).load(registry.kind), "reads", ()) for name in metrics or ()}
+    if metrics and (len(datasets) == 1 or not any(reads.values())):  # nothing to leave out: read no data here
+        return {e.label: list(metrics) for e in datasets}
+    examples = {e.label: _examples(e, read[e.label], split, limit, sample, seed) for e in datasets}
+    if not metrics:
+        return {label: default_metrics(found, label, "--metrics") for label, found in examples.items()}
+    lacking = {label: {name: [attribute for attribute in reads[name]
+                              if not any(carries(example, attribute) for example in found)]
+                       for name in metrics} for label, found in examples.items()}
+    fed = {name for name in metrics if any(not missing[name] for missing in lacking.values())}
+    scoring = {}
+    for dataset, missing in lacking.items():
+        dropped = [name for name in metrics if missing[name] and name in fed]
+        if dropped:
+            logger.warning("ctrlkit: no example of dataset '%s' has a %s control, so its cells do not score %s "
+                           "(other datasets of the sweep do)", dataset,
+                           " or ".join(dict.fromkeys(a for name in dropped for a in missing[name])), ", ".join(dropped))
+        scoring[dataset] = [name for name in metrics if name not in dropped]
+    return scoring
+
+
+def _examples(dataset: Entry, options: dict, split: str | None, limit: int | None, sample: int | None,
+              seed: int) -> list:
+    """The examples the cells of ``dataset`` will read (``options``: the dataset's, its file included)."""
+    source = get_dataset(dataset.spec, **options)
     examples = source.load(split if split is not None else source.default_split)[:limit]
-    return default_metrics(examples, dataset, "--metrics")
+    return draw_sample(examples, sample, seed, dataset.label) if sample is not None else examples
 
 
 def _with_device(options: dict, backbones: Sequence[str], device: str | None) -> dict:
@@ -234,13 +317,14 @@ def _with_device(options: dict, backbones: Sequence[str], device: str | None) ->
     return {**options, **{key: {**options.get(key, {}), "device": device} for key in keys}}
 
 
-def _reusable(folder: Path, digests: dict, arguments: dict) -> dict | None:
+def _reusable(folder: Path, digests: dict, arguments: dict, variants: dict) -> dict | None:
     """The cell's recorded results when they can be reused (its results.json has this
-    configuration and was made from files holding the same bytes), else None: it runs."""
+    configuration, ``variants`` included, and was made from files holding the same bytes), else
+    None: it runs."""
     done = folder / "results.json"
     results = _recorded(done) if done.is_file() else None
-    if results is not None and _same_configuration(results["config"], mask_secrets(arguments),
-                                                   {**digests, "backbone": _backbone_digest(arguments)}):
+    if results is not None and (results["config"].get("variants") or {}) == variants and _same_configuration(
+            results["config"], mask_secrets(arguments), {**digests, "backbone": _backbone_digest(arguments)}):
         return results
     return None
 
@@ -287,8 +371,8 @@ def _same_configuration(config: dict, arguments: dict, digests: dict) -> bool:
     for setting, digest in digests.items():
         if config.get(f"{setting}_digest") != digest or (digest is None and config.get(setting) != arguments[setting]):
             return False
-    keys = ("dataset", "controller", "backbone", "metrics", "judge", "limit", "seed", "batch_size")
-    if any(config.get(key) != arguments[key] for key in keys):
+    keys = ("dataset", "controller", "backbone", "metrics", "judge", "limit", "sample", "seed", "batch_size")
+    if any(config.get(key) != arguments.get(key) for key in keys):
         return False
     # recorded since ctrlkit recorded them; a cell from before had the defaults
     if (config.get("only_topics"), config.get("topic_source", ORACLE)) != (arguments.get("only_topics"),

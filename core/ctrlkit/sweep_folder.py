@@ -25,6 +25,8 @@ TABLE_FILES = ("table.json", "table.csv", "table.md")
 CELLS = "cells"
 GROWING = ("controllers", "metrics", "backbones", "datasets")
 """Settings that may gain items: a sweep with more of them resumes the earlier one."""
+VARIANTS = "variants"
+"""May gain variants too (for the items added); one whose component or options changed is another setting."""
 
 
 def check_earlier_sweep(out_dir: Path, settings: dict, digests: dict, overwrite: bool = False) -> None:
@@ -60,6 +62,8 @@ def _damage(earlier: dict) -> str | None:
             return f"'settings.{key}' is not a list of names"
     if not isinstance(settings.get("data") or {}, dict):
         return "'settings.data' is not an object"
+    if not isinstance(settings.get(VARIANTS) or {}, dict):
+        return f"'settings.{VARIANTS}' is not an object"
     if not isinstance(digests, dict) or not isinstance(digests.get("data") or {}, dict) \
             or not all(isinstance(value, (str, type(None))) for value in (digests.get("data") or {}).values()) \
             or not isinstance(digests.get("topics"), (str, type(None))):
@@ -68,8 +72,9 @@ def _damage(earlier: dict) -> str | None:
 
 
 def changed_settings(before: dict, before_digests: dict, after: dict, digests: dict) -> list[str]:
-    """The settings in ``after`` that differ from ``before``; a GROWING list may gain items, a
-    data or topics file may move (same digest), and secret options (a new API key) may change."""
+    """The settings in ``after`` that differ from ``before``; a GROWING list may gain items (and
+    ``variants`` variants), a data or topics file may move (same digest), and secret options (a
+    new API key) may change."""
     changed = []
     for key, value in after.items():
         old = before.get(key)
@@ -83,6 +88,9 @@ def changed_settings(before: dict, before_digests: dict, after: dict, digests: d
             same = _same_file(old, value, before_digests.get("topics"), digests["topics"])
         elif key == "options":
             same = isinstance(old, dict) and _without_secrets(old) == _without_secrets(value)
+        elif key == VARIANTS:  # recorded with secrets masked, so a new API key compares equal
+            old = old or {}
+            same = all(value.get(name) == variant for name, variant in old.items())
         else:
             same = old == value
         if not same:

@@ -83,19 +83,75 @@ def _options(value: Any) -> dict[str, dict[str, Any]]:
         name = _key(component)
         if not isinstance(options, dict):
             raise _Refused(f"must be a table of options, got {_kind(options)}", f".{name}")
-        checked[name] = {}
-        for option, setting in options.items():
-            below = f".{name}.{_key(option)}"
-            secret = is_secret(_key(option))  # an error is printed and shared: a key is never shown
-            if isinstance(setting, float) and not math.isfinite(setting):
-                raise _Refused(f"must be a finite number, got {MASK if secret else setting}", below)
-            if not isinstance(setting, (str, int, float)):  # bool is an int
-                raise _Refused(f"must be a string, number or true/false, got "
-                               f"{'a value' if secret else _kind(setting)}", below)
-            if isinstance(setting, str) and _UNPRINTABLE.search(setting):
-                raise _Refused(f"must be one line of printable text, got {MASK if secret else _shown(setting)}",
-                               below)
-            checked[name][_key(option)] = setting
+        checked[name] = _values(options, f".{name}")
+    return checked
+
+
+def _values(options: dict, above: str) -> dict[str, Any]:
+    """``{option: value}``, each value a string, number or true/false (``above``: the key it is under)."""
+    checked = {}
+    for option, setting in options.items():
+        below = f"{above}.{_key(option)}"
+        secret = is_secret(_key(option))  # an error is printed and shared: a key is never shown
+        if isinstance(setting, float) and not math.isfinite(setting):
+            raise _Refused(f"must be a finite number, got {MASK if secret else setting}", below)
+        if not isinstance(setting, (str, int, float)):  # bool is an int
+            raise _Refused(f"must be a string, number or true/false, got "
+                           f"{'a value' if secret else _kind(setting)}", below)
+        if isinstance(setting, str) and _UNPRINTABLE.search(setting):
+            raise _Refused(f"must be one line of printable text, got {MASK if secret else _shown(setting)}", below)
+        checked[_key(option)] = setting
+    return checked
+
+
+VARIANT_KEYS = ("of", "options")
+VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+"""A variant is named where a component would be, and names its cells' folders: no comma (a list),
+``+`` (a chain), ``:`` (a backbone's argument), space or other character a folder name would change."""
+
+
+def _variants(value: Any) -> dict[str, dict[str, Any]]:
+    """``{name: {"of": component, "options": {...}}}``: the options of one component as
+    ``{option: value}``, of a chain of controllers (``of = "prepend+tag"``) per link as
+    ``{link: {option: value}}``. The components are checked against the registries later
+    (:func:`ctrlkit.sweep_variants.check_variants`)."""
+    if not isinstance(value, dict):
+        raise _Refused(f"must be a table of variants, got {_kind(value)}")
+    checked = {}
+    for key, variant in value.items():
+        name = _key(key)
+        if not VARIANT_NAME.fullmatch(name):
+            raise _Refused("is not a variant's name: letters, digits, '-', '_' and '.' (it is named where a component "
+                           "would be, and names its cells' folders)", f".{name}")
+        if not isinstance(variant, dict):
+            raise _Refused(f"must be a table with 'of' and 'options', got {_kind(variant)}", f".{name}")
+        unknown = [item for item in variant if item not in VARIANT_KEYS]
+        if unknown:
+            raise _Refused(f"is not a key of a variant (keys: {', '.join(VARIANT_KEYS)})",
+                           f".{name}.{_key(unknown[0])}")
+        if "of" not in variant:
+            raise _Refused("is missing: the component the variant runs, e.g. of = \"prompt\"", f".{name}.of")
+        try:
+            of = _text(variant["of"])
+        except _Refused as refused:
+            raise _Refused(str(refused), f".{name}.of") from None
+        links = [link.strip() for link in of.split("+")]
+        options = variant.get("options", {})
+        if not isinstance(options, dict):
+            raise _Refused(f"must be a table of options, got {_kind(options)}", f".{name}.options")
+        if len(links) == 1:
+            checked[name] = {"of": of, "options": _values(options, f".{name}.options")}
+            continue
+        per_link = {}
+        for link, values in options.items():
+            below = f".{name}.options.{_key(link)}"
+            if _key(link) not in links:
+                raise _Refused(f"names no link of the chain '{of}'; the options of a chain are given per link, "
+                               f"e.g. options = {{ {links[-1]} = {{ ... }} }}", below)
+            if not isinstance(values, dict):
+                raise _Refused(f"must be a table of the options of '{_key(link)}', got {_kind(values)}", below)
+            per_link[_key(link)] = _values(values, below)
+        checked[name] = {"of": of, "options": per_link}
     return checked
 
 
@@ -122,9 +178,9 @@ def _key(value: Any) -> str:
 
 SETTINGS: dict[str, Callable[[Any], Any]] = {
     "controllers": _names, "metrics": _names, "backbones": _names, "datasets": _names, "data": _data,
-    "split": _text, "topics": _text, "only_topics": _names, "topic_source": _text, "options": _options, "judge": _text,
-    "limit": _whole(1), "seed": _whole(0, MAX_SEED), "batch_size": _whole(1), "baseline": _text, "device": _text,
-    "cache": _flag,
+    "split": _text, "topics": _text, "only_topics": _names, "topic_source": _text, "options": _options,
+    "judge": _text, "limit": _whole(1), "sample": _whole(1), "seed": _whole(0, MAX_SEED), "batch_size": _whole(1),
+    "baseline": _text, "device": _text, "cache": _flag, "variants": _variants,
 }
 
 
@@ -143,17 +199,46 @@ def check_settings(settings: Mapping, where: str) -> dict:
             checked[key] = SETTINGS[key](value)
         except _Refused as refused:
             raise ConfigurationError(f"{where}: setting '{key}{refused.below}' {refused}") from None
+    if "limit" in checked and "sample" in checked:
+        raise ConfigurationError(f"{where}: settings 'limit' and 'sample' cannot both be given: sample draws N "
+                                 f"random examples, limit takes the first N")
     datasets = checked.get("datasets", list(DEFAULT_DATASETS))
+    # a dataset variant reads the file given for it, else the one given for its component
+    components = {(checked.get("variants") or {}).get(name, {}).get("of", name) for name in datasets}
     if isinstance(checked.get("data"), str):
-        if len(datasets) != 1:
+        if len(datasets) != 1 and len(components) != 1:
             raise ConfigurationError(f"{where}: setting 'data' is one path but the sweep has {len(datasets)} "
-                                     f"datasets; write data = {{ DATASET = \"PATH\" }}")
-        checked["data"] = {datasets[0]: checked["data"]}
-    unused = [name for name in checked.get("data", {}) if name not in datasets]
+                                     f"datasets; write data = {{ DATASET = \"PATH\" }} (--data DATASET=PATH)")
+        checked["data"] = {datasets[0] if len(datasets) == 1 else next(iter(components)): checked["data"]}
+    unused = [name for name in checked.get("data", {}) if name not in datasets and name not in components]
     if unused and "datasets" in checked:
         raise ConfigurationError(f"{where}: setting 'data' names dataset '{unused[0]}', which the sweep does not "
                                  f"run (datasets: {', '.join(datasets)})")
     return checked
+
+
+EXCLUSIVE = ("limit", "sample")
+"""Two ways to choose the examples: one given over a file replaces the file's choice, whichever it was."""
+
+
+def overlay(base: Mapping, given: Mapping) -> dict:
+    """The settings of a file (``base``: a configuration or recipe) with those ``given`` (the
+    command line's, a call's) over them: a given value replaces the file's; ``options`` are
+    merged option by option, so ``--set tag.top_n=5`` keeps the file's other options; a given
+    ``limit`` or ``sample`` replaces the file's ``limit`` and ``sample`` both. None is not given."""
+    given = {key: value for key, value in given.items() if value is not None}
+    settings = dict(base)
+    if any(key in given for key in EXCLUSIVE):
+        for key in EXCLUSIVE:
+            settings.pop(key, None)
+    for key, value in given.items():
+        if key == "options" and isinstance(settings.get(key), Mapping) and isinstance(value, Mapping):
+            merged = {name: dict(values) for name, values in settings[key].items()}
+            for name, values in value.items():
+                merged[name] = {**merged.get(name, {}), **values}
+            value = merged
+        settings[key] = value
+    return settings
 
 
 def _kind(value: Any) -> str:

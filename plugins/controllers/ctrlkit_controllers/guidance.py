@@ -6,6 +6,7 @@ document rather than inside it.
   the surname ("Barack Obama" also matches "Obama", "Bank of America" never "America"); or,
   when the example has an ``aliases`` control, the full name and those names only. When no
   sentence mentions it, the name itself.
+- ``name``: the requested entity's name alone (EntSUM's GSum with the entity as its guidance).
 - ``keywords``: the requested keywords, comma-separated.
 - ``given``: sentences the dataset supplies in the ``guidance`` control.
 - ``salient`` / ``summary_sentences``: the oracle sentences an annotated dataset supplies in the
@@ -23,7 +24,7 @@ from ctrlkit import ConfigurationError, Controller, Option
 from ctrlkit.entities import aliases, given_aliases, mentions  # aliases: importable from here too
 from ctrlkit.text import sentences
 
-_READS = {"entity": "entity", "keywords": "keywords", "given": "guidance",
+_READS = {"entity": "entity", "name": "entity", "keywords": "keywords", "given": "guidance",
           "salient": "salient_sentences", "summary_sentences": "summary_sentences"}
 _ORACLES = ("salient", "summary_sentences")
 _CONTAINED_MIN_WORDS = 4
@@ -34,7 +35,8 @@ class Guidance(Controller):
 
     requires = frozenset({"guidance"})
     options = (Option("source", str, "entity", "which control becomes the guidance: entity (the sentences naming "
-                                               "it), keywords, given (the 'guidance' control), salient or "
+                                               "it), name (the entity's name alone), keywords, given (the "
+                                               "'guidance' control), salient or "
                                                "summary_sentences (those oracle sentences)", choices=tuple(_READS)),)
 
     def __init__(self, **options):
@@ -50,6 +52,8 @@ class Guidance(Controller):
             except ConfigurationError as exc:
                 raise ConfigurationError(f"controller '{self.name}', example '{example.id}': {exc}") from None
             guidance = " ".join(entity_sentences(model_input.source, str(value), given)) or str(value)
+        elif source == "name":
+            guidance = str(value).strip()
         elif source in _ORACLES:
             given = [value] if isinstance(value, str) else [str(sentence) for sentence in value]
             guidance = " ".join(oracle_sentences(model_input.source, given) or given)

@@ -1,0 +1,252 @@
+"""Recipes: a paper's protocol as data, one TOML file each under ``ctrlkit/recipes/`` (package data).
+
+A recipe is a sweep configuration (:mod:`ctrlkit.sweep_settings`, variants included) with a
+header comment saying which table of the paper it mirrors and what differs, and three keys of
+its own: ``description`` (one line, which ``ctrlkit recipes`` lists), ``needs`` (settings the
+user must give, each with a hint: ``needs = { backbones = "a chat backbone" }``) and ``kind``.
+``ctrlkit sweep --recipe NAME`` runs it; the settings given beside it win over the recipe's
+(:func:`ctrlkit.sweep_settings.overlay`), and the recipe's options for a component the user
+replaced (``--backbones`` without the recipe's backbone) are left out rather than refused.
+
+``kind = "meta-eval"`` is a recipe whose table correlates metrics with human scores rather than
+comparing systems (FD): the dataset already holds every system's output, so there is nothing to
+generate and no grid to cross. It runs :func:`ctrlkit.evaluate` on the dataset's own predictions
+into the output folder, then :func:`ctrlkit.meta_evaluation.meta_evaluate` of every metric value
+(and of the stored scores the recipe's ``compare`` names) against its ``human`` score, and writes
+``meta-eval.json`` and ``table.md`` beside ``results.json``: one command, one folder, one table,
+as a sweep recipe gives. Settings that only a generation has (controllers, backbones, seed, ...)
+are refused in one line.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Mapping
+
+from .api import backbone_name
+from .component_options import split_key
+from .errors import ConfigurationError, OptionError, UnknownComponentError
+from .files import atomic_write_json, atomic_write_text
+from .markdown import escape_markdown, markdown_table
+from .pipeline import DEFAULT_METRICS, _names
+from .plugins import get_registry
+from .sweep_settings import DEFAULT_DATASETS, _names as _name_list, _Refused, _text, check_settings, overlay
+from .sweep_variants import check_variants
+
+KINDS = ("sweep", "meta-eval")
+OWN_KEYS = ("description", "kind", "needs")
+"""Keys a recipe file has beside the settings of its kind."""
+META_EVAL_SETTINGS = ("datasets", "data", "split", "topics", "metrics", "options", "judge", "limit")
+"""The sweep settings a meta-eval recipe takes (those of :func:`ctrlkit.evaluate`)."""
+META_EVAL_KEYS = ("human", "compare")
+"""A meta-eval recipe's own: the dotted path of the human score, and stored scores correlated too."""
+META_EVAL_FILE = "meta-eval.json"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A recipe as its file gives it: ``settings`` checked as a sweep configuration's (for a
+    meta-eval recipe, ``human`` and ``compare`` among them), ``needs`` the settings the user gives."""
+
+    name: str
+    description: str
+    kind: str
+    path: Path
+    settings: dict = field(repr=False)
+    needs: dict = field(default_factory=dict)
+
+
+def recipe_folder():
+    """The folder of the shipped recipe files (package data)."""
+    return files("ctrlkit") / "recipes"
+
+
+def recipes() -> list[Recipe]:
+    """Every shipped recipe, by name."""
+    return [load_recipe(Path(str(entry))) for entry in sorted(recipe_folder().iterdir(), key=lambda e: e.name)
+            if entry.name.endswith(".toml")]
+
+
+def load_recipe(recipe: str | Path) -> Recipe:
+    """A shipped recipe by name, or a recipe file (a copy of one, edited): its settings checked
+    in one line naming the file and the key, as a configuration's are."""
+    path = _path(recipe)
+    from .sweep import read_config
+
+    where = str(path)
+    raw = read_config(path)
+    own = {key: raw.pop(key) for key in OWN_KEYS if key in raw}
+    try:
+        description = _text(own.get("description"))
+    except _Refused as refused:
+        raise ConfigurationError(f"{where}: key 'description' {refused} (one line saying what the recipe runs)") \
+            from None
+    kind = own.get("kind", "sweep")
+    if kind not in KINDS:
+        raise ConfigurationError(f"{where}: key 'kind' must be one of {', '.join(KINDS)}, got {kind!r}")
+    needs = _needs(own.get("needs", {}), where)
+    extra = {key: raw.pop(key) for key in META_EVAL_KEYS if key in raw} if kind == "meta-eval" else {}
+    if kind == "meta-eval":
+        _refuse_unused(raw, META_EVAL_SETTINGS, where, "a meta-eval recipe")
+    settings = check_settings(raw, where)
+    check_variants(settings, where)
+    if kind == "meta-eval":
+        settings.update(_meta_eval_keys(extra, where))
+    return Recipe(path.stem, description, kind, path, settings, needs)
+
+
+def _path(recipe: str | Path) -> Path:
+    known = {entry.name[:-len(".toml")]: Path(str(entry)) for entry in recipe_folder().iterdir()
+             if entry.name.endswith(".toml")}
+    if str(recipe) in known:
+        return known[str(recipe)]
+    path = Path(recipe)
+    if path.suffix in (".toml", ".yaml", ".yml") or path.is_file():
+        if not path.is_file():
+            raise ConfigurationError(f"{path}: no such recipe file")
+        return path
+    close = difflib.get_close_matches(str(recipe), known, n=3)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    raise UnknownComponentError(f"Unknown recipe '{recipe}'.{hint} Available: {', '.join(sorted(known))} "
+                                f"(ctrlkit recipes), or a recipe file")
+
+
+def _needs(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise ConfigurationError(f"{where}: key 'needs' must be a table of setting = \"hint\"")
+    from .sweep_settings import SETTINGS
+
+    needs = {}
+    for setting, hint in value.items():
+        if setting not in SETTINGS:
+            raise ConfigurationError(f"{where}: key 'needs.{setting}' names no setting")
+        try:
+            needs[setting] = _text(hint)
+        except _Refused as refused:
+            raise ConfigurationError(f"{where}: key 'needs.{setting}' {refused}") from None
+    return needs
+
+
+def _refuse_unused(settings: Mapping, allowed, where: str, what: str) -> None:
+    extra = [key for key in settings if key not in allowed and key not in META_EVAL_KEYS]
+    if extra:
+        raise ConfigurationError(f"{where}: {what} takes no setting '{extra[0]}' (it takes "
+                                 f"{', '.join([*allowed, *META_EVAL_KEYS])})")
+
+
+def _meta_eval_keys(extra: dict, where: str) -> dict:
+    try:
+        human = _text(extra.get("human"))
+    except _Refused as refused:
+        raise ConfigurationError(f"{where}: key 'human' {refused} (the dotted path of the human score, "
+                                 f"e.g. given.human)") from None
+    try:
+        compare = _name_list(extra["compare"]) if "compare" in extra else []
+    except _Refused as refused:
+        raise ConfigurationError(f"{where}: key 'compare' {refused}") from None
+    return {"human": human, "compare": compare}
+
+
+def run_recipe(recipe: str | Path | Recipe, *, out: str, overwrite: bool = False, progress: bool = False,
+               **given: Any) -> list[dict]:
+    """Run ``recipe`` into ``out`` with the settings ``given`` (None: not given) over its own;
+    returns the rows of the table it writes (a sweep's; a meta-eval's, one per score)."""
+    if not isinstance(recipe, Recipe):
+        recipe = load_recipe(recipe)
+    given = {key: value for key, value in given.items() if value is not None}
+    if recipe.kind == "meta-eval":
+        return _meta_eval(recipe, out, given, progress)
+    settings = _overlaid(recipe, given)
+    from .sweep import sweep
+
+    return sweep(out=out, overwrite=overwrite, progress=progress, **settings)
+
+
+def _overlaid(recipe: Recipe, given: dict) -> dict:
+    """The recipe's settings with ``given`` over them; the recipe's options for components the
+    result no longer names are left out. A setting the recipe needs and nobody gave is refused."""
+    settings = overlay({key: value for key, value in recipe.settings.items() if key != "options"},
+                       {key: value for key, value in given.items() if key != "options"})
+    named = _component_names(settings)
+    kept = {key: values for key, values in (recipe.settings.get("options") or {}).items() if _named(key, named)}
+    settings = overlay({**settings, "options": kept}, {"options": given.get("options")})
+    if not settings["options"]:
+        del settings["options"]
+    for setting, hint in recipe.needs.items():
+        if setting not in settings:
+            raise ConfigurationError(f"recipe '{recipe.name}' needs --{setting.replace('_', '-')}: {hint}")
+    return settings
+
+
+def _component_names(settings: Mapping) -> dict[str, set[str]]:
+    """The registered names each kind of component of ``settings`` has (through its variants)."""
+    variants = settings.get("variants") or {}
+
+    def specs(kind, default=()):
+        return [variants[name]["of"] if name in variants else name for name in settings.get(kind) or default]
+
+    return {
+        "controllers": {link for spec in [*specs("controllers"), *([settings["baseline"]] if settings.get("baseline")
+                                                                  else [])] for link in _names(spec)},
+        "backbones": {backbone_name(spec) for spec in [*specs("backbones", ("extractive",)),
+                                                       *([settings["judge"]] if settings.get("judge") else [])]},
+        "datasets": set(specs("datasets", DEFAULT_DATASETS)),
+        "metrics": set(settings.get("metrics") or DEFAULT_METRICS),
+        "vectorizers": set(get_registry("vectorizers").names()),
+    }
+
+
+def _named(key: str, named: dict[str, set[str]]) -> bool:
+    try:
+        kind, name = split_key(key)
+    except OptionError:
+        return True  # kept, and refused by the run in its own words
+    return any(name in names for found, names in named.items() if kind in (None, found))
+
+
+def _meta_eval(recipe: Recipe, out: str, given: dict, progress: bool) -> list[dict]:
+    """Evaluate the dataset's own predictions into ``out``, then correlate every score with the
+    human one; writes meta-eval.json and table.md there."""
+    from .evaluation import evaluate
+    from .meta_evaluation import meta_evaluate, numeric_paths
+
+    refused = [key for key in given if key not in META_EVAL_SETTINGS]
+    if refused:
+        raise ConfigurationError(f"recipe '{recipe.name}' scores the dataset's own predictions (evaluate, then "
+                                 f"meta-eval), so --{refused[0].replace('_', '-')} does not apply (it takes "
+                                 f"{', '.join('--' + key for key in META_EVAL_SETTINGS if key != 'options')}, --set)")
+    human, compare = recipe.settings["human"], recipe.settings["compare"]
+    base = {key: value for key, value in recipe.settings.items() if key not in META_EVAL_KEYS}
+    settings = _overlaid(Recipe(recipe.name, recipe.description, recipe.kind, recipe.path, base, recipe.needs), given)
+    settings = check_settings(settings, f"recipe '{recipe.name}'")
+    [dataset, *more] = settings.get("datasets", list(DEFAULT_DATASETS))
+    if more:
+        raise ConfigurationError(f"recipe '{recipe.name}' evaluates one dataset, got {len(more) + 1}")
+    result = evaluate(dataset=dataset, data=(settings.get("data") or {}).get(dataset), split=settings.get("split"),
+                      metrics=settings.get("metrics"), topics=settings.get("topics"), options=settings.get("options"),
+                      judge=settings.get("judge"), limit=settings.get("limit"), out=out, progress=progress)
+    paths = [*dict.fromkeys(path for row in result.samples for path in numeric_paths(row)), *compare]
+    report = meta_evaluate(result.samples, human, paths)
+    atomic_write_json(Path(out) / META_EVAL_FILE, {"recipe": recipe.name, "human": human, "correlations": report})
+    rows = [{"score": path, **values} for path, values in report.items()]
+    atomic_write_text(Path(out) / "table.md", _markdown(rows, human))
+    return rows
+
+
+def _markdown(rows: list[dict], human: str) -> str:
+    """The correlations as a Markdown table: one row per score; an undefined one says why."""
+    body = []
+    for row in rows:
+        if "undefined" in row:
+            cells = [f"undefined: {row['undefined']}"] + [""] * 5
+        else:
+            cells = [f"{row[name][part]:.4f}" if part == "r" else f"{row[name][part]:.3g}"
+                     for name in ("pearson", "spearman", "kendall") for part in ("r", "p")]
+        body.append([escape_markdown(row["score"]), str(row["n"]), *cells])
+    header = ["score", "n", "pearson", "p", "spearman", "p", "kendall", "p"]
+    lines = markdown_table(header, body, text_columns=1)
+    intro = f"Correlation with the human score {escape_markdown(human)}, summary by summary:"
+    return "\n".join([intro, "", *lines]) + "\n"
