@@ -33,7 +33,7 @@ from .files import atomic_write_json, atomic_write_text
 from .markdown import escape_markdown, markdown_table
 from .pipeline import DEFAULT_METRICS, _names
 from .plugins import get_registry
-from .sweep_settings import DEFAULT_DATASETS, _names as _name_list, _Refused, _text, check_settings, overlay
+from .sweep_settings import DEFAULT_DATASETS, Refused, check_settings, name_list, one_line, overlay
 from .sweep_variants import check_variants
 
 KINDS = ("sweep", "meta-eval")
@@ -80,8 +80,8 @@ def load_recipe(recipe: str | Path) -> Recipe:
     raw = read_config(path)
     own = {key: raw.pop(key) for key in OWN_KEYS if key in raw}
     try:
-        description = _text(own.get("description"))
-    except _Refused as refused:
+        description = one_line(own.get("description"))
+    except Refused as refused:
         raise ConfigurationError(f"{where}: key 'description' {refused} (one line saying what the recipe runs)") \
             from None
     kind = own.get("kind", "sweep")
@@ -124,8 +124,8 @@ def _needs(value: Any, where: str) -> dict[str, str]:
         if setting not in SETTINGS:
             raise ConfigurationError(f"{where}: key 'needs.{setting}' names no setting")
         try:
-            needs[setting] = _text(hint)
-        except _Refused as refused:
+            needs[setting] = one_line(hint)
+        except Refused as refused:
             raise ConfigurationError(f"{where}: key 'needs.{setting}' {refused}") from None
     return needs
 
@@ -139,13 +139,13 @@ def _refuse_unused(settings: Mapping, allowed, where: str, what: str) -> None:
 
 def _meta_eval_keys(extra: dict, where: str) -> dict:
     try:
-        human = _text(extra.get("human"))
-    except _Refused as refused:
+        human = one_line(extra.get("human"))
+    except Refused as refused:
         raise ConfigurationError(f"{where}: key 'human' {refused} (the dotted path of the human score, "
                                  f"e.g. given.human)") from None
     try:
-        compare = _name_list(extra["compare"]) if "compare" in extra else []
-    except _Refused as refused:
+        compare = name_list(extra["compare"]) if "compare" in extra else []
+    except Refused as refused:
         raise ConfigurationError(f"{where}: key 'compare' {refused}") from None
     return {"human": human, "compare": compare}
 

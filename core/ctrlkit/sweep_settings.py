@@ -21,7 +21,7 @@ DEFAULT_DATASETS = ("sample",)  # what ctrlkit.sweep.sweep runs when no datasets
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
-class _Refused(Exception):
+class Refused(Exception):
     """A value that does not fit; the caller adds the file and the key (``below``: the part of the
     key under the setting, such as ``.tag.top_n`` in ``options``)."""
 
@@ -30,59 +30,59 @@ class _Refused(Exception):
         self.below = below
 
 
-def _text(value: Any) -> str:
+def one_line(value: Any) -> str:
     if not isinstance(value, str):
-        raise _Refused(f"must be a string, got {_kind(value)}")
+        raise Refused(f"must be a string, got {_kind(value)}")
     if not value.strip():
-        raise _Refused("must not be empty")
+        raise Refused("must not be empty")
     if _UNPRINTABLE.search(value):
-        raise _Refused(f"must be one line of printable text, got {_shown(value)}")
+        raise Refused(f"must be one line of printable text, got {_shown(value)}")
     return value.strip()
 
 
-def _names(value: Any) -> list[str]:
+def name_list(value: Any) -> list[str]:
     """A list of names, or one string of comma-separated names as ``--controllers`` takes them."""
     if isinstance(value, str):
         value = [item for item in value.split(",") if item.strip()]
     elif not isinstance(value, list):
-        raise _Refused(f"must be a list of names or a comma-separated string, got {_kind(value)}")
+        raise Refused(f"must be a list of names or a comma-separated string, got {_kind(value)}")
     if not value:
-        raise _Refused("must name at least one")
+        raise Refused("must name at least one")
     names = []
     for position, item in enumerate(value, 1):
         try:
-            names.append(_text(item))
-        except _Refused as refused:
-            raise _Refused(f"(item {position}) {refused}") from None
+            names.append(one_line(item))
+        except Refused as refused:
+            raise Refused(f"(item {position}) {refused}") from None
     return names
 
 
 def _whole(minimum: int, maximum: int | None = None) -> Callable[[Any], int]:
     def check(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise _Refused(f"must be a whole number, got {_kind(value)}")
+            raise Refused(f"must be a whole number, got {_kind(value)}")
         if value < minimum or (maximum is not None and value > maximum):
             bounds = f"from {minimum} to {maximum}" if maximum is not None else f"at least {minimum}"
-            raise _Refused(f"must be {bounds}, got {value}")
+            raise Refused(f"must be {bounds}, got {value}")
         return value
     return check
 
 
 def _flag(value: Any) -> bool:
     if not isinstance(value, bool):
-        raise _Refused(f"must be true or false, got {_kind(value)}")
+        raise Refused(f"must be true or false, got {_kind(value)}")
     return value
 
 
 def _options(value: Any) -> dict[str, dict[str, Any]]:
     """``{component: {option: value}}``, each value a string, number or true/false."""
     if not isinstance(value, dict):
-        raise _Refused(f"must be a table of components, got {_kind(value)}")
+        raise Refused(f"must be a table of components, got {_kind(value)}")
     checked = {}
     for component, options in value.items():
         name = _key(component)
         if not isinstance(options, dict):
-            raise _Refused(f"must be a table of options, got {_kind(options)}", f".{name}")
+            raise Refused(f"must be a table of options, got {_kind(options)}", f".{name}")
         checked[name] = _values(options, f".{name}")
     return checked
 
@@ -94,12 +94,12 @@ def _values(options: dict, above: str) -> dict[str, Any]:
         below = f"{above}.{_key(option)}"
         secret = is_secret(_key(option))  # an error is printed and shared: a key is never shown
         if isinstance(setting, float) and not math.isfinite(setting):
-            raise _Refused(f"must be a finite number, got {MASK if secret else setting}", below)
+            raise Refused(f"must be a finite number, got {MASK if secret else setting}", below)
         if not isinstance(setting, (str, int, float)):  # bool is an int
-            raise _Refused(f"must be a string, number or true/false, got "
+            raise Refused(f"must be a string, number or true/false, got "
                            f"{'a value' if secret else _kind(setting)}", below)
         if isinstance(setting, str) and _UNPRINTABLE.search(setting):
-            raise _Refused(f"must be one line of printable text, got {MASK if secret else _shown(setting)}", below)
+            raise Refused(f"must be one line of printable text, got {MASK if secret else _shown(setting)}", below)
         checked[_key(option)] = setting
     return checked
 
@@ -116,29 +116,29 @@ def _variants(value: Any) -> dict[str, dict[str, Any]]:
     ``{link: {option: value}}``. The components are checked against the registries later
     (:func:`ctrlkit.sweep_variants.check_variants`)."""
     if not isinstance(value, dict):
-        raise _Refused(f"must be a table of variants, got {_kind(value)}")
+        raise Refused(f"must be a table of variants, got {_kind(value)}")
     checked = {}
     for key, variant in value.items():
         name = _key(key)
         if not VARIANT_NAME.fullmatch(name):
-            raise _Refused("is not a variant's name: letters, digits, '-', '_' and '.' (it is named where a component "
+            raise Refused("is not a variant's name: letters, digits, '-', '_' and '.' (it is named where a component "
                            "would be, and names its cells' folders)", f".{name}")
         if not isinstance(variant, dict):
-            raise _Refused(f"must be a table with 'of' and 'options', got {_kind(variant)}", f".{name}")
+            raise Refused(f"must be a table with 'of' and 'options', got {_kind(variant)}", f".{name}")
         unknown = [item for item in variant if item not in VARIANT_KEYS]
         if unknown:
-            raise _Refused(f"is not a key of a variant (keys: {', '.join(VARIANT_KEYS)})",
+            raise Refused(f"is not a key of a variant (keys: {', '.join(VARIANT_KEYS)})",
                            f".{name}.{_key(unknown[0])}")
         if "of" not in variant:
-            raise _Refused("is missing: the component the variant runs, e.g. of = \"prompt\"", f".{name}.of")
+            raise Refused("is missing: the component the variant runs, e.g. of = \"prompt\"", f".{name}.of")
         try:
-            of = _text(variant["of"])
-        except _Refused as refused:
-            raise _Refused(str(refused), f".{name}.of") from None
+            of = one_line(variant["of"])
+        except Refused as refused:
+            raise Refused(str(refused), f".{name}.of") from None
         links = [link.strip() for link in of.split("+")]
         options = variant.get("options", {})
         if not isinstance(options, dict):
-            raise _Refused(f"must be a table of options, got {_kind(options)}", f".{name}.options")
+            raise Refused(f"must be a table of options, got {_kind(options)}", f".{name}.options")
         if len(links) == 1:
             checked[name] = {"of": of, "options": _values(options, f".{name}.options")}
             continue
@@ -146,10 +146,10 @@ def _variants(value: Any) -> dict[str, dict[str, Any]]:
         for link, values in options.items():
             below = f".{name}.options.{_key(link)}"
             if _key(link) not in links:
-                raise _Refused(f"names no link of the chain '{of}'; the options of a chain are given per link, "
+                raise Refused(f"names no link of the chain '{of}'; the options of a chain are given per link, "
                                f"e.g. options = {{ {links[-1]} = {{ ... }} }}", below)
             if not isinstance(values, dict):
-                raise _Refused(f"must be a table of the options of '{_key(link)}', got {_kind(values)}", below)
+                raise Refused(f"must be a table of the options of '{_key(link)}', got {_kind(values)}", below)
             per_link[_key(link)] = _values(values, below)
         checked[name] = {"of": of, "options": per_link}
     return checked
@@ -158,29 +158,29 @@ def _variants(value: Any) -> dict[str, dict[str, Any]]:
 def _data(value: Any) -> dict[str, str] | str:
     """``{dataset: path}``, or one path for a sweep of one dataset (resolved in :func:`check_settings`)."""
     if isinstance(value, str):
-        return _text(value)
+        return one_line(value)
     if not isinstance(value, dict):
-        raise _Refused(f"must be a path or a table of dataset = path, got {_kind(value)}")
+        raise Refused(f"must be a path or a table of dataset = path, got {_kind(value)}")
     paths = {}
     for dataset, path in value.items():
         try:
-            paths[_key(dataset)] = _text(path)
-        except _Refused as refused:
-            raise _Refused(str(refused), f".{_key(dataset)}") from None
+            paths[_key(dataset)] = one_line(path)
+        except Refused as refused:
+            raise Refused(str(refused), f".{_key(dataset)}") from None
     return paths
 
 
 def _key(value: Any) -> str:
     if not isinstance(value, str) or not value.strip() or _UNPRINTABLE.search(value):
-        raise _Refused(f"has a key that is not a name: {_shown(value)}")
+        raise Refused(f"has a key that is not a name: {_shown(value)}")
     return value.strip()
 
 
 SETTINGS: dict[str, Callable[[Any], Any]] = {
-    "controllers": _names, "metrics": _names, "backbones": _names, "datasets": _names, "data": _data,
-    "split": _text, "topics": _text, "only_topics": _names, "topic_source": _text, "options": _options,
-    "judge": _text, "limit": _whole(1), "sample": _whole(1), "seed": _whole(0, MAX_SEED), "batch_size": _whole(1),
-    "baseline": _text, "device": _text, "cache": _flag, "variants": _variants,
+    "controllers": name_list, "metrics": name_list, "backbones": name_list, "datasets": name_list, "data": _data,
+    "split": one_line, "topics": one_line, "only_topics": name_list, "topic_source": one_line, "options": _options,
+    "judge": one_line, "limit": _whole(1), "sample": _whole(1), "seed": _whole(0, MAX_SEED), "batch_size": _whole(1),
+    "baseline": one_line, "device": one_line, "cache": _flag, "variants": _variants,
 }
 
 
@@ -197,7 +197,7 @@ def check_settings(settings: Mapping, where: str) -> dict:
             continue
         try:
             checked[key] = SETTINGS[key](value)
-        except _Refused as refused:
+        except Refused as refused:
             raise ConfigurationError(f"{where}: setting '{key}{refused.below}' {refused}") from None
     if "limit" in checked and "sample" in checked:
         raise ConfigurationError(f"{where}: settings 'limit' and 'sample' cannot both be given: sample draws N "
