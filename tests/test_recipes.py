@@ -133,6 +133,10 @@ def test_passali_newts_runs_its_four_controllers_as_standalone_runs_would(tmp_pa
     alone = ctrlkit.run(dataset="newts", data=data, controller="prepend+tag", metrics=["stas", "rouge"], limit=3,
                         baseline=None)
     assert rows[3]["metrics"] == alone.metrics
+    shipped = ctrlkit.recipe.recipe_folder() / "passali-newts.toml"
+    assert json.loads((out / "sweep.json").read_text())["recipe"] == {
+        "name": "passali-newts", "file": "passali-newts.toml",
+        "digest": "sha256:" + hashlib.sha256(shipped.read_bytes()).hexdigest()}
     # the recipe's option for tag is left out when --controllers leaves tag out; the user's own typo is not
     fewer = sweep(recipe="passali-newts", out=str(tmp_path / "fewer"), controllers=["none", "prepend"], data=data,
                   limit=3)
@@ -298,6 +302,7 @@ def test_fd_meta_eval_evaluates_then_correlates_with_the_human_scores(tmp_path, 
     scores = [row["score"] for row in rows]
     assert {"scores.rouge.rouge1", "scores.bertscore.f1", "scores.fm.fm", "given.gpt4_fm", "given.rouge1"} <= set(scores)
     recorded = json.loads((out / "meta-eval.json").read_text())
+    assert recorded["recipe"]["name"] == "fd-meta-eval" and recorded["recipe"]["digest"].startswith("sha256:")
     assert recorded["human"] == "given.human" and list(recorded["correlations"]) == scores
     assert recorded["correlations"] == meta_evaluate(samples, "given.human", scores)
     fm = [(s["given"]["human"], s["scores"]["fm"]["fm"]) for s in samples if s["scores"]["fm"]["fm"] is not None]

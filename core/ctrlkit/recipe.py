@@ -28,6 +28,7 @@ from typing import Any, Mapping
 
 from .api import backbone_name
 from .component_options import split_key
+from .digest import data_digest
 from .errors import ConfigurationError, OptionError, UnknownComponentError
 from .files import atomic_write_json, atomic_write_text
 from .markdown import escape_markdown, markdown_table
@@ -57,6 +58,11 @@ class Recipe:
     path: Path
     settings: dict = field(repr=False)
     needs: dict = field(default_factory=dict)
+
+    def record(self) -> dict[str, str]:
+        """What a sweep records of the recipe it ran: its name, file and the digest of its bytes
+        (a copy edited by hand keeps the name; the digest tells the two apart)."""
+        return {"name": self.name, "file": self.path.name, "digest": data_digest(self.path)}
 
 
 def recipe_folder():
@@ -162,7 +168,7 @@ def run_recipe(recipe: str | Path | Recipe, *, out: str, overwrite: bool = False
     settings = _overlaid(recipe, given)
     from .sweep import sweep
 
-    return sweep(out=out, overwrite=overwrite, progress=progress, **settings)
+    return sweep(out=out, overwrite=overwrite, progress=progress, recorded_recipe=recipe.record(), **settings)
 
 
 def _overlaid(recipe: Recipe, given: dict) -> dict:
@@ -230,7 +236,7 @@ def _meta_eval(recipe: Recipe, out: str, given: dict, progress: bool) -> list[di
                       judge=settings.get("judge"), limit=settings.get("limit"), out=out, progress=progress)
     paths = [*dict.fromkeys(path for row in result.samples for path in numeric_paths(row)), *compare]
     report = meta_evaluate(result.samples, human, paths)
-    atomic_write_json(Path(out) / META_EVAL_FILE, {"recipe": recipe.name, "human": human, "correlations": report})
+    atomic_write_json(Path(out) / META_EVAL_FILE, {"recipe": recipe.record(), "human": human, "correlations": report})
     rows = [{"score": path, **values} for path, values in report.items()]
     atomic_write_text(Path(out) / "table.md", _markdown(rows, human))
     return rows

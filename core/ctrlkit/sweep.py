@@ -138,11 +138,13 @@ def sweep(
     recipe: str | None = None,
     overwrite: bool = False,
     progress: bool = False,
+    recorded_recipe: Mapping[str, str] | None = None,
 ) -> list[dict]:
     """Run every (dataset, backbone, controller) cell; write the table; return its rows.
 
     ``recipe`` (a name from :func:`ctrlkit.recipes`, or a recipe file) gives the settings, and
-    those given here win over its own (:func:`ctrlkit.recipe.run_recipe`). Otherwise a setting
+    those given here win over its own (:func:`ctrlkit.recipe.run_recipe`, which passes
+    ``recorded_recipe``, the recipe's name and file digest, for sweep.json). Otherwise a setting
     left None takes its default: backbones extractive, datasets sample, seed 0, batch_size 16,
     cache on.
     ``data`` maps a dataset name to the file it reads. ``baseline`` is a controller each cell's
@@ -249,7 +251,9 @@ def sweep(
                 atomic_write_json(out_dir / folder / "results.json", results)
         if not rows:  # written once a cell is done, so a sweep that fails at once leaves nothing
             atomic_write_json(out_dir / SETTINGS_FILE, {"settings": mask_secrets(settings), "digests": digests,
-                                                        "versions": versions()})
+                                                        "versions": versions(),
+                                                        **({"recipe": dict(recorded_recipe)} if recorded_recipe
+                                                           else {})})
         rows.append({**shown, "run": folder, "metrics": results["metrics"], "cache": results.get("cache"),
                      "reused": reused})
     write_table(out_dir, rows)
