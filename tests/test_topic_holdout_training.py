@@ -83,3 +83,15 @@ def test_holdout_on_newts_removes_exactly_the_rows_of_those_topic_ids(tiny_bart,
                    split="test", holdout_topics=sorted(held), max_steps=1, batch_size=2)
     assert removed > 0 and record["n_held_out"] == {"train": removed, "eval": 0}
     assert record["n_pairs"] == 2 * len(rows) - removed  # one reference per remaining example
+
+
+def test_holding_out_every_topic_is_refused_in_one_line_naming_the_option(tiny_bart, tmp_path):
+    articles = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    every = sorted({topic for article in articles for topic in article["topics"]})
+    refused = CliRunner().invoke(cli, ["train", "-b", f"hf:{tiny_bart}", "--split", "test", "--holdout-topics",
+                                       ",".join(every), "--max-steps", "1", "-o", str(tmp_path / "m")])
+    assert refused.exit_code != 0
+    assert refused.output.strip() == (
+        f"Error: holdout_topics: every example of dataset 'sample', split 'test' requests a held-out topic "
+        f"({', '.join(every)}); nothing is left to train on")
+    assert not (tmp_path / "m").exists()

@@ -326,3 +326,16 @@ def test_a_controller_fits_on_the_train_examples_of_topics_not_held_out():
     fit_or_restore(controller, ctrlkit.get_backbone("extractive"), source, None, 0, ["115", "152"])
     assert [e.id for e in controller.seen] == [e.id for e in train if e.controls["topic_id"] not in ("115", "152")]
     assert len(controller.seen) < len(train)
+
+
+def test_a_holdout_that_leaves_a_split_empty_is_refused_naming_the_split():
+    from ctrlkit.topic_selection import check_something_left, drop_topics
+
+    examples = [ctrlkit.Example(id=str(i), document="d", references=["r"], controls={"topic": topic})
+                for i, topic in enumerate(["sports", "weather", "sports"])]
+    check_something_left(["sports"], examples, drop_topics(examples, ["sports"]), "split 'dev'", "evaluate on")
+    check_something_left(["sports"], [], [], "split 'dev'", "evaluate on")  # an empty split is another error's
+    with pytest.raises(ConfigurationError, match="^holdout_topics: every example of split 'dev' requests a held-out "
+                                                 "topic \\(sports, weather\\); nothing is left to evaluate on$"):
+        check_something_left(["sports", "weather"], examples, drop_topics(examples, ["sports", "weather"]),
+                             "split 'dev'", "evaluate on")

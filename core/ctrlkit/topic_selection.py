@@ -76,6 +76,15 @@ def drop_topics(examples: Sequence[Example], names: Iterable[str]) -> list[Examp
     return [example for example in examples if not names_of(example) & unwanted]
 
 
+def check_something_left(names: Sequence[str], loaded: Sequence[Example], kept: Sequence[Example], where: str,
+                         purpose: str) -> None:
+    """Refuse, in one line, holding out ``names`` when they leave nothing of ``loaded`` (``where``'s
+    examples) for ``purpose`` ("train on"), rather than fail later on an empty split."""
+    if loaded and not kept:
+        raise ConfigurationError(f"holdout_topics: every example of {where} requests a held-out topic "
+                                 f"({', '.join(names)}); nothing is left to {purpose}")
+
+
 def held_out_labels(names: Sequence[str], examples: Sequence[Example]) -> set[str]:
     """The ``topic`` labels of the examples that ``names`` (held-out topic names, labels or ids)
     match: how a held-out topic is recognised on an example that no longer carries its id."""

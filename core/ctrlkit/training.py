@@ -33,7 +33,7 @@ from .progress import Progress, say
 from .quiet import quietly
 from .results import versions
 from .secrets import mask_secrets
-from .topic_selection import check_names, drop_topics, topic_names
+from .topic_selection import check_names, check_something_left, drop_topics, topic_names
 from .types import ModelInput
 
 CONTROLLER_FILE = "ctrlkit_controller.json"
@@ -139,6 +139,9 @@ def train(
         where = _where(dataset, split) + (f" or split '{eval_split}'" if eval_split else "")
         check_names(holdout, loaded + loaded_evaluation, where, "holdout_topics")
     kept, kept_evaluation = drop_topics(loaded, holdout or ()), drop_topics(loaded_evaluation, holdout or ())
+    if holdout:
+        check_something_left(holdout, loaded, kept, _where(dataset, split), "train on")
+        check_something_left(holdout, loaded_evaluation, kept_evaluation, _where(dataset, eval_split), "evaluate on")
     examples = admit_examples(kept[:limit], dataset)
     evaluation = admit_examples(kept_evaluation, dataset)
     check_controls(steering, examples + evaluation, dataset, strict_controls)
