@@ -360,6 +360,12 @@ def test_system_file_problems_name_the_file(tmp_path):
     ({"length_as": "bin"}, "long", "- Length: long"),
     ({"length_as": "level"}, "short", "- Length: short"),
     ({"length_as": "level"}, 125, "- Length: 125"),
+    # not a count of words: phrased as written, never "about nan words" nor a crash in the bin rule
+    ({"length_as": "bin"}, "nan", "- Length: nan"),
+    ({"length_as": "bin"}, "inf", "- Length: inf"),
+    ({"length_as": "bin"}, "1e400", "- Length: 1e400"),
+    ({}, float("nan"), "- Length: nan"),
+    ({}, -60, "- Length: -60"),
 ])
 def test_length_phrasing_option(options, value, line):
     assert user(render({"length": value}, **options)) == "\n".join(

@@ -259,12 +259,15 @@ def as_text(name: str, value) -> str:
 
 
 def word_count(value) -> str | None:
-    """``100``, ``"100"`` or ``100.0`` -> ``"100"``; None when ``value`` is not a number ("short")."""
+    """``100``, ``"100"`` or ``100.0`` -> ``"100"``; None when ``value`` is not a count of words
+    ("short", or a negative, NaN or infinite number), which is then phrased as written."""
     if isinstance(value, bool):
         return None
     try:
         number = float(value)
     except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond any float
+        return None
+    if not 0 <= number < math.inf:
         return None
     return str(int(number)) if number.is_integer() else str(number)
 
