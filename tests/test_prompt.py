@@ -409,3 +409,17 @@ def test_hard_prompt_is_plain_text_on_a_seq2seq_backbone():
     hard.prepare(ctrlkit.get_backbone("openai:gpt-4o-mini"))  # a chat backbone: the hard prompt as a message
     assert user(hard.apply(example, ModelInput(source=DOCUMENT)).messages) == (
         f"Length: 60\nTopic: health\nDocument: {DOCUMENT}")
+
+
+def test_a_system_message_the_plain_hard_prompt_cannot_carry_is_warned_about(caplog):
+    example = Example("x", DOCUMENT, controls={"length": 60})
+    for options in ({"system": "Be brief."}, {}):
+        hard = ctrlkit.get_controller("prompt", template="hard", **options)
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="ctrlkit"):
+            hard.prepare(ctrlkit.get_backbone("hf:never-loaded"))
+            hard.prepare(ctrlkit.get_backbone("openai:gpt-4o-mini"))  # a chat backbone gets the system message
+        warned = [record.getMessage() for record in caplog.records]
+        assert warned == (["ctrlkit: controller 'prompt': option 'prompt.system' is not used: the hard prompt "
+                           "reaches backbone 'hf' as plain text, without a system message"] if options else [])
+    assert hard.apply(example, ModelInput(source=DOCUMENT)).messages[0] == {"role": "system", "content": SYSTEM}

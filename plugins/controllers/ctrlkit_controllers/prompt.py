@@ -15,7 +15,8 @@ backbone, in the prompting forms CCSBench compares (Ding et al.).
 - ``hard``: the "hard prompt" form, one ``Attribute: Value`` line per control with the raw
   value, then ``Document: ...``. On a backbone that only flattens chat messages (a seq2seq
   model, ``hf``; a base model without a chat template, ``hf-causal``), that text is the whole input (``source``, no messages): plain text before the
-  document, not a ``System:``/``User:``/``Assistant:`` transcript.
+  document, not a ``System:``/``User:``/``Assistant:`` transcript; a ``prompt.system`` given
+  there is not used (one warning says so).
 - ``file``: the user message comes from a template file with plain ``{document}``,
   ``{controls}`` (the zero-shot requirement lines) and ``{CONTROL}`` fields.
 
@@ -37,6 +38,7 @@ reaches the prompt; the source itself is kept for backbones that read it.
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import random
 import string
@@ -47,6 +49,7 @@ from ctrlkit.files import read_text_file
 
 SYSTEM = "You summarize documents. Follow every requirement given for the summary and reply with the summary only."
 INSTRUCTION = "Summarize the following document."
+logger = logging.getLogger("ctrlkit")
 
 KNOWN = ("length", "keywords", "readability", "focus", "topic", "entity")
 """Controls rendered when ``prompt.controls`` is empty, in this order (CCSBench's four first)."""
@@ -131,6 +134,10 @@ class Prompt(Controller):
 
     def prepare(self, backbone):
         self.plain = self.template == "hard" and backbone.flattens_messages
+        given = [name for name in ("system", "system_file") if self.options[name]]
+        if self.plain and given:
+            logger.warning("ctrlkit: controller 'prompt': option 'prompt.%s' is not used: the hard prompt reaches "
+                           "backbone '%s' as plain text, without a system message", given[0], backbone.name)
 
     def apply(self, example, model_input):
         document = model_input.source
