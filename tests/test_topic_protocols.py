@@ -339,3 +339,18 @@ def test_a_holdout_that_leaves_a_split_empty_is_refused_naming_the_split():
                                                  "topic \\(sports, weather\\); nothing is left to evaluate on$"):
         check_something_left(["sports", "weather"], examples, drop_topics(examples, ["sports", "weather"]),
                              "split 'dev'", "evaluate on")
+
+
+def test_an_unknown_name_beside_topics_holding_commas_is_told_how_to_name_them():
+    from ctrlkit.topic_selection import keep_topics
+
+    examples = [ctrlkit.Example(id="1", document="d", references=["r"], controls={"topic": "Économie"}),
+                ctrlkit.Example(id="2", document="e", references=["r"], controls={"topic": "体育, sport"})]
+    assert [e.id for e in keep_topics(examples, topic_names(["体育, sport"]), "dataset 'jsonl'")] == ["2"]
+    assert [e.id for e in keep_topics(examples, topic_names("Économie"), "dataset 'jsonl'")] == ["1"]
+    with pytest.raises(ConfigurationError) as refused:
+        keep_topics(examples, topic_names("体育, sport"), "dataset 'jsonl'")  # the command line's split
+    assert str(refused.value) == (
+        "only_topics: topic '体育' matches no example's topic or topic_id in dataset 'jsonl' (known topics: "
+        "'Économie', '体育, sport'); a name holding a comma is split on the command line: name it by its topic_id, "
+        "or give a list in Python or a sweep file")

@@ -58,8 +58,10 @@ def check_names(names: Sequence[str], examples: Sequence[Example], where: str, w
     known = set().union(*(names_of(example) for example in examples)) if examples else set()
     unknown = [name for name in names if name not in known]
     if unknown:
+        hint = ("; a name holding a comma is split on the command line: name it by its topic_id, or give a list "
+                "in Python or a sweep file" if any("," in name for name in known) else "")
         raise ConfigurationError(f"{what}: topic '{unknown[0]}' matches no example's topic or topic_id in {where} "
-                                 f"({_a_few(examples)})")
+                                 f"({_a_few(examples)}){hint}")
 
 
 def keep_topics(examples: Sequence[Example], names: Sequence[str], where: str, what: str = "only_topics"
@@ -120,6 +122,8 @@ def _a_few(examples: Sequence[Example], shown: int = 8) -> str:
     if not names:
         return "no example has a topic"
     more = f", ... ({len(names)} in all)" if len(names) > shown else ""
+    if any("," in name for name in names):  # quoted, so that the list's commas tell the names apart
+        names = [f"'{name}'" for name in names]
     return f"known {kind}: {', '.join(names[:shown])}{more}"
 
 
