@@ -201,3 +201,21 @@ def test_a_template_with_the_classifier_labeller_is_refused(tmp_path):
     template = write(tmp_path, "focus.txt", "$summary")
     with pytest.raises(ctrlkit.ConfigurationError, match="focus.template_file is the judge's prompt"):
         ctrlkit.get_metric("focus", template_file=template, labeller="classifier", classifier="c.json")
+
+
+def test_a_pipe_or_an_over_large_file_is_refused_in_one_line_without_waiting(tmp_path):
+    import os
+
+    from ctrlkit.files import MAX_TEXT_FILE_BYTES, read_text_file
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)  # opening it would wait for a writer forever
+    with pytest.raises(OptionError, match=r"^prompt system file '.*pipe' is not a regular file$"):
+        ctrlkit.get_controller("prompt", system_file=str(pipe))
+    huge = tmp_path / "huge.txt"
+    huge.write_bytes(b"a" * (MAX_TEXT_FILE_BYTES + 1))
+    with pytest.raises(OptionError, match=r"^fm.rate_template_file file '.*huge.txt' is larger than 1024 KiB"):
+        ctrlkit.get_metric("fm", rate_template_file=str(huge))
+    largest = tmp_path / "largest.txt"
+    largest.write_bytes(b"a" * MAX_TEXT_FILE_BYTES)
+    assert len(read_text_file(largest, "x")[0]) == MAX_TEXT_FILE_BYTES

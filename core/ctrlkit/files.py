@@ -71,18 +71,29 @@ def atomic_write_jsonl(path: str | Path, rows: Iterable[dict]) -> None:
     atomic_write_text(path, "".join(to_json(row) + "\n" for row in rows))
 
 
+MAX_TEXT_FILE_BYTES = 1 << 20
+"""The largest file an option may name as a text (a prompt, a judge template): one goes into every
+request, so a larger file is a mistake, not a prompt."""
+
+
 def read_text_file(path: str | Path, where: str) -> tuple[str, str]:
     """The UTF-8 text of the file at ``path`` with universal newlines (as ``read_text`` gives them),
     and the ``sha256:...`` of the bytes read, which a component records beside the option that named
-    the file (``OPTION_digest``). An unreadable or non-UTF-8 file is one OptionError starting with
-    ``where`` (which names the option and the file)."""
+    the file (``OPTION_digest``). An unreadable, non-UTF-8 or over-large (``MAX_TEXT_FILE_BYTES``)
+    file, or one that is not a regular file (a folder, a pipe that would never end), is one
+    OptionError starting with ``where`` (which names the option and the file)."""
     try:
-        raw = Path(path).read_bytes()
+        if os.path.exists(path) and not (os.path.isfile(path) or os.path.isdir(path)):
+            raise OptionError(f"{where} is not a regular file")  # opening a pipe would wait for a writer
+        with open(path, "rb") as file:
+            raw = file.read(MAX_TEXT_FILE_BYTES + 1)
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise OptionError(f"{where} is not UTF-8 text") from None
     except OSError as exc:
         raise OptionError(f"{where} cannot be read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_TEXT_FILE_BYTES:
+        raise OptionError(f"{where} is larger than {MAX_TEXT_FILE_BYTES // 1024} KiB, too large for a prompt")
     return text.replace("\r\n", "\n").replace("\r", "\n"), "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
