@@ -131,6 +131,7 @@ BAD_VARIANTS = [
      "is not a key of a variant"),
     ('controllers = ["a+b"]\n[variants."a+b"]\nof = "tag"\n', "variants.a+b", "is not a variant's name"),
     ('[variants."few shot"]\nof = "tag"\n', "variants.few shot", "is not a variant's name"),
+    ('[variants."ünï"]\nof = "tag"\n', "variants.ünï", "is not a variant's name: ASCII letters"),
     ('controllers = ["x+prepend"]\n[variants.x]\nof = "tag"\n', "controllers", "has the variant 'x' as a link"),
     ('controllers = ["none"]\nbaseline = "x"\n[variants.x]\nof = "tag"\n', "baseline", "names the variant 'x'"),
     ('controllers = ["x"]\ndatasets = ["x"]\n[variants.x]\nof = "tag"\n', "variants.x",

@@ -124,7 +124,7 @@ def _variants(value: Any) -> dict[str, dict[str, Any]]:
     for key, variant in value.items():
         name = _key(key)
         if not VARIANT_NAME.fullmatch(name):
-            raise Refused("is not a variant's name: letters, digits, '-', '_' and '.' (it is named where a component "
+            raise Refused("is not a variant's name: ASCII letters, digits, '-', '_' and '.' (it is named where a component "
                            "would be, and names its cells' folders)", f".{name}")
         if not isinstance(variant, dict):
             raise Refused(f"must be a table with 'of' and 'options', got {_kind(variant)}", f".{name}")
