@@ -117,6 +117,23 @@ def test_an_unknown_recipe_a_recipe_with_a_config_and_a_missing_need_are_one_lin
         load_recipe(edited)
 
 
+
+@pytest.mark.parametrize("text, message", [
+    ('controllers = ["none"]\n', "key 'description' is missing (one line"),
+    ('description = ""\ncontrollers = ["none"]\n', "key 'description' must not be empty"),
+    ('description = "x"\nkind = "meta-eval"\ndatasets = ["fd"]\n', "key 'human' is missing (the dotted path"),
+    ('description = "x"\nneeds = { backbone = "a model" }\n', "key 'needs.backbone' names no setting"),
+    ('description = "x"\nkind = "meta-eval"\nhuman = "given.human"\ncontrollers = ["none"]\n',
+     "a meta-eval recipe takes no setting 'controllers'"),
+])
+def test_a_wrong_recipe_file_is_one_line_naming_the_file_and_the_key(tmp_path, text, message):
+    path = tmp_path / "mine.toml"
+    path.write_text(text)
+    with pytest.raises(ctrlkit.ConfigurationError) as refused:
+        load_recipe(path)
+    shown = str(refused.value)
+    assert shown.startswith(f"{path}: ") and message in shown and "\n" not in shown and "NoneType" not in shown
+
 # ---------------------------------------------------------------------------------------------
 # passali-newts, on NEWTS
 # ---------------------------------------------------------------------------------------------

@@ -131,6 +131,7 @@ BAD_VARIANTS = [
      "is not a key of a variant"),
     ('controllers = ["a+b"]\n[variants."a+b"]\nof = "tag"\n', "variants.a+b", "is not a variant's name"),
     ('[variants."few shot"]\nof = "tag"\n', "variants.few shot", "is not a variant's name"),
+    ('[variants."ünï"]\nof = "tag"\n', "variants.ünï", "is not a variant's name: ASCII letters"),
     ('controllers = ["x+prepend"]\n[variants.x]\nof = "tag"\n', "controllers", "has the variant 'x' as a link"),
     ('controllers = ["none"]\nbaseline = "x"\n[variants.x]\nof = "tag"\n', "baseline", "names the variant 'x'"),
     ('controllers = ["x"]\ndatasets = ["x"]\n[variants.x]\nof = "tag"\n', "variants.x",
@@ -166,6 +167,34 @@ def test_the_command_runs_variants_from_a_file_with_one_data_path_for_their_comp
     assert [(row["dataset"], row["controller"]) for row in rows] == [
         ("ccs-len", "none"), ("ccs-len", "lead"), ("ccs-all", "none"), ("ccs-all", "lead")]
     assert rows[0]["metrics"] == rows[1]["metrics"]  # a variant with no options is its component
+
+
+def test_an_option_set_on_the_command_line_wins_over_a_files_variants(tmp_path, private_cache):
+    """--set tag.top_n=7 over a file whose variants set top_n: every variant's cell runs with 7, as a
+    standalone run with 7 does, and records the variant without the option it no longer sets."""
+    path = tmp_path / "sweep.toml"
+    path.write_text('controllers = ["tag-3", "both-5"]\nmetrics = ["stas"]\nlimit = 4\n'
+                    '[variants.tag-3]\nof = "tag"\noptions = { top_n = 3, stop_words = false }\n'
+                    '[variants.both-5]\nof = "prepend+tag"\noptions = { tag = { top_n = 5 } }\n')
+    out = tmp_path / "out"
+    result = run_ctrlkit("sweep", "--config", str(path), "--set", "tag.top_n=7", "-o", str(out),
+                         env={"CTRLKIT_CACHE_DIR": str(private_cache)})
+    assert result.returncode == 0, result.stderr
+    rows = json.loads((out / "table.json").read_text())["rows"]
+    for row, controller, stop_words in zip(rows, ("tag", "prepend+tag"), (False, True)):
+        alone = ctrlkit.run(controller=controller, metrics=["stas"], limit=4, baseline=None,
+                            options={"tag": {"top_n": 7, "stop_words": stop_words}})
+        assert _predictions(out, row) == [sample["prediction"] for sample in alone.samples]
+        assert _results(out, row)["config"]["options"]["tag"]["top_n"] == 7
+    assert _results(out, rows[0])["config"]["variants"]["controller"]["options"] == {"stop_words": False}
+    assert _results(out, rows[1])["config"]["variants"]["controller"]["options"] == {"tag": {}}
+    # a qualified key is the same component; a key for another kind leaves the variant's option
+    from ctrlkit.sweep_settings import overlay
+    variants = load_config(path)["variants"]
+    assert overlay({"controllers": ["tag-3"], "variants": variants}, {"options": {"controller:tag": {"top_n": 1}}}
+                   )["variants"]["tag-3"]["options"] == {"stop_words": False}
+    assert overlay({"controllers": ["tag-3"], "variants": variants}, {"options": {"metric:tag": {"top_n": 1}}}
+                   )["variants"]["tag-3"]["options"] == {"top_n": 3, "stop_words": False}
 
 
 class _KeyedModel(ctrlkit.Backbone):

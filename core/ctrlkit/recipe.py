@@ -85,8 +85,10 @@ def load_recipe(recipe: str | Path) -> Recipe:
     where = str(path)
     raw = read_config(path)
     own = {key: raw.pop(key) for key in OWN_KEYS if key in raw}
+    if "description" not in own:
+        raise ConfigurationError(f"{where}: key 'description' is missing (one line saying what the recipe runs)")
     try:
-        description = one_line(own.get("description"))
+        description = one_line(own["description"])
     except Refused as refused:
         raise ConfigurationError(f"{where}: key 'description' {refused} (one line saying what the recipe runs)") \
             from None
@@ -144,8 +146,11 @@ def _refuse_unused(settings: Mapping, allowed, where: str, what: str) -> None:
 
 
 def _meta_eval_keys(extra: dict, where: str) -> dict:
+    if "human" not in extra:
+        raise ConfigurationError(f"{where}: key 'human' is missing (the dotted path of the human score, "
+                                 f"e.g. given.human)")
     try:
-        human = one_line(extra.get("human"))
+        human = one_line(extra["human"])
     except Refused as refused:
         raise ConfigurationError(f"{where}: key 'human' {refused} (the dotted path of the human score, "
                                  f"e.g. given.human)") from None

@@ -13,9 +13,12 @@ import math
 import re
 from typing import Any, Callable, Mapping
 
-from .errors import ConfigurationError
+from .api import backbone_name
+from .component_options import split_key
+from .errors import ConfigurationError, OptionError
 from .pipeline import MAX_SEED
 from .secrets import MASK, is_secret
+from .sweep_variants import AXES
 
 DEFAULT_DATASETS = ("sample",)  # what ctrlkit.sweep.sweep runs when no datasets are given
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -121,7 +124,7 @@ def _variants(value: Any) -> dict[str, dict[str, Any]]:
     for key, variant in value.items():
         name = _key(key)
         if not VARIANT_NAME.fullmatch(name):
-            raise Refused("is not a variant's name: letters, digits, '-', '_' and '.' (it is named where a component "
+            raise Refused("is not a variant's name: ASCII letters, digits, '-', '_' and '.' (it is named where a component "
                            "would be, and names its cells' folders)", f".{name}")
         if not isinstance(variant, dict):
             raise Refused(f"must be a table with 'of' and 'options', got {_kind(variant)}", f".{name}")
@@ -224,10 +227,15 @@ EXCLUSIVE = ("limit", "sample")
 def overlay(base: Mapping, given: Mapping) -> dict:
     """The settings of a file (``base``: a configuration or recipe) with those ``given`` (the
     command line's, a call's) over them: a given value replaces the file's; ``options`` are
-    merged option by option, so ``--set tag.top_n=5`` keeps the file's other options; a given
-    ``limit`` or ``sample`` replaces the file's ``limit`` and ``sample`` both. None is not given."""
+    merged option by option, so ``--set tag.top_n=5`` keeps the file's other options, and win over
+    the file's variants too (a given option is taken out of every variant of that component, so
+    ``--set prompt.shots=5`` reaches a recipe's few-shot row); a given ``limit`` or ``sample``
+    replaces the file's ``limit`` and ``sample`` both. None is not given."""
     given = {key: value for key, value in given.items() if value is not None}
     settings = dict(base)
+    if isinstance(given.get("options"), Mapping) and isinstance(settings.get("variants"), Mapping) \
+            and "variants" not in given:
+        settings["variants"] = _yielding(settings["variants"], given["options"], settings)
     if any(key in given for key in EXCLUSIVE):
         for key in EXCLUSIVE:
             settings.pop(key, None)
@@ -239,6 +247,40 @@ def overlay(base: Mapping, given: Mapping) -> dict:
             value = merged
         settings[key] = value
     return settings
+
+
+def _yielding(variants: Mapping, given: Mapping, settings: Mapping) -> dict:
+    """``variants`` without the options ``given`` sets for their components (``{key: {option:
+    value}}``, a key a plain or qualified component name): those then come from the sweep's
+    options, where the given value is."""
+    kinds = {name: kind for kind in AXES for name in settings.get(kind) or () if name in variants}
+    given_for = {}
+    for key, values in given.items():
+        try:
+            kind, name = split_key(key)
+        except OptionError:
+            continue  # refused later, in the run's own words
+        given_for.setdefault(name, []).append((kind, set(values)))
+    yielded = {}
+    for name, variant in variants.items():
+        of, options = variant["of"], variant["options"]
+        links = [link.strip() for link in of.split("+")]
+        chain = len(links) > 1
+        if not chain:  # a backbone's options are set by its name without its argument (hf:PATH: hf)
+            links = list(dict.fromkeys([links[0], backbone_name(links[0])]))
+
+        def overridden(link: str) -> set:
+            return {option for kind, options_given in given_for.get(link, ()) if kind in (None, kinds.get(name, kind))
+                    for option in options_given}
+
+        if chain:
+            options = {link: {option: value for option, value in values.items() if option not in overridden(link)}
+                       for link, values in options.items()}
+        else:
+            taken = set().union(*(overridden(link) for link in links))
+            options = {option: value for option, value in options.items() if option not in taken}
+        yielded[name] = {**variant, "options": options}
+    return yielded
 
 
 def _kind(value: Any) -> str:
