@@ -16,6 +16,8 @@ from .secrets import is_secret, mask_secrets
 from .types import Example, MetricResult, ModelInput, as_example
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from .topics import TopicSpace
 
 
@@ -185,6 +187,34 @@ class Metric(Configurable):
 
     def compute(self, predictions: Sequence[str], examples: Sequence[Example]) -> MetricResult:
         raise NotImplementedError
+
+    def aggregate(self, parts: Mapping[str, "np.ndarray"], weights: "np.ndarray") -> dict[str, "np.ndarray"]:
+        """The corpus values of R weighted subsets of the examples, from their per-example parts
+        (``MetricResult.aggregation_parts``): ``parts[name]`` is a float array (N,), NaN where an
+        example has no value; ``weights`` is (R, N) (a 0/1 row is a subset, a bootstrap resample
+        its counts); returns ``{corpus value: array (R,)}``, NaN where a row leaves it undefined.
+        Intervals, paired tests and any re-scoring of a subset are this one call.
+
+        The default is right for a value that is the mean of its per-example values: each part is
+        averaged over the examples that have one (those not named like a corpus value of
+        ``compute`` are left unused by the callers). A metric with
+        corpus-only statistics (a correlation, an F1, a difference of means) overrides it; a
+        value it does not return (a count) gets no interval. ``aggregate(parts, ones((1, N)))``
+        must give what ``compute`` gave (``ctrlkit.testing.check_metric`` checks it)."""
+        return {name: weighted_mean(values, weights) for name, values in parts.items()}
+
+
+def weighted_mean(values: "np.ndarray", weights: "np.ndarray") -> "np.ndarray":
+    """The mean of ``values`` (N,) under each row of ``weights`` (R, N), NaN values left out;
+    NaN for a row that weighs no value."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=float)
+    present = ~np.isnan(values)
+    total = weights @ np.where(present, values, 0.0)
+    count = weights @ present.astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.where(count > 0, count, 1.0), np.nan)
 
 
 def _checked_compute(compute):

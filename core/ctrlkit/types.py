@@ -83,3 +83,11 @@ class MetricResult:
     """Optional per-example record beyond numbers (a judge's extractions and ratings), kept in
     samples.jsonl. A value that could not be computed is None, and the metric counts it in
     ``corpus`` (e.g. ``failed``) rather than scoring it."""
+    parts: dict[str, list[float | None]] | None = None
+    """Per-example numbers the corpus values are computed from (:meth:`Metric.aggregate`), where
+    they are not ``per_example`` itself: PCC's requested bin and generated length, F1's labels.
+    None: the parts are ``per_example``."""
+
+    def aggregation_parts(self) -> dict[str, list[float | None]]:
+        """What :meth:`Metric.aggregate` reads: ``parts``, or ``per_example`` when there are none."""
+        return self.per_example if self.parts is None else self.parts
