@@ -142,17 +142,32 @@ def evaluate(predictions, dataset, data, split, metrics, topics, assignments, ju
 @click.option("--human", required=True, help="Dotted path of the human score in each line, e.g. given.human.")
 @click.option("--score", "scores", multiple=True,
               help="Dotted path of a metric score (repeatable). Default: every score under 'scores'.")
+@click.option("--level", "levels", multiple=True, type=click.Choice(["global", "summary", "system"]),
+              help="Correlation level (repeatable): global (all pairs pooled), summary (across systems within "
+                   "each input, averaged), system (system means). Default: all three.")
+@click.option("--resample", type=click.Choice(["inputs", "systems", "both"]), default="both", show_default=True,
+              help="What each bootstrap resample draws (Deutsch et al. 2021: BOOT-INPUTS, BOOT-SYSTEMS, BOOT-BOTH).")
+@click.option("--resamples", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="Bootstrap resamples (and permutations for the p-values); 0 skips both.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the resamples and permutations.")
+@click.option("--input-key", metavar="PATH", help="Dotted path naming each line's input (document) "
+                                                   "[default: given.paper].")
+@click.option("--system-key", metavar="PATH", help="Dotted path naming each line's system [default: given.system].")
 @click.option("-o", "--out", type=click.Path(dir_okay=False), help="Also write the report as JSON here.")
-def meta_eval(samples, human, scores, out):
-    """Correlate metric scores with human scores, summary by summary (Pearson, Spearman, Kendall r, each
-    with its two-sided p-value)."""
+def meta_eval(samples, human, scores, levels, resample, resamples, seed, input_key, system_key, out):
+    """Correlate metric scores with human scores (Pearson, Spearman, Kendall) at global, summary and
+    system level, each r with a 95% bootstrap interval and a p-value."""
     from .files import atomic_write_json, read_jsonl
     from .meta_evaluation import format_report, meta_evaluate
 
-    report = meta_evaluate((row for _, row in read_jsonl(samples)), human, scores)
+    report = meta_evaluate((row for _, row in read_jsonl(samples)), human, scores, levels=levels or None,
+                           resample=resample, resamples=resamples, seed=seed, input_key=input_key,
+                           system_key=system_key)
+    if "unavailable" in report["settings"]:
+        click.echo(f"note: {report['settings']['unavailable']}", err=True)
     click.echo(format_report(report))
     if out:
-        atomic_write_json(out, {"human": human, "correlations": report})
+        atomic_write_json(out, report)
 
 
 @cli.command("report")

@@ -1,20 +1,51 @@
-"""Meta-evaluation: how well a metric agrees with human judgements, summary by summary.
+"""Meta-evaluation: how well a metric agrees with human judgements, with intervals and p-values.
 
-Reads rows (a samples.jsonl, or any list of dicts) and correlates a human score with each
-metric score, both addressed by dotted paths (``given.human``, ``scores.rouge.rougeL``):
-Pearson, Spearman and Kendall, each with its p-value (scipy.stats). Rows where either value is
-missing are left out and counted; a correlation that is undefined (fewer than three pairs, or
-a constant series) is reported as None with the reason.
+Reads rows (a samples.jsonl, or any list of dicts) and correlates a human score with each metric
+score, both addressed by dotted paths (``given.human``, ``scores.rouge.rougeL``): Pearson,
+Spearman and Kendall (tau-b), at three levels. The rows form a grid of inputs (the documents,
+FD's papers) by systems (whose outputs were judged), named by two more dotted paths
+(``given.paper``, ``given.system`` in ``ctrlkit evaluate`` output):
+
+- ``global``: every (input, system) pair pooled into one correlation; p is scipy.stats' analytic
+  two-sided p-value, as before intervals existed.
+- ``summary``: per input, the correlation across its systems, averaged over the inputs whose
+  correlation is defined (the others are counted, never averaged).
+- ``system``: each system's mean over the inputs, correlated across systems.
+
+Intervals are percentile bootstrap intervals (Deutsch, Dror & Roth, 2021): each resample draws
+the inputs (BOOT-INPUTS), the systems (BOOT-SYSTEMS) or both (BOOT-BOTH) with replacement and
+recomputes the level's correlation; every score sees the same draws. The summary- and
+system-level p-value is a permutation test of "the metric is unrelated to the human scores
+within each input": each permutation shuffles the metric's scores among the systems of every
+input independently, keeps the human scores, and recomputes the statistic; p is two-sided,
+(1 + #|permuted| >= |observed|) / (1 + #permutations). A resample or permutation whose
+correlation is undefined (a constant series, fewer than three pairs) is left out and counted.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+import numpy as np
+
+from .correlations import CORRELATIONS, correlate_arrays
 from .errors import CtrlkitError
 
-CORRELATIONS = ("pearson", "spearman", "kendall")
+LEVELS = ("global", "summary", "system")
+RESAMPLING = ("inputs", "systems", "both")
+DEFAULT_INPUT_KEY = "given.paper"
+DEFAULT_SYSTEM_KEY = "given.system"
+DEFAULT_RESAMPLES = 1000
+CONFIDENCE = 0.95
+P_VALUES = {
+    "global": "analytic two-sided p of the pooled correlation (scipy.stats)",
+    "summary": "permutation test: metric scores shuffled among the systems within each input",
+    "system": "permutation test: metric scores shuffled among the systems within each input",
+}
+_CHUNK_CELLS = 4_000_000
+"""Resamples are correlated in chunks of at most this many pairwise cells (memory)."""
 
 
 def lookup(row: dict, path: str) -> Any:
@@ -43,7 +74,7 @@ def numeric_paths(row: dict, prefix: str = "scores") -> list[str]:
 
 
 def correlate(human: Sequence[float], metric: Sequence[float]) -> dict:
-    """Pearson, Spearman and Kendall correlation (with p-values) of two equal-length series."""
+    """Pearson, Spearman and Kendall correlation (with analytic p-values) of two equal-length series."""
     from scipy import stats
 
     if len(human) < 3:
@@ -57,40 +88,254 @@ def correlate(human: Sequence[float], metric: Sequence[float]) -> dict:
     return out
 
 
-def meta_evaluate(rows: Iterable[dict], human: str, scores: Sequence[str] | None = None) -> dict:
-    """``{score path: correlation}`` of each score with the human score ``human``."""
+@dataclass(frozen=True)
+class Draws:
+    """The resamples and permutations every score shares. ``inputs`` (resamples x inputs) and
+    ``systems`` (resamples x systems) are the drawn grid indices (the identity for the side not
+    resampled); ``permutations`` (count x inputs x systems) orders each input's systems."""
+
+    inputs: np.ndarray
+    systems: np.ndarray
+    permutations: np.ndarray
+
+
+def draw(seed: int, n_inputs: int, n_systems: int, resample: str, count: int) -> Draws:
+    """From ``numpy.random.default_rng(seed)``, in this order: the inputs' indices (when
+    ``resample`` is inputs or both), the systems' (systems or both), then the permutations
+    (``rng.permuted`` of each input's system order)."""
+    if resample not in RESAMPLING:
+        raise CtrlkitError(f"resample must be one of {', '.join(RESAMPLING)}, got '{resample}'")
+    rng = np.random.default_rng(seed)
+
+    def side(n, drawn):
+        return rng.integers(0, n, (count, n)) if drawn else np.broadcast_to(np.arange(n), (count, n))
+
+    inputs = side(n_inputs, resample in ("inputs", "both"))
+    systems = side(n_systems, resample in ("systems", "both"))
+    permutations = rng.permuted(np.broadcast_to(np.arange(n_systems), (count, n_inputs, n_systems)), axis=-1)
+    return Draws(inputs, systems, permutations)
+
+
+def level_statistic(level: str, name: str, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+    """The ``level`` correlation ``name`` of grids ``human`` and ``metric`` (... x inputs x systems,
+    NaN where a score is missing), one per leading index; NaN where undefined."""
+    out = np.empty(human.shape[:-2])
+    flat_h, flat_m, flat_out = human.reshape(-1, *human.shape[-2:]), metric.reshape(-1, *metric.shape[-2:]), out.reshape(-1)
+    cells = max(1, human.shape[-2] * human.shape[-1]) ** 2 if level == "global" else human.shape[-2] * human.shape[-1] ** 2
+    step = max(1, _CHUNK_CELLS // cells)
+    for start in range(0, len(flat_h), step):
+        flat_out[start:start + step] = _level(level, name, flat_h[start:start + step], flat_m[start:start + step])
+    return out
+
+
+def _level(level, name, human, metric):
+    valid = np.isfinite(human) & np.isfinite(metric)
+    if level == "global":
+        return correlate_arrays(name, human.reshape(len(human), -1), metric.reshape(len(metric), -1),
+                                valid.reshape(len(valid), -1))
+    if level == "summary":
+        per_input = correlate_arrays(name, human, metric, valid)
+        defined = np.isfinite(per_input)
+        with np.errstate(invalid="ignore"):
+            return np.where(defined.any(-1), np.where(defined, per_input, 0).sum(-1) / defined.sum(-1), np.nan)
+    counts = valid.sum(-2)
+    with np.errstate(invalid="ignore"):
+        human_means = np.where(valid, human, 0).sum(-2) / counts
+        metric_means = np.where(valid, metric, 0).sum(-2) / counts
+    return correlate_arrays(name, human_means, metric_means, counts > 0)
+
+
+def meta_evaluate(rows: Iterable[dict], human: str, scores: Sequence[str] | None = None, *,
+                  levels: Sequence[str] | None = None, resample: str = "both", resamples: int = DEFAULT_RESAMPLES,
+                  seed: int = 0, input_key: str | None = None, system_key: str | None = None) -> dict:
+    """``{"settings": ..., "correlations": {score path: {level: correlation}}}`` of each score with
+    the human score ``human``; each correlation has r, p and (``resamples`` > 0) a 95% interval.
+
+    ``levels`` defaults to all three; summary and system levels need every row to carry an input
+    and a system (``input_key``, ``system_key``; default given.paper, given.system). When the
+    defaults are absent from every row and no level was asked for, only the global level is
+    reported (``settings["unavailable"]`` says why) and its resamples draw rows."""
     rows = list(rows)
     if not rows:
         raise CtrlkitError("meta-evaluation needs at least one row")
+    if resamples < 0:
+        raise CtrlkitError(f"resamples must be 0 or more, got {resamples}")
+    asked = list(dict.fromkeys(levels)) if levels else None
+    for level in asked or ():
+        if level not in LEVELS:
+            raise CtrlkitError(f"level must be one of {', '.join(LEVELS)}, got '{level}'")
+    if resample not in RESAMPLING:
+        raise CtrlkitError(f"resample must be one of {', '.join(RESAMPLING)}, got '{resample}'")
     # a score may be absent from some rows (a metric scores only the rows carrying its control)
     paths = list(scores) if scores else list(dict.fromkeys(path for row in rows for path in numeric_paths(row)))
     if not paths:
         raise CtrlkitError("no metric scores found under 'scores'; name them with --score PATH")
-    report = {}
+    if not any(_is_number(lookup(row, human)) for row in rows):
+        raise CtrlkitError(f"no row has a number at '{human}'")
+
+    keys_given = input_key is not None or system_key is not None
+    input_key, system_key = input_key or DEFAULT_INPUT_KEY, system_key or DEFAULT_SYSTEM_KEY
+    settings: dict[str, Any] = {"human": human, "input_key": input_key, "system_key": system_key}
+    grid = _grid(rows, input_key, system_key, required=keys_given or bool(asked and set(asked) - {"global"}))
+    if grid is None:
+        grid = _Grid([(index,) for index in range(len(rows))], [None], list(range(len(rows))), [None] * len(rows))
+        settings.update(input_key=None, system_key=None,
+                        unavailable=f"summary and system levels: no row has '{input_key}' and '{system_key}' "
+                                    f"(name them with --input-key and --system-key)")
+        asked, resample = ["global"], "rows"
+    levels = asked or list(LEVELS)
+    settings.update(levels=levels, inputs=len(grid.inputs), systems=len(grid.systems), resample=resample,
+                    resamples=resamples, seed=seed, confidence=CONFIDENCE, interval="percentile bootstrap",
+                    p_values={level: P_VALUES[level] for level in levels})
+    draws = draw(seed, len(grid.inputs), len(grid.systems), "inputs" if resample == "rows" else resample, resamples)
+    human_grid = grid.values(rows, human)
+    correlations = {}
     for path in paths:
+        metric_grid = grid.values(rows, path)
+        correlations[path] = {level: _at_level(level, rows, human, path, human_grid, metric_grid, draws)
+                              for level in levels}
+    return {"settings": settings, "correlations": correlations}
+
+
+@dataclass(frozen=True)
+class _Grid:
+    inputs: list
+    systems: list
+    row_input: list  # the input index of each row
+    row_system: list  # the system index of each row (None: rows are inputs)
+
+    def values(self, rows: list[dict], path: str) -> np.ndarray:
+        grid = np.full((len(self.inputs), len(self.systems)), np.nan)
+        for row, i, s in zip(rows, self.row_input, self.row_system):
+            value = lookup(row, path)
+            if _is_number(value):
+                grid[i, s or 0] = value
+        return grid
+
+
+def _grid(rows: list[dict], input_key: str, system_key: str, required: bool) -> _Grid | None:
+    """The rows as a grid of inputs by systems; None when neither key is in any row and the keys
+    are not ``required``. A row without a key, or two rows in one cell, is a one-line error."""
+    found = [(lookup(row, input_key), lookup(row, system_key)) for row in rows]
+    if not required and all(i is None and s is None for i, s in found):
+        return None
+    inputs: dict = {}
+    systems: dict = {}
+    cells: dict = {}
+    for number, (key_input, key_system) in enumerate(found, 1):
+        for key, value in ((input_key, key_input), (system_key, key_system)):
+            if value is None or isinstance(value, (dict, list, bool)):
+                raise CtrlkitError(f"row {number} has no {'usable ' if value is not None else ''}value at "
+                                   f"'{key}' (name the input and system fields with --input-key and --system-key)")
+        cell = (inputs.setdefault(key_input, len(inputs)), systems.setdefault(key_system, len(systems)))
+        if cell in cells:
+            raise CtrlkitError(f"rows {cells[cell]} and {number} are both input '{key_input}' of system "
+                               f"'{key_system}' ('{input_key}', '{system_key}')")
+        cells[cell] = number
+    return _Grid(list(inputs), list(systems), [inputs[i] for i, _ in found], [systems[s] for _, s in found])
+
+
+def _at_level(level, rows, human, path, human_grid, metric_grid, draws: Draws) -> dict:
+    valid = np.isfinite(human_grid) & np.isfinite(metric_grid)
+    if level == "global":
         pairs = [(lookup(row, human), lookup(row, path)) for row in rows]
         kept = [(h, m) for h, m in pairs if _is_number(h) and _is_number(m)]
-        if not any(_is_number(h) for h, _ in pairs):
-            raise CtrlkitError(f"no row has a number at '{human}'")
         result = correlate([h for h, _ in kept], [m for _, m in kept])
         result["left_out"] = len(pairs) - len(kept)
-        report[path] = result
-    return report
+    elif level == "summary":
+        per_input = correlate_arrays("pearson", human_grid, metric_grid, valid)  # undefined alike for all three
+        result = {"inputs": int(np.isfinite(per_input).sum()), "undefined_inputs": int(np.isnan(per_input).sum())}
+        if not result["inputs"]:
+            result["undefined"] = "no input has a defined correlation across its systems"
+    else:
+        result = {"systems": int(valid.any(0).sum()), "inputs": int(valid.any(1).sum())}
+        if np.isnan(level_statistic("system", "pearson", human_grid, metric_grid)):
+            result["undefined"] = ("fewer than 3 systems" if result["systems"] < 3
+                                   else "a constant series has no correlation")
+    if "undefined" in result:
+        return result
+    count = len(draws.inputs)
+    for name in CORRELATIONS:
+        if level != "global":
+            result[name] = {"r": float(level_statistic(level, name, human_grid, metric_grid))}
+        if not count:
+            result[name].setdefault("p", None)
+            continue
+        resampled = level_statistic(level, name, human_grid[draws.inputs[:, :, None], draws.systems[:, None, :]],
+                                    metric_grid[draws.inputs[:, :, None], draws.systems[:, None, :]])
+        result[name].update(_interval(resampled))
+        if level != "global":
+            shuffled = np.take_along_axis(np.broadcast_to(metric_grid, draws.permutations.shape),
+                                          draws.permutations, axis=-1)
+            permuted = level_statistic(level, name, np.broadcast_to(human_grid, shuffled.shape), shuffled)
+            result[name].update(_permutation_p(result[name]["r"], permuted))
+    return result
+
+
+def _interval(values: np.ndarray) -> dict:
+    defined = values[np.isfinite(values)]
+    out: dict[str, Any] = {"undefined_resamples": int(len(values) - len(defined))}
+    if len(defined) < 2:
+        return {**out, "ci": None, "se": None}
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(defined, [tail, 100 - tail])
+    return {**out, "ci": [float(low), float(high)], "se": float(np.std(defined, ddof=1))}
+
+
+def _permutation_p(observed: float, permuted: np.ndarray) -> dict:
+    defined = permuted[np.isfinite(permuted)]
+    extreme = int((np.abs(defined) >= abs(observed) - 1e-12).sum())
+    return {"p": (1 + extreme) / (1 + len(defined)), "undefined_permutations": int(len(permuted) - len(defined))}
 
 
 def format_report(report: dict) -> str:
-    """The report as a text table: per score, n and each correlation's r and two-sided p-value
-    (three significant digits: 0.0123, 4.56e-08)."""
-    width = max(len("score"), *(len(path) for path in report))
-    header = "  ".join(f"{name:>8}  {'p':>9}" for name in CORRELATIONS)
-    lines = [f"{'score':<{width}}  {'n':>5}  {header}"]
-    for path, result in report.items():
+    """The report as text: one table per level, per score its n and each correlation's r, its
+    interval (when resampled) and p (three significant digits: 0.0123, 4.56e-08)."""
+    settings, correlations = report["settings"], report["correlations"]
+    blocks = []
+    for level in settings["levels"]:
+        blocks.append("\n".join([_heading(level, settings), *_table(level, correlations, settings["resamples"] > 0)]))
+    return "\n\n".join(blocks)
+
+
+def _heading(level: str, settings: dict) -> str:
+    what = {"global": "every (input, system) pair pooled",
+            "summary": "correlation across systems within each input, averaged over inputs",
+            "system": "each system's mean over inputs, correlated across systems"}[level]
+    counts = f"{settings['inputs']} {'rows' if settings['resample'] == 'rows' else 'inputs'}"
+    if settings["resample"] != "rows":
+        counts += f", {settings['systems']} systems"
+    line = f"{level} level ({what}; {counts})"
+    if settings["resamples"]:
+        scheme = "rows" if settings["resample"] == "rows" else f"BOOT-{settings['resample'].upper()}"
+        line += (f"; {int(CONFIDENCE * 100)}% CI: {settings['resamples']} {scheme} resamples, seed {settings['seed']}")
+    return line + f"; p: {settings['p_values'][level]}"
+
+
+def _table(level: str, correlations: dict, intervals: bool) -> list[str]:
+    width = max(len("score"), *(len(path) for path in correlations))
+    count = {"global": "n", "summary": "inputs", "system": "systems"}[level]
+    header = "  ".join(f"{name:>8}" + (f"  {'95%CI':>17}" if intervals else "") + f"  {'p':>9}"
+                       for name in CORRELATIONS)
+    lines = [f"{'score':<{width}}  {count:>7}  {header}"]
+    for path, levels in correlations.items():
+        result = levels[level]
+        n = result.get({"global": "n", "summary": "inputs", "system": "systems"}[level])
         if "undefined" in result:
-            lines.append(f"{path:<{width}}  {result['n']:>5}  undefined: {result['undefined']}")
+            lines.append(f"{path:<{width}}  {n:>7}  undefined: {result['undefined']}")
             continue
-        cells = "  ".join(f"{result[name]['r']:>8.4f}  {result[name]['p']:>9.3g}" for name in CORRELATIONS)
-        lines.append(f"{path:<{width}}  {result['n']:>5}  {cells}")
-    return "\n".join(lines)
+        cells = []
+        for name in CORRELATIONS:
+            value = result[name]
+            cell = f"{value['r']:>8.4f}"
+            if intervals:
+                interval = value.get("ci")
+                cell += f"  {'[' + f'{interval[0]:.4f},{interval[1]:.4f}' + ']' if interval else 'undefined':>17}"
+            cell += f"  {value['p']:>9.3g}" if value.get("p") is not None else f"  {'-':>9}"
+            cells.append(cell)
+        note = f"  ({result['undefined_inputs']} inputs undefined)" if result.get("undefined_inputs") else ""
+        lines.append(f"{path:<{width}}  {n:>7}  {'  '.join(cells)}{note}")
+    return lines
 
 
 def _is_number(value) -> bool:
