@@ -50,20 +50,29 @@ def _pearson(x, y, valid):
 
 
 def _ranks(values, valid):
-    """Average ranks (1-based) among the valid positions; invalid positions get 0 (masked later)."""
-    both = valid[..., :, None] & valid[..., None, :]
-    below = ((values[..., None, :] < values[..., :, None]) & both).sum(-1)
-    equal = ((values[..., None, :] == values[..., :, None]) & both).sum(-1)
-    return np.where(valid, below + (equal + 1) / 2, 0.0)
+    """Average ranks (1-based) among the valid positions; invalid positions get 0 (masked later).
+    Invalid positions sort last (as +inf), so the valid ones' ranks are unaffected by them."""
+    order = np.argsort(np.where(valid, values, np.inf), axis=-1, kind="stable")
+    ordered = np.take_along_axis(np.where(valid, values, np.inf), order, axis=-1)
+    position = np.broadcast_to(np.arange(values.shape[-1]), values.shape)
+    starts = np.concatenate([np.ones_like(ordered[..., :1], bool), ordered[..., 1:] != ordered[..., :-1]], -1)
+    ends = np.concatenate([starts[..., 1:], np.ones_like(starts[..., :1])], -1)
+    first = np.maximum.accumulate(np.where(starts, position, 0), axis=-1)
+    last = np.flip(np.minimum.accumulate(np.flip(np.where(ends, position, values.shape[-1]), -1), axis=-1), -1)
+    ranks = np.empty(values.shape)
+    np.put_along_axis(ranks, order, (first + last) / 2 + 1, axis=-1)
+    return np.where(valid, ranks, 0.0)
 
 
 def _kendall(x, y, valid):
-    """tau-b = sum(sx*sy) / sqrt(sum(sx^2) * sum(sy^2)) over the valid pairs, where sx, sy are
-    the signs of the pair's differences (a tie contributes 0 to both the numerator and its side)."""
-    both = valid[..., :, None] & valid[..., None, :]
-    sx = np.where(both, np.sign(x[..., :, None] - x[..., None, :]), 0.0)
-    sy = np.where(both, np.sign(y[..., :, None] - y[..., None, :]), 0.0)
+    """tau-b = sum(sx*sy) / sqrt(sum(sx^2) * sum(sy^2)) over the pairs i < j of valid positions,
+    where sx, sy are the signs of the pair's differences (a tie adds 0 to the numerator and to its
+    side of the denominator)."""
+    first, second = np.triu_indices(x.shape[-1], 1)
+    both = valid[..., first] & valid[..., second]
+    sx = np.where(both, np.sign(x[..., first] - x[..., second]), 0.0)
+    sy = np.where(both, np.sign(y[..., first] - y[..., second]), 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        tau = (sx * sy).sum((-1, -2)) / np.sqrt((sx * sx).sum((-1, -2)) * (sy * sy).sum((-1, -2)))
+        tau = (sx * sy).sum(-1) / np.sqrt((sx * sx).sum(-1) * (sy * sy).sum(-1))
     tau = np.clip(tau, -1.0, 1.0)
     return np.where(_undefined(x, y, valid), np.nan, tau)

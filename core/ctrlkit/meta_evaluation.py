@@ -44,7 +44,7 @@ P_VALUES = {
     "summary": "permutation test: metric scores shuffled among the systems within each input",
     "system": "permutation test: metric scores shuffled among the systems within each input",
 }
-_CHUNK_CELLS = 4_000_000
+_CHUNK_CELLS = 1_000_000
 """Resamples are correlated in chunks of at most this many pairwise cells (memory)."""
 
 
@@ -121,7 +121,7 @@ def level_statistic(level: str, name: str, human: np.ndarray, metric: np.ndarray
     NaN where a score is missing), one per leading index; NaN where undefined."""
     out = np.empty(human.shape[:-2])
     flat_h, flat_m, flat_out = human.reshape(-1, *human.shape[-2:]), metric.reshape(-1, *metric.shape[-2:]), out.reshape(-1)
-    cells = max(1, human.shape[-2] * human.shape[-1]) ** 2 if level == "global" else human.shape[-2] * human.shape[-1] ** 2
+    cells = (human.shape[-2] * human.shape[-1]) ** 2 if level == "global" else human.shape[-2] * human.shape[-1] ** 2
     step = max(1, _CHUNK_CELLS // cells)
     for start in range(0, len(flat_h), step):
         flat_out[start:start + step] = _level(level, name, flat_h[start:start + step], flat_m[start:start + step])
