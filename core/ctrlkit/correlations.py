@@ -70,9 +70,14 @@ def _kendall(x, y, valid):
     side of the denominator)."""
     first, second = np.triu_indices(x.shape[-1], 1)
     both = valid[..., first] & valid[..., second]
-    sx = np.where(both, np.sign(x[..., first] - x[..., second]), 0.0)
-    sy = np.where(both, np.sign(y[..., first] - y[..., second]), 0.0)
+
+    def signs(values):  # int8 keeps the pair arrays small: this is the costly step
+        low, high = values[..., first], values[..., second]
+        return ((low > high).view(np.int8) - (low < high).view(np.int8)) * both.view(np.int8)
+
+    sx, sy = signs(x), signs(y)
+    concordance = (sx * sy).sum(-1, dtype=np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        tau = (sx * sy).sum(-1) / np.sqrt((sx * sx).sum(-1) * (sy * sy).sum(-1))
+        tau = concordance / np.sqrt(np.abs(sx).sum(-1, dtype=np.int64) * np.abs(sy).sum(-1, dtype=np.int64))
     tau = np.clip(tau, -1.0, 1.0)
     return np.where(_undefined(x, y, valid), np.nan, tau)
