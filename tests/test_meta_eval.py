@@ -1,44 +1,262 @@
-"""``ctrlkit meta-eval`` prints each correlation's p-value beside its r, as scipy computes them."""
+"""``ctrlkit meta-eval``: correlations at global, summary and system level, each checked against
+scipy.stats computed independently here; bootstrap intervals and permutation p-values against
+loops over the same draws; the CLI prints them; bad keys are one-line errors."""
 
 import json
 import random
 
+import numpy as np
+import pytest
 from click.testing import CliRunner
 from scipy import stats
 
 from ctrlkit.cli import cli
+from ctrlkit.errors import CtrlkitError
+from ctrlkit.files import read_jsonl
+from ctrlkit.meta_evaluation import draw, meta_evaluate
+
+from conftest import shared_file
+
+SCIPY = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}
+FD_SYSTEMS = ("gpt35", "llama2_70b", "bartlarge", "factsum")
 
 
-def test_printed_r_and_p_values_are_scipys_on_the_same_data(tmp_path):
-    rng = random.Random(7)
-    human = [rng.uniform(1, 5) for _ in range(40)]
-    scores = {"close": [h + rng.gauss(0, 0.3) for h in human],  # p far below 0.001
-              "loose": [h + rng.gauss(0, 4) for h in human],
-              "noise": [rng.random() for _ in human]}
-    rows = [{"given": {"human": h}, "scores": {name: values[i] for name, values in scores.items()}}
-            for i, h in enumerate(human)]
-    rows.append({"given": {"human": None}, "scores": {"close": 1.0, "loose": 1.0, "noise": 1.0}})  # left out
+def _grid_rows(human, metric):
+    """Rows as ``ctrlkit evaluate`` writes them: input i, system s, human and metric scores."""
+    return [{"id": f"{i}:{s}", "given": {"paper": i, "system": f"s{s}", "human": human[i][s]},
+             "scores": {"m": metric[i][s]}}
+            for i in range(len(human)) for s in range(len(human[i]))]
+
+
+def _summary(human, metric, name):
+    """Per input, scipy across its systems; the mean of the defined ones (and how many were not)."""
+    values = [SCIPY[name](h, m)[0] for h, m in zip(human, metric) if len(set(h)) > 1 and len(set(m)) > 1]
+    return (float(np.mean(values)) if values else float("nan")), len(human) - len(values)
+
+
+def _system(human, metric, name):
+    human, metric = np.asarray(human, float), np.asarray(metric, float)
+    if len(set(human.mean(0))) < 2 or len(set(metric.mean(0))) < 2:
+        return float("nan")
+    return SCIPY[name](human.mean(0), metric.mean(0))[0]
+
+
+def _tiny():
+    """6 inputs x 4 systems with ties; input 2's human scores are constant (undefined there)."""
+    rng = random.Random(3)
+    human = [[rng.choice([1, 2, 3, 4]) for _ in range(4)] for _ in range(6)]
+    human[2] = [3, 3, 3, 3]
+    metric = [[h + rng.choice([0, 0.5, 1, 2]) for h in row] for row in human]
+    return human, metric
+
+
+# ---------------------------------------------------------------------------------------------
+# the observed correlations
+# ---------------------------------------------------------------------------------------------
+
+def _fd():
+    rows, human, metric = [], [], []
+    for line, paper in read_jsonl(shared_file("fd/arxiv.json")):
+        human.append([paper[f"{s}_human"] for s in FD_SYSTEMS])
+        metric.append([paper[f"{s}_gpt4_fm"] for s in FD_SYSTEMS])
+        rows += [{"id": f"{line}:{s}", "given": {"paper": line, "system": s, "human": paper[f"{s}_human"],
+                                                  "gpt4_fm": paper[f"{s}_gpt4_fm"]}} for s in FD_SYSTEMS]
+    return rows, human, metric
+
+
+def test_on_fd_each_level_equals_scipy_computed_independently():
+    rows, human, metric = _fd()
+    report = meta_evaluate(rows, "given.human", ["given.gpt4_fm"], resamples=0)
+    assert report["settings"]["inputs"] == 50 and report["settings"]["systems"] == 4
+    levels = report["correlations"]["given.gpt4_fm"]
+    pooled_h, pooled_m = sum(human, []), sum(metric, [])
+    for name in SCIPY:
+        r, p = SCIPY[name](pooled_h, pooled_m)
+        assert levels["global"][name] == {"r": pytest.approx(r, abs=1e-12), "p": pytest.approx(p, rel=1e-9)}
+        expected, undefined = _summary(human, metric, name)
+        assert levels["summary"][name]["r"] == pytest.approx(expected, abs=1e-12)
+        assert levels["summary"]["undefined_inputs"] == undefined and levels["summary"]["inputs"] == 50 - undefined
+        assert levels["system"][name]["r"] == pytest.approx(_system(human, metric, name), abs=1e-12)
+    assert levels["global"]["n"] == 200 and levels["system"]["systems"] == 4
+
+
+def test_an_input_with_constant_scores_is_counted_not_averaged():
+    human, metric = _tiny()
+    summary = meta_evaluate(_grid_rows(human, metric), "given.human", levels=["summary"],
+                            resamples=0)["correlations"]["scores.m"]["summary"]
+    assert summary["undefined_inputs"] == 1 and summary["inputs"] == 5
+    for name in SCIPY:
+        assert summary[name]["r"] == pytest.approx(_summary(human, metric, name)[0], abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# the draws, the intervals, the p-values
+# ---------------------------------------------------------------------------------------------
+
+def test_the_draws_are_the_documented_numpy_draws_and_boot_both_draws_both_sides():
+    both = draw(5, 6, 4, "both", 50)
+    rng = np.random.default_rng(5)
+    assert (both.inputs == rng.integers(0, 6, (50, 6))).all() and (both.systems == rng.integers(0, 4, (50, 4))).all()
+    assert (both.permutations == rng.permuted(np.broadcast_to(np.arange(4), (50, 6, 4)), axis=-1)).all()
+    identity_inputs, identity_systems = (both.inputs == np.arange(6)).all(1), (both.systems == np.arange(4)).all(1)
+    assert not identity_inputs.any() and not identity_systems.all()
+    inputs, systems = draw(5, 6, 4, "inputs", 50), draw(5, 6, 4, "systems", 50)
+    assert (inputs.systems == np.arange(4)).all() and not (inputs.inputs == np.arange(6)).all(1).all()
+    assert (systems.inputs == np.arange(6)).all() and not (systems.systems == np.arange(4)).all(1).all()
+
+
+@pytest.mark.parametrize("resample", ["inputs", "systems", "both"])
+@pytest.mark.parametrize("level", ["summary", "system", "global"])
+def test_the_interval_equals_a_loop_over_the_same_resamples_with_scipy(resample, level):
+    human, metric = _tiny()
+    count, seed = 200, 11
+    report = meta_evaluate(_grid_rows(human, metric), "given.human", levels=[level], resample=resample,
+                           resamples=count, seed=seed)
+    result = report["correlations"]["scores.m"][level]
+    assert report["settings"] | {"resample": resample, "resamples": count, "seed": seed} == report["settings"]
+    draws = draw(seed, 6, 4, resample, count)
+    for name in SCIPY:
+        values = []
+        for inputs, systems in zip(draws.inputs, draws.systems):
+            h = [[human[i][s] for s in systems] for i in inputs]
+            m = [[metric[i][s] for s in systems] for i in inputs]
+            if level == "summary":
+                values.append(_summary(h, m, name)[0])
+            elif level == "system":
+                values.append(_system(h, m, name))
+            else:
+                pooled_h, pooled_m = sum(h, []), sum(m, [])
+                constant = len(set(pooled_h)) < 2 or len(set(pooled_m)) < 2
+                values.append(float("nan") if constant else SCIPY[name](pooled_h, pooled_m)[0])
+        values = np.array(values)
+        defined = values[~np.isnan(values)]
+        assert result[name]["undefined_resamples"] == count - len(defined)
+        assert result[name]["ci"] == pytest.approx(list(np.percentile(defined, [2.5, 97.5])), abs=1e-9)
+        assert result[name]["se"] == pytest.approx(np.std(defined, ddof=1), abs=1e-9)
+
+
+@pytest.mark.parametrize("level", ["summary", "system"])
+def test_the_p_value_equals_a_loop_over_the_same_permutations(level):
+    human, metric = _tiny()
+    count = 300
+    result = meta_evaluate(_grid_rows(human, metric), "given.human", levels=[level], resamples=count,
+                           seed=4)["correlations"]["scores.m"][level]
+    permutations = draw(4, 6, 4, "both", count).permutations
+    compute = _summary if level == "summary" else (lambda h, m, name: (_system(h, m, name),))
+    for name in SCIPY:
+        observed = compute(human, metric, name)[0]
+        permuted = [compute(human, [[row[s] for s in order] for row, order in zip(metric, orders)], name)[0]
+                    for orders in permutations]
+        defined = [value for value in permuted if not np.isnan(value)]
+        extreme = sum(abs(value) >= abs(observed) - 1e-12 for value in defined)
+        assert result[name]["p"] == pytest.approx((1 + extreme) / (1 + len(defined)))
+        assert result[name]["undefined_permutations"] == count - len(defined)
+
+
+def test_a_metric_unrelated_to_the_human_scores_is_not_significant_and_a_close_one_is():
+    rng = random.Random(9)
+    human = [[rng.uniform(1, 5) for _ in range(5)] for _ in range(30)]
+    close = [[h + rng.gauss(0, 0.3) for h in row] for row in human]
+    noise = [[rng.random() for _ in row] for row in human]
+    rows = _grid_rows(human, close)
+    for row, value in zip(rows, sum(noise, [])):
+        row["scores"]["noise"] = value
+    summary = {path: levels["summary"] for path, levels in
+               meta_evaluate(rows, "given.human", resamples=500)["correlations"].items()}
+    assert summary["scores.m"]["pearson"]["p"] < 0.01 and summary["scores.m"]["pearson"]["ci"][0] > 0.5
+    assert summary["scores.noise"]["pearson"]["p"] > 0.05
+    assert summary["scores.noise"]["pearson"]["ci"][0] < 0 < summary["scores.noise"]["pearson"]["ci"][1]
+
+
+# ---------------------------------------------------------------------------------------------
+# the command
+# ---------------------------------------------------------------------------------------------
+
+def _samples(tmp_path, rows):
     samples = tmp_path / "samples.jsonl"
     samples.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    result = CliRunner().invoke(cli, ["meta-eval", str(samples), "--human", "given.human"])
+    return str(samples)
+
+
+def test_the_cli_prints_each_level_with_intervals_and_p_values_and_records_the_settings(tmp_path):
+    human, metric = _tiny()
+    out = tmp_path / "meta.json"
+    result = CliRunner().invoke(cli, ["meta-eval", _samples(tmp_path, _grid_rows(human, metric)), "--human",
+                                      "given.human", "--resamples", "100", "--seed", "2", "--resample", "inputs",
+                                      "-o", str(out)])
     assert result.exit_code == 0, result.output
-    lines = result.output.splitlines()
-    assert lines[0].split() == ["score", "n", "pearson", "p", "spearman", "p", "kendall", "p"]
-    printed = {line.split()[0]: line.split()[1:] for line in lines[1:]}
-    assert list(printed) == ["scores.close", "scores.loose", "scores.noise"]
+    recorded = json.loads(out.read_text())
+    assert recorded == meta_evaluate(_grid_rows(human, metric), "given.human", resample="inputs", resamples=100,
+                                     seed=2)
+    blocks = result.output.strip().split("\n\n")
+    assert [block.split()[0] for block in blocks] == ["global", "summary", "system"]
+    assert "100 BOOT-INPUTS resamples, seed 2" in blocks[1] and "permutation test" in blocks[1]
+    for block, level in zip(blocks, ("global", "summary", "system")):
+        header, row = block.splitlines()[1:3]
+        assert header.split()[2:] == ["pearson", "95%CI", "p", "spearman", "95%CI", "p", "kendall", "95%CI", "p"]
+        cells = row.split()
+        assert cells[0] == "scores.m"
+        for index, name in enumerate(SCIPY):
+            value = recorded["correlations"]["scores.m"][level][name]
+            r, interval, p = cells[2 + 3 * index: 5 + 3 * index]
+            assert r == f"{value['r']:.4f}" and p == f"{value['p']:.3g}"
+            assert interval == f"[{value['ci'][0]:.4f},{value['ci'][1]:.4f}]"
+
+
+def test_today_s_global_table_stays_available_with_scipys_r_and_p(tmp_path):
+    rng = random.Random(7)
+    human = [rng.uniform(1, 5) for _ in range(40)]
+    scores = {"close": [h + rng.gauss(0, 0.3) for h in human], "noise": [rng.random() for _ in human]}
+    rows = [{"given": {"human": h}, "scores": {name: values[i] for name, values in scores.items()}}
+            for i, h in enumerate(human)]
+    rows.append({"given": {"human": None}, "scores": {"close": 1.0, "noise": 1.0}})  # left out
+    result = CliRunner().invoke(cli, ["meta-eval", _samples(tmp_path, rows), "--human", "given.human",
+                                      "--resamples", "0"])
+    assert result.exit_code == 0, result.output
+    assert "summary and system levels: no row has 'given.paper'" in result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("global level") and len(lines) == 4
+    assert lines[1].split() == ["score", "n", "pearson", "p", "spearman", "p", "kendall", "p"]
+    printed = {line.split()[0]: line.split()[1:] for line in lines[2:]}
     for name, values in scores.items():
         expected = [str(len(human))]
-        for function in (stats.pearsonr, stats.spearmanr, stats.kendalltau):
+        for function in SCIPY.values():
             statistic, p_value = function(human, values)
             expected += [f"{statistic:.4f}", f"{p_value:.3g}"]
         assert printed[f"scores.{name}"] == expected
-    assert float(printed["scores.close"][2]) < 1e-10 and float(printed["scores.noise"][2]) > 0.01
+
+
+def test_without_input_and_system_keys_the_global_interval_resamples_rows():
+    rng = random.Random(1)
+    rows = [{"h": rng.random(), "scores": {"m": rng.random()}} for _ in range(30)]
+    report = meta_evaluate(rows, "h", resamples=100, seed=3)
+    assert report["settings"]["resample"] == "rows" and report["settings"]["levels"] == ["global"]
+    picks = np.random.default_rng(3).integers(0, 30, (100, 30))
+    values = [stats.pearsonr([rows[i]["h"] for i in pick], [rows[i]["scores"]["m"] for i in pick])[0] for pick in picks]
+    assert report["correlations"]["scores.m"]["global"]["pearson"]["ci"] == pytest.approx(
+        list(np.percentile(values, [2.5, 97.5])), abs=1e-9)
 
 
 def test_an_undefined_correlation_is_said_beside_the_p_value_columns(tmp_path):
-    samples = tmp_path / "samples.jsonl"
-    samples.write_text("".join(json.dumps({"h": h, "scores": {"m": 1.0}}) + "\n" for h in (1, 2, 3)))
-    result = CliRunner().invoke(cli, ["meta-eval", str(samples), "--human", "h"])
+    rows = [{"h": h, "scores": {"m": 1.0}} for h in (1, 2, 3)]
+    result = CliRunner().invoke(cli, ["meta-eval", _samples(tmp_path, rows), "--human", "h"])
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[1].split(None, 2) == ["scores.m", "3",
+    assert result.stdout.splitlines()[2].split(None, 2) == ["scores.m", "3",
                                                             "undefined: a constant series has no correlation"]
+
+
+@pytest.mark.parametrize("arguments, error", [
+    (["--input-key", "given.doc"], "row 1 has no value at 'given.doc'"),
+    (["--system-key", "given.nope"], "row 1 has no value at 'given.nope'"),
+    (["--input-key", "given.system"], "rows 1 and 5 are both input 's0' of system 's0'"),
+])
+def test_a_bad_key_is_a_one_line_error(tmp_path, arguments, error):
+    human, metric = _tiny()
+    result = CliRunner().invoke(cli, ["meta-eval", _samples(tmp_path, _grid_rows(human, metric)), "--human",
+                                      "given.human", "--resamples", "0", *arguments])
+    assert result.exit_code != 0 and error in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_asking_for_the_summary_level_of_rows_without_inputs_is_refused():
+    with pytest.raises(CtrlkitError, match="row 1 has no value at 'given.paper'"):
+        meta_evaluate([{"h": 1, "scores": {"m": 1}}] * 3, "h", levels=["summary"])
