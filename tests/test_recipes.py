@@ -320,12 +320,13 @@ def test_fd_meta_eval_evaluates_then_correlates_with_the_human_scores(tmp_path, 
     assert {"scores.rouge.rouge1", "scores.bertscore.f1", "scores.fm.fm", "given.gpt4_fm", "given.rouge1"} <= set(scores)
     recorded = json.loads((out / "meta-eval.json").read_text())
     assert recorded["recipe"]["name"] == "fd-meta-eval" and recorded["recipe"]["digest"].startswith("sha256:")
-    assert recorded["human"] == "given.human" and list(recorded["correlations"]) == scores
-    assert recorded["correlations"] == meta_evaluate(samples, "given.human", scores)
+    assert recorded["settings"]["human"] == "given.human" and list(recorded["correlations"]) == scores
+    assert recorded["settings"]["inputs"] == 3 and recorded["settings"]["systems"] == 4  # given.paper, given.system
+    assert {key: recorded[key] for key in ("settings", "correlations")} == meta_evaluate(samples, "given.human", scores)
     fm = [(s["given"]["human"], s["scores"]["fm"]["fm"]) for s in samples if s["scores"]["fm"]["fm"] is not None]
     spearman = stats.spearmanr([h for h, _ in fm], [m for _, m in fm])[0]
-    assert recorded["correlations"]["scores.fm.fm"]["spearman"]["r"] == pytest.approx(spearman)
+    assert recorded["correlations"]["scores.fm.fm"]["global"]["spearman"]["r"] == pytest.approx(spearman)
     table = [line for line in (out / "table.md").read_text().splitlines() if line.startswith("| ")]
-    assert table[0].startswith("| score | n | pearson | p |") and len(table) == 1 + len(scores)
+    assert table[0].startswith("| score | level | n | pearson | 95% CI | p |") and len(table) == 1 + 3 * len(scores)
     with pytest.raises(ctrlkit.ConfigurationError, match="so --backbones does not apply"):
         sweep(recipe="fd-meta-eval", out=str(tmp_path / "x"), data=data, backbones=["extractive"])

@@ -241,23 +241,36 @@ def _meta_eval(recipe: Recipe, out: str, given: dict, progress: bool) -> list[di
                       judge=settings.get("judge"), limit=settings.get("limit"), out=out, progress=progress)
     paths = [*dict.fromkeys(path for row in result.samples for path in numeric_paths(row)), *compare]
     report = meta_evaluate(result.samples, human, paths)
-    atomic_write_json(Path(out) / META_EVAL_FILE, {"recipe": recipe.record(), "human": human, "correlations": report})
-    rows = [{"score": path, **values} for path, values in report.items()]
-    atomic_write_text(Path(out) / "table.md", _markdown(rows, human))
+    atomic_write_json(Path(out) / META_EVAL_FILE, {"recipe": recipe.record(), **report})
+    rows = [{"score": path, **levels} for path, levels in report["correlations"].items()]
+    atomic_write_text(Path(out) / "table.md", _markdown(rows, report["settings"]))
     return rows
 
 
-def _markdown(rows: list[dict], human: str) -> str:
-    """The correlations as a Markdown table: one row per score; an undefined one says why."""
+def _markdown(rows: list[dict], settings: dict) -> str:
+    """The correlations as a Markdown table: one row per score and level, each correlation's r,
+    95% interval and p; an undefined one says why."""
+    from .correlations import CORRELATIONS
+
     body = []
     for row in rows:
-        if "undefined" in row:
-            cells = [f"undefined: {row['undefined']}"] + [""] * 5
-        else:
-            cells = [f"{row[name][part]:.4f}" if part == "r" else f"{row[name][part]:.3g}"
-                     for name in ("pearson", "spearman", "kendall") for part in ("r", "p")]
-        body.append([escape_markdown(row["score"]), str(row["n"]), *cells])
-    header = ["score", "n", "pearson", "p", "spearman", "p", "kendall", "p"]
-    lines = markdown_table(header, body, text_columns=1)
-    intro = f"Correlation with the human score {escape_markdown(human)}, summary by summary:"
+        for level in settings["levels"]:
+            result = row[level]
+            n = result.get({"global": "n", "summary": "inputs", "system": "systems"}[level])
+            if "undefined" in result:
+                cells = [f"undefined: {result['undefined']}"] + [""] * 8
+            else:
+                cells = [cell for name in CORRELATIONS for cell in _cells(result[name])]
+            body.append([escape_markdown(row["score"]), level, str(n), *cells])
+    header = ["score", "level", "n"] + [column for name in CORRELATIONS for column in (name, "95% CI", "p")]
+    lines = markdown_table(header, body, text_columns=2)
+    intro = (f"Correlation with the human score {escape_markdown(settings['human'])} (n: pairs, inputs or systems; "
+             f"95% CI: {settings['resamples']} BOOT-{settings['resample'].upper()} resamples, seed {settings['seed']}; "
+             f"p: analytic for global, permutation within inputs for summary and system level):")
     return "\n".join([intro, "", *lines]) + "\n"
+
+
+def _cells(value: dict) -> list[str]:
+    interval = value.get("ci")
+    return [f"{value['r']:.4f}", f"[{interval[0]:.4f}, {interval[1]:.4f}]" if interval else "",
+            f"{value['p']:.3g}" if value.get("p") is not None else ""]
