@@ -58,6 +58,7 @@ from itertools import combinations
 from statistics import fmean
 
 from ctrlkit import Metric, MetricResult
+from ctrlkit.components import weighted_mean
 from ctrlkit.text import sentences
 
 LEVELS = {
@@ -181,7 +182,8 @@ class ControlErrorRate(Metric):
     averages the same error rates together with 1 - ROUGE). 0 is perfect; lower is better. The
     ``speaker`` values appear when the examples are dialogues (a ``qmsum`` source or a ``speaker``
     control). Specificity is not measured: see the module's departures. Tokens: NLTK's Treebank
-    tokenizer on pysbd sentences.
+    tokenizer on pysbd sentences. The attribute means and ``average`` are recomputed for a subset
+    (:meth:`aggregate`); the counts are not.
     """
 
     needs_references = True
@@ -202,6 +204,16 @@ class ControlErrorRate(Metric):
         means = [corpus[attribute] for attribute in attributes if corpus[attribute] is not None]
         corpus["average"] = fmean(means) if means else None
         return MetricResult(per_example=errors, corpus=corpus)
+
+    def aggregate(self, parts, weights):
+        import numpy as np
+
+        found = {attribute: weighted_mean(errors, weights) for attribute, errors in parts.items()}
+        means = np.stack(list(found.values()))
+        defined = ~np.isnan(means)
+        count = defined.sum(axis=0)
+        found["average"] = np.where(count > 0, np.where(defined, means, 0.0).sum(axis=0) / np.maximum(count, 1), np.nan)
+        return found
 
 
 def _error(measure: _Measures, attribute: str, prediction: str, example) -> float | None:
