@@ -163,7 +163,7 @@ def weighted_pearson(x, y, weights):
     cov = weights @ (x * y) / total - mean_x * mean_y
     var_x = weights @ (x * x) / total - mean_x ** 2
     var_y = weights @ (y * y) / total - mean_y ** 2
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(varies, cov / np.sqrt(var_x * var_y), np.nan)
 
 
