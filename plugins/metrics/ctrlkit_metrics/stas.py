@@ -9,7 +9,7 @@ class Stas(Metric):
     for the requested topic t; 1.0 means t is the summary's dominant topic.
 
     Corpus values: the mean, and ``above_threshold``, the fraction of summaries at or above 0.696,
-    where people judged a topic strongly present.
+    where people judged a topic strongly present; both are recomputed for a subset (:meth:`aggregate`).
     """
 
     reads = ("topic",)
