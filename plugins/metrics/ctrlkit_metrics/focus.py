@@ -50,7 +50,9 @@ class Focus(Metric):
 
     Per example: ``correct`` (1 or 0; None when the judge failed); details: the label. Corpus:
     ``f1_macro``, ``f1_empirical``, ``f1_conceptual``, ``accuracy`` over the labelled
-    summaries, and ``failed``.
+    summaries, and ``failed``. Parts: ``labelled_empirical`` and ``requested_empirical``, 1.0 or
+    0.0 (the first None where the labeller failed), from which every corpus value but the count
+    ``failed`` is recomputed for a subset (:meth:`aggregate`).
     """
 
     name = "focus"
@@ -97,7 +99,29 @@ class Focus(Metric):
             per_example={"correct": correct},
             corpus={**_f1([wanted[i] for i in done], [labels[i] for i in done]), "failed": len(labels) - len(done)},
             details=details,
+            parts={"labelled_empirical": [None if label is None else float(label == LABELS[0]) for label in labels],
+                   "requested_empirical": [float(want == LABELS[0]) for want in wanted]},
         )
+
+    def aggregate(self, parts, weights):
+        """F1 per class from weighted counts of true positives, false positives and false
+        negatives, as ``_f1`` on the examples repeated by their weights."""
+        import numpy as np
+
+        labelled, requested = parts["labelled_empirical"], parts["requested_empirical"]
+        done = ~np.isnan(labelled)
+        labelled = np.where(done, labelled, 0.0)
+        found = {}
+        for label, predicted, wanted in ((LABELS[0], labelled, requested), (LABELS[1], 1 - labelled, 1 - requested)):
+            true_positives = weights @ (done * predicted * wanted)
+            errors = weights @ (done * (predicted + wanted - 2 * predicted * wanted))  # false positives + negatives
+            denominator = 2 * true_positives + errors
+            found[f"f1_{label}"] = 2 * true_positives / np.where(denominator > 0, denominator, 1.0)
+        labelled_weight = weights @ done.astype(float)
+        some = labelled_weight > 0
+        found["f1_macro"] = (found["f1_empirical"] + found["f1_conceptual"]) / 2
+        found["accuracy"] = weights @ (done * (labelled == requested)) / np.where(some, labelled_weight, 1.0)
+        return {name: np.where(some, value, np.nan) for name, value in found.items()}
 
     def _label(self, predictions: list[str]) -> tuple[list[str | None], list[dict]]:
         if self.options["labeller"] == "classifier":

@@ -3,6 +3,7 @@ from functools import lru_cache
 from statistics import fmean
 
 from ctrlkit import ConfigurationError, Metric, MetricResult
+from ctrlkit.components import weighted_mean
 from ctrlkit.text import WORD
 
 
@@ -20,7 +21,8 @@ class SuccessRate(Metric):
     A keyword with no word character (CTRLsum's oracle keywords include "$" and "£") cannot be
     matched as words; it is left out and counted (``left_out``). An example left with no keyword
     is not scored (``unscored``, and its ``sr`` is null); a run where no example has a keyword to
-    match is refused before any work.
+    match is refused before any work. Of the corpus values, :meth:`aggregate` recomputes ``sr``
+    for a subset; the other two are counts.
     """
 
     reads = ("keywords",)
@@ -49,6 +51,9 @@ class SuccessRate(Metric):
         return MetricResult(per_example={"sr": rates, "left_out": left_out},
                             corpus={"sr": fmean(scored) if scored else None, "left_out": sum(left_out),
                                     "unscored": len(rates) - len(scored)})
+
+    def aggregate(self, parts, weights):
+        return {"sr": weighted_mean(parts["sr"], weights)}
 
 
 def _normal(text: str) -> str:

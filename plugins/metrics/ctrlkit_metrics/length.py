@@ -4,6 +4,7 @@ import sys
 from statistics import fmean
 
 from ctrlkit import ConfigurationError, Metric, MetricResult, Option, OptionError
+from ctrlkit.components import weighted_mean
 from ctrlkit.text import word_count
 
 BIN_WORDS = 50
@@ -27,7 +28,10 @@ class Length(Metric):
     when undefined (fewer than two examples, or either side constant); ``word_mad``, the mean
     absolute word error where defined. With ``pcc_generated=words`` the generated side of ``pcc``
     is the summary's word count, uncapped, instead of its bin (CCSBench's variant); the
-    requested side is the requested bin either way.
+    requested side is the requested bin either way. Parts: both errors, ``generated`` (the
+    generated side of ``pcc``) and ``requested`` (the requested bin), from which ``mad``, ``pcc``
+    and ``word_mad`` are recomputed for a subset (:meth:`aggregate`); ``pcc_defined`` is not
+    (a subset's ``pcc`` is NaN where it is undefined).
 
     A numeric ``length`` control (or numeric string) is words or a bin, as ``unit`` says; a
     named level ("short") is mapped to words by the ``levels`` option, else by the dataset's
@@ -88,7 +92,14 @@ class Length(Metric):
                 "pcc_defined": float(defined),
                 "word_mad": fmean(measured) if measured else None,
             },
+            parts={"abs_bin_error": bin_errors, "abs_word_error": word_errors,
+                   "generated": correlated, "requested": wanted},
         )
+
+    def aggregate(self, parts, weights):
+        return {"mad": weighted_mean(parts["abs_bin_error"], weights),
+                "pcc": weighted_pearson(parts["generated"], parts["requested"], weights),
+                "word_mad": weighted_mean(parts["abs_word_error"], weights)}
 
     def _cap(self, requested_bin: int) -> int:
         return requested_bin if self.top_bin is None else min(requested_bin, self.top_bin)
@@ -134,6 +145,35 @@ class Length(Metric):
         if value != int(value):
             raise ConfigurationError(f"{where} requests bin {value!r}, which is not a whole number")
         return int(value), "bin"
+
+
+def weighted_pearson(x, y, weights):
+    """The Pearson correlation of ``x`` and ``y`` (N,) under each row of ``weights`` (R, N), an
+    example counted as often as its weight (what scipy's pearsonr gives on the examples repeated);
+    NaN for a row on which either side is constant."""
+    import numpy as np
+
+    # centred first: the correlation does not change, and the sums of squares lose no digits
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    x, y = x - x.mean(), y - y.mean()
+    weighed = weights > 0
+    varies = (_spread(x, weighed) > 0) & (_spread(y, weighed) > 0)
+    total = np.where(varies, weights.sum(axis=1), 1.0)
+    mean_x, mean_y = weights @ x / total, weights @ y / total
+    cov = weights @ (x * y) / total - mean_x * mean_y
+    var_x = weights @ (x * x) / total - mean_x ** 2
+    var_y = weights @ (y * y) / total - mean_y ** 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(varies, cov / np.sqrt(var_x * var_y), np.nan)
+
+
+def _spread(values, weighed):
+    """max - min of ``values`` over the examples each row weighs (0 for a row weighing at most one value)."""
+    import numpy as np
+
+    highest = np.where(weighed, values, -np.inf).max(axis=1)
+    lowest = np.where(weighed, values, np.inf).min(axis=1)
+    return np.where(weighed.any(axis=1), highest - lowest, 0.0)
 
 
 def _parse_levels(text: str) -> dict[str, float]:

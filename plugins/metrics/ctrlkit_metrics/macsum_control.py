@@ -58,6 +58,7 @@ from itertools import combinations
 from statistics import fmean
 
 from ctrlkit import Metric, MetricResult
+from ctrlkit.components import weighted_mean
 from ctrlkit.text import sentences
 
 LEVELS = {
@@ -181,7 +182,8 @@ class ControlErrorRate(Metric):
     averages the same error rates together with 1 - ROUGE). 0 is perfect; lower is better. The
     ``speaker`` values appear when the examples are dialogues (a ``qmsum`` source or a ``speaker``
     control). Specificity is not measured: see the module's departures. Tokens: NLTK's Treebank
-    tokenizer on pysbd sentences.
+    tokenizer on pysbd sentences. The attribute means and ``average`` are recomputed for a subset
+    (:meth:`aggregate`); the counts are not.
     """
 
     needs_references = True
@@ -202,6 +204,16 @@ class ControlErrorRate(Metric):
         means = [corpus[attribute] for attribute in attributes if corpus[attribute] is not None]
         corpus["average"] = fmean(means) if means else None
         return MetricResult(per_example=errors, corpus=corpus)
+
+    def aggregate(self, parts, weights):
+        import numpy as np
+
+        found = {attribute: weighted_mean(errors, weights) for attribute, errors in parts.items()}
+        means = np.stack(list(found.values()))
+        defined = ~np.isnan(means)
+        count = defined.sum(axis=0)
+        found["average"] = np.where(count > 0, np.where(defined, means, 0.0).sum(axis=0) / np.maximum(count, 1), np.nan)
+        return found
 
 
 def _error(measure: _Measures, attribute: str, prediction: str, example) -> float | None:
@@ -249,6 +261,14 @@ class ControlCorrelation(Metric):
     is better (None where an example of a pair has no reference). Per example: the measured
     ``tokens`` and ``extractive_precision`` (E) of the summary. Topic and speaker have no order, so
     no CC; specificity is not measured (see the module's departures).
+
+    Every value but the pair counts is recomputed for a weighted subset (:meth:`aggregate`), a
+    pair weighing the product of its two examples' weights (the pairs that the examples, each
+    repeated as often as its weight, form). Parts, per example and attribute: the measures of
+    the summary and of the reference (the latter None when it is in no pair or has no
+    reference), the level requested (None when not one of MACSum's), and ``ATTRIBUTE_pairing``, a
+    number shared by the examples of one source whose other controls are the same (None without a
+    source), so that two examples pair when that number is the same and the levels differ.
     """
 
     higher_is_better = None  # a CC is read against the gold CC, so only its ..._gap values (lower) are ranked
@@ -271,32 +291,91 @@ class ControlCorrelation(Metric):
                 vi, vj = _level(examples[i], attribute), _level(examples[j], attribute)
                 if vi is not None and vj is not None and vi != vj:
                     pairs[attribute].append((i, j, vi - vj))
-        corpus = {}
+        corpus, parts = {}, {}
         for attribute, found in pairs.items():
             slopes = [(values[attribute][i] - values[attribute][j]) / step for i, j, step in found]
             corpus[attribute] = fmean(slopes) if slopes else None
             corpus[f"n_{attribute}_pairs"] = len(found)
-            gold = self._gold(measure, attribute, examples, found)
+            golds = self._gold_values(measure, attribute, examples, found)
+            gold = None if not found or None in golds.values() else fmean(
+                (golds[i] - golds[j]) / step for i, j, step in found)
             corpus[f"gold_{attribute}"] = gold
             corpus[f"{attribute}_gap"] = None if gold is None or not slopes else abs(corpus[attribute] - gold)
+            parts[attribute] = values[attribute]
+            parts[f"gold_{attribute}"] = [golds.get(k) for k in range(len(examples))]
+            parts[f"{attribute}_level"] = [_level(example, attribute) for example in examples]
+            parts[f"{attribute}_pairing"] = _pairings(examples, attribute)
         return MetricResult(per_example={"tokens": values["length"], "extractive_precision": values["extractiveness"]},
-                            corpus=corpus)
+                            corpus=corpus, parts=parts)
 
     @staticmethod
-    def _gold(measure, attribute, examples, pairs) -> float | None:
-        """The references' own CC over ``pairs``: what a summarizer's CC is read against."""
-        if not pairs or any(not examples[k].references for i, j, _ in pairs for k in (i, j)):
-            return None
-        cache = {}
+    def _gold_values(measure, attribute, examples, pairs) -> dict[int, float | None]:
+        """The measure of the first reference of each example in ``pairs`` (None without one):
+        the references' own CC, what a summarizer's CC is read against, is made of them."""
+        found = {}
+        for k in sorted({k for i, j, _ in pairs for k in (i, j)}):
+            if not examples[k].references:
+                found[k] = None
+                continue
+            reference = examples[k].references[0]
+            found[k] = (measure.length(reference) if attribute == "length"
+                        else measure.extractiveness(reference, examples[k].document))
+        return found
 
-        def value(k):
-            if k not in cache:
-                reference = examples[k].references[0]
-                cache[k] = (measure.length(reference) if attribute == "length"
-                            else measure.extractiveness(reference, examples[k].document))
-            return cache[k]
+    def aggregate(self, parts, weights):
+        import numpy as np
 
-        return fmean((value(i) - value(j)) / step for i, j, step in pairs)
+        found = {}
+        for attribute in LEVELS:
+            level, pairing = parts[f"{attribute}_level"], parts[f"{attribute}_pairing"]
+            first, second = _pairs(pairing, level)
+            step = level[first] - level[second]
+            pair_weights = weights[:, first] * weights[:, second]
+            weighed = pair_weights.sum(axis=1)
+            some = weighed > 0
+            weighed = np.where(some, weighed, 1.0)
+            slopes = (parts[attribute][first] - parts[attribute][second]) / step
+            found[attribute] = np.where(some, pair_weights @ slopes / weighed, np.nan)
+            gold = parts[f"gold_{attribute}"]
+            gold_slopes = (gold[first] - gold[second]) / step
+            missing = pair_weights @ np.isnan(gold_slopes).astype(float) > 0
+            gold_cc = pair_weights @ np.nan_to_num(gold_slopes) / weighed
+            found[f"gold_{attribute}"] = np.where(some & ~missing, gold_cc, np.nan)
+            found[f"{attribute}_gap"] = np.abs(found[attribute] - found[f"gold_{attribute}"])
+        return found
+
+
+def _pairings(examples, attribute) -> list[float | None]:
+    """For each example, the index of the first example of the same source whose other controls
+    (present ones, all but ``attribute``) are the same; None without a source."""
+    first = {}
+    found = []
+    for k, example in enumerate(examples):
+        source = example.meta.get("source_index")
+        if source is None:
+            found.append(None)
+            continue
+        others = sorted((name, repr(value)) for name, value in example.controls.items()
+                        if name != attribute and _present(value))
+        found.append(float(first.setdefault((repr(source), tuple(others)), k)))
+    return found
+
+
+def _pairs(pairing, level):
+    """The index arrays (first, second) of the pairs: two examples with the same pairing number
+    and different levels."""
+    import numpy as np
+
+    usable = np.flatnonzero(~np.isnan(pairing) & ~np.isnan(level))
+    first, second = [], []
+    for number in np.unique(pairing[usable]):
+        members = usable[pairing[usable] == number]
+        for a, i in enumerate(members):
+            for j in members[a + 1:]:
+                if level[i] != level[j]:
+                    first.append(i)
+                    second.append(j)
+    return np.array(first, dtype=int), np.array(second, dtype=int)
 
 
 def _level(example, attribute) -> int | None:

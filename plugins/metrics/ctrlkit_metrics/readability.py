@@ -1,6 +1,7 @@
 from statistics import fmean
 
 from ctrlkit import ConfigurationError, Metric, MetricResult
+from ctrlkit.components import weighted_mean
 
 LEVELS = ("normal", "high")
 
@@ -12,7 +13,9 @@ class Readability(Metric):
     high), ``fkgl_normal`` and ``fkgl_high``, the means per requested level, and ``dfkgl`` =
     mean FKGL(normal) - mean FKGL(high), which is positive when summaries asked to be highly
     readable are easier; each None when a level is absent. The control is optional, but any
-    other value is refused before scoring.
+    other value is refused before scoring. Parts (when some example has the control): ``fkgl``
+    and ``high``, 1.0 for a ``high`` request, 0.0 for ``normal``, None for none; every corpus
+    value is recomputed from them for a subset (:meth:`aggregate`).
     """
 
     def check(self, examples):
@@ -29,12 +32,25 @@ class Readability(Metric):
         requested = [example.controls.get("readability") for example in examples]
         grades = [float(textstat.flesch_kincaid_grade(prediction)) for prediction in predictions]
         corpus = {"fkgl": fmean(grades)}
+        parts = None
         if any(requested):
+            parts = {"fkgl": grades, "high": [None if not level else float(level == "high") for level in requested]}
             means = {level: _mean([g for g, r in zip(grades, requested) if r == level]) for level in LEVELS}
             corpus.update({f"fkgl_{level}": mean for level, mean in means.items()})
             both = None not in means.values()
             corpus["dfkgl"] = means["normal"] - means["high"] if both else None
-        return MetricResult(per_example={"fkgl": grades}, corpus=corpus)
+        return MetricResult(per_example={"fkgl": grades}, corpus=corpus, parts=parts)
+
+    def aggregate(self, parts, weights):
+        import numpy as np
+
+        fkgl = parts["fkgl"]
+        found = {"fkgl": weighted_mean(fkgl, weights)}
+        if "high" in parts:
+            for level, flag in zip(LEVELS, (0.0, 1.0)):
+                found[f"fkgl_{level}"] = weighted_mean(np.where(parts["high"] == flag, fkgl, np.nan), weights)
+            found["dfkgl"] = found["fkgl_normal"] - found["fkgl_high"]
+        return found
 
 
 def _mean(values):

@@ -1,5 +1,6 @@
 import ctrlkit
 from ctrlkit import Metric, MetricResult, Option
+from ctrlkit.components import weighted_mean
 from ctrlkit.topics import STAS_THRESHOLD
 
 
@@ -8,7 +9,7 @@ class Stas(Metric):
     for the requested topic t; 1.0 means t is the summary's dominant topic.
 
     Corpus values: the mean, and ``above_threshold``, the fraction of summaries at or above 0.696,
-    where people judged a topic strongly present.
+    where people judged a topic strongly present; both are recomputed for a subset (:meth:`aggregate`).
     """
 
     reads = ("topic",)
@@ -30,3 +31,8 @@ class Stas(Metric):
             per_example={"stas": values.tolist()},
             corpus={"stas": float(values.mean()), "above_threshold": float((values >= STAS_THRESHOLD).mean())},
         )
+
+    def aggregate(self, parts, weights):
+        stas = parts["stas"]
+        return {"stas": weighted_mean(stas, weights),
+                "above_threshold": weighted_mean((stas >= STAS_THRESHOLD).astype(float), weights)}
