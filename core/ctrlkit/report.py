@@ -204,9 +204,8 @@ def _load_sweep(folder: Path) -> Report:
         arm = Arm(name, str(row.get("dataset", "")), str(row.get("backbone", "")),
                   flatten(row.get("metrics"), path, f"rows[{i}].metrics"))
         cell = folder / str(row.get("run", "")) / "results.json"
-        if row.get("run") and cell.is_file():  # the cell's intervals (and its test against a baseline), if any
-            measured = _arm(name, arm.group, arm.backbone, read_json(cell, dict), cell)
-            arm.intervals, arm.differences, arm.against = measured.intervals, measured.differences, measured.against
+        if row.get("run") and cell.is_file():
+            _add_cell_intervals(arm, cell)
         directions.update(value_directions(row.get("metrics") or {}))
         counts |= count_labels(row.get("metrics") or {})
         if any(other.label == name for other in arms):
@@ -226,6 +225,18 @@ def _load_sweep(folder: Path) -> Report:
     config = read_json(folder / "sweep.json", dict) if (folder / "sweep.json").is_file() else {}
     return Report(folder.resolve().name, facts, arms, controls, mask_secrets(config), references,
                   directions=directions, counts=counts)
+
+
+def _add_cell_intervals(arm: Arm, cell: Path) -> None:
+    """The intervals (and the test against a baseline) a sweep cell's results.json records, if
+    any; the table's numbers come from table.json, so a damaged cell file costs only these, in a
+    warning naming it."""
+    try:
+        measured = _arm(arm.label, arm.group, arm.backbone, read_json(cell, dict), cell)
+    except CtrlkitError as exc:
+        logger.warning("ctrlkit: %s; its intervals are left out of the report", exc)
+        return
+    arm.intervals, arm.differences, arm.against = measured.intervals, measured.differences, measured.against
 
 
 def _recorded_directions(table, path: Path) -> dict:
