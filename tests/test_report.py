@@ -2,6 +2,7 @@
 text from the data becomes markup, and (with chromium) what a real browser makes of the page."""
 
 import json
+import re
 import struct
 import subprocess
 from html.parser import HTMLParser
@@ -216,8 +217,10 @@ def test_the_report_of_an_interference_folder_shows_its_ca_table_and_heatmap(tmp
     cells = [f"<td class=\"value{' undefined' if shown(a, v) == 'undefined' else ''}\">{shown(a, v)}</td>"
              for a in ("length", "topic") for v in written["values"]]
     assert "".join(cells) in page.replace("</tr><tr><th>topic</th>", "")
-    heatmap = page[page.index('class="chart heatmap"'):]
-    assert all(f"length / {v}: {shown('length', v)}</title>" in heatmap for v in written["values"])
+    heatmap = page[page.index('class="chart heatmap"'):page.index("</figure>", page.index('class="chart heatmap"'))]
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", heatmap)
+    cells = [shown(a, v) for a in ("length", "topic") for v in written["values"]]
+    assert any(texts[k:k + len(cells)] == cells for k in range(len(texts))), (cells, texts)
     assert "Interference configuration" in page and "<h2>Examples</h2>" not in page
 
 

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-HEAVY = ("torch", "transformers", "sentence_transformers", "nltk", "rouge_score", "sklearn", "scipy")
+HEAVY = ("torch", "transformers", "sentence_transformers", "nltk", "rouge_score", "sklearn", "scipy", "matplotlib")
 
 
 def test_help_and_list_do_not_import_heavy_libraries():

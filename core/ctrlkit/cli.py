@@ -176,11 +176,13 @@ def meta_eval(samples, human, scores, levels, resample, resamples, seed, input_k
               help="HTML file to write; the Markdown goes beside it as FILE.md [default: DIR/report.html].")
 @click.option("--examples", type=click.IntRange(min=0), default=5, show_default=True,
               help="Examples whose outputs are shown side by side.")
-def report_command(directory, out, examples):
-    """Write a self-contained HTML report (tables, charts, examples) and a Markdown one for a run or sweep folder."""
+@click.option("--figures", type=click.Choice(["pdf", "png", "svg"]),
+              help="Also write each figure as a file of this format, in a figures/ folder beside the report.")
+def report_command(directory, out, examples, figures):
+    """Write a self-contained HTML report (tables, figures, examples) and a Markdown one for a run or sweep folder."""
     from .report import write_report
 
-    for path in write_report(directory, out=out, examples=examples):
+    for path in write_report(directory, out=out, examples=examples, figures=figures):
         click.echo(path)
 
 

@@ -256,6 +256,7 @@ def _show(value: float | None) -> str:
 def heatmap_svg(report: dict) -> str:
     """The CA matrix as a standalone SVG (rows: changed attributes; columns: metric values),
     drawn by the same heatmap as the HTML report."""
-    from .charts import heatmap
+    from .figures import heatmap, inline_svg
 
-    return heatmap(report["attributes"], report["values"], lambda attribute, path: report["matrix"][attribute][path])
+    return inline_svg(heatmap(report["attributes"], report["values"],
+                              lambda attribute, path: report["matrix"][attribute][path]))

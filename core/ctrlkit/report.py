@@ -3,8 +3,9 @@ Markdown file.
 
 Reports get shared, and the predictions in them are model output, so nobody should have to
 trust them: every text that comes from data is HTML-escaped, the page has no JavaScript (its
-charts are SVG drawn in :mod:`ctrlkit.charts`) and its Content-Security-Policy forbids scripts
-and loads from anywhere, in case an escape is ever missed. Secrets in a folder's recorded
+figures are inline SVG drawn by :mod:`ctrlkit.figures`, which also writes them as files with
+``--figures``) and its Content-Security-Policy forbids scripts and loads from anywhere, in case
+an escape is ever missed. Secrets in a folder's recorded
 configuration (one written before they were masked) are masked again here.
 
 A damaged folder (a file of another shape, a field of the wrong type, a cut-short file) is one
@@ -13,15 +14,16 @@ error line naming the file (and line) and the field, never a traceback or a sile
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import charts
-from .charts import escape, show
 from .errors import CtrlkitError
+from .figures import FORMATS, Bar, bar_chart, distribution_chart, heatmap, inline_svg, save, show
 from .files import atomic_write_text, read_json, read_jsonl
 from .markdown import escape_markdown as _md, markdown_table as _md_table
 from .metric_values import best, count_labels, label, value_directions
@@ -32,21 +34,29 @@ REPORT_FILES = ("report.html", "report.md")  # what ``ctrlkit report DIR`` write
 REPORT_MARKS = {".html": (b"<!doctype html>", b"<title>ctrlkit report: "), ".md": (b"# ctrlkit report: ", b"")}
 """How the pages ``render_html`` and ``render_markdown`` write begin, and what their first 512 bytes hold."""
 logger = logging.getLogger("ctrlkit")
+INTERVAL_NOTE = ("[low, high]: the 95% bootstrap interval of a value (resampling the examples); the difference "
+                 "to the baseline has its paired bootstrap interval and a paired permutation p-value.")
 BEST_NOTE = ("Best value per column among the controllers of each dataset and backbone in bold (none where a value "
              "has no better way, as a count); ↓ marks a value where lower is better.")
 
 
 @dataclass
 class Arm:
-    """One row of the table: a controller's corpus values, per-example values and predictions.
-    ``group`` is its dataset, because only outputs for the same examples are compared (and, for
-    the best values, only outputs of one ``backbone``)."""
+    """One row of the table: a controller's corpus values with their intervals (``{label: (low,
+    high)}``), its difference to the baseline (``{label: {"difference", "low", "high", "p"}}``,
+    against the arm named ``against``), per-example values and predictions. ``group`` is its
+    dataset, because only outputs for the same examples are compared (and, for the best values,
+    only outputs of one ``backbone``)."""
 
     label: str
     group: str
     backbone: str
     metrics: dict
+    intervals: dict = field(default_factory=dict)
+    differences: dict = field(default_factory=dict)
+    against: str = ""
     scores: dict = field(default_factory=dict)
+    example_scores: dict = field(default_factory=dict)  # example id -> {label: value}
     predictions: dict = field(default_factory=dict)
 
     def add(self, identifier: str, scored: dict, where: str) -> None:
@@ -55,7 +65,8 @@ class Arm:
         if prediction is not None and not isinstance(prediction, str):
             raise CtrlkitError(f"{where}: field 'prediction' must be a string or null, got {_kind(prediction)}")
         self.predictions[identifier] = prediction
-        for path, value in flatten(scored.get("scores"), where, "scores").items():
+        self.example_scores[identifier] = flatten(scored.get("scores"), where, "scores")
+        for path, value in self.example_scores[identifier].items():
             self.scores.setdefault(path, []).append(value)
 
 
@@ -68,6 +79,7 @@ class Report:
     arms: list
     controls: dict  # group -> example id -> controls, in file order
     config: dict
+    references: dict = field(default_factory=dict)  # group -> example id -> reference summaries
     interference: dict | None = None
     directions: dict = field(default_factory=dict)  # column -> "higher", "lower" or None
     counts: set = field(default_factory=set)  # columns that count things, shown as whole numbers
@@ -81,16 +93,28 @@ class Report:
         return f"{value:.0f}" if value is not None and path in self.counts else show(value)
 
 
-def write_report(directory, out=None, examples: int = DEFAULT_EXAMPLES) -> tuple[Path, Path]:
-    """Write the HTML report (``out``, default DIR/report.html) and the Markdown one beside it."""
+def write_report(directory, out=None, examples: int = DEFAULT_EXAMPLES, figures: str | None = None) -> tuple[Path, ...]:
+    """Write the HTML report (``out``, default DIR/report.html) and the Markdown one beside it;
+    with ``figures`` (pdf, png or svg), each figure too, as a file in a ``figures`` folder beside
+    them. Returns the paths written: the HTML, the Markdown, then the figures."""
+    if figures is not None and figures not in FORMATS:
+        raise CtrlkitError(f"--figures {figures}: choose one of {', '.join(FORMATS)}")
     report = load(directory)
     html_path = Path(out) if out else Path(directory) / "report.html"
     markdown_path = html_path.with_suffix(".md")
     if markdown_path == html_path:
         raise CtrlkitError(f"--out {out}: name the HTML file; the Markdown report is written beside it")
-    atomic_write_text(html_path, render_html(report, examples))
+    drawn = list(draw_figures(report))
+    atomic_write_text(html_path, render_html(report, examples, drawn))
     atomic_write_text(markdown_path, render_markdown(report, examples))
-    return html_path, markdown_path
+    written = []
+    if figures:
+        folder = html_path.parent / "figures"
+        folder.mkdir(parents=True, exist_ok=True)
+        for figure in drawn:
+            written.append(folder / f"{figure.name}.{figures}")
+            save(figure.figure, written[-1], figures)
+    return (html_path, markdown_path, *written)
 
 
 def remove_stale_report(out_dir: str | Path, written_from: str) -> None:
@@ -147,21 +171,23 @@ def _load_run(folder: Path) -> Report:
     results = read_json(path, dict)
     config = mask_secrets(_object(results.get("config"), path, "config"))
     group, backbone = str(config.get("dataset", "")), str(config.get("backbone", ""))
-    arms = [Arm(str(config.get("controller") or "run"), group, backbone, flatten(results.get("metrics"), path))]
+    arms = [_arm(str(config.get("controller") or "run"), group, backbone, results, path)]
     directions = value_directions(results.get("metrics") or {})
     counts = count_labels(results.get("metrics") or {})
     baseline = _object(results.get("baseline"), path, "baseline")
     if baseline:
         arms.append(Arm(f"{baseline.get('controller')} (baseline)", group, backbone,
-                        flatten(baseline.get("metrics"), path, "baseline.metrics")))
+                        flatten(baseline.get("metrics"), path, "baseline.metrics"),
+                        intervals(baseline.get("intervals"), path, "baseline.intervals")))
+        arms[0].against = str(baseline.get("controller"))
         directions.update(value_directions(baseline.get("metrics") or {}))
-    controls, count = _read_samples(folder / "samples.jsonl", arms)
+    controls, count, references = _read_samples(folder / "samples.jsonl", arms)
     _check_count(folder / "samples.jsonl", count, results.get("n_examples"))
     facts = mask_secrets({"dataset": config.get("dataset"), "backbone": config.get("backbone"),
                           "split": config.get("split"), "examples": results.get("n_examples"),
                           "created": results.get("created")})
-    return Report(folder.resolve().name, facts, arms, {group: controls}, config, directions=directions,
-                  counts=counts)
+    return Report(folder.resolve().name, facts, arms, {group: controls}, config, {group: references},
+                  directions=directions, counts=counts)
 
 
 def _load_sweep(folder: Path) -> Report:
@@ -172,27 +198,45 @@ def _load_sweep(folder: Path) -> Report:
         raise CtrlkitError(f"{path}: expected a list of row objects")
     rows = [_row(row, path, i) for i, row in enumerate(rows)]
     varying = [key for key in ("controller", "backbone", "dataset") if len({str(r.get(key)) for r in rows}) > 1]
-    arms, controls, directions, counts = [], {}, {}, set()
+    arms, controls, references, directions, counts = [], {}, {}, {}, set()
     for i, row in enumerate(rows):
         name = " · ".join(str(row.get(key)) for key in varying or ["controller"])
         arm = Arm(name, str(row.get("dataset", "")), str(row.get("backbone", "")),
                   flatten(row.get("metrics"), path, f"rows[{i}].metrics"))
+        cell = folder / str(row.get("run", "")) / "results.json"
+        if row.get("run") and cell.is_file():
+            _add_cell_intervals(arm, cell)
         directions.update(value_directions(row.get("metrics") or {}))
         counts |= count_labels(row.get("metrics") or {})
         if any(other.label == name for other in arms):
             arm.label = f"{name} ({row.get('run')})"
         samples = folder / str(row.get("run", "")) / "samples.jsonl"
         if row.get("run") and samples.is_file():
-            for identifier, found in _read_samples(samples, [arm])[0].items():
+            found_controls, _, found_references = _read_samples(samples, [arm])
+            for identifier, found in found_controls.items():
                 controls.setdefault(arm.group, {}).setdefault(identifier, found)
+            for identifier, found in found_references.items():
+                references.setdefault(arm.group, {}).setdefault(identifier, found)
         arms.append(arm)
     directions.update(_recorded_directions(table, path))
     facts = {key + "s": ", ".join(dict.fromkeys(str(r.get(key)) for r in rows))
              for key in ("controller", "backbone", "dataset")}
     facts["runs"] = len(rows)
     config = read_json(folder / "sweep.json", dict) if (folder / "sweep.json").is_file() else {}
-    return Report(folder.resolve().name, facts, arms, controls, mask_secrets(config), directions=directions,
-                  counts=counts)
+    return Report(folder.resolve().name, facts, arms, controls, mask_secrets(config), references,
+                  directions=directions, counts=counts)
+
+
+def _add_cell_intervals(arm: Arm, cell: Path) -> None:
+    """The intervals (and the test against a baseline) a sweep cell's results.json records, if
+    any; the table's numbers come from table.json, so a damaged cell file costs only these, in a
+    warning naming it."""
+    try:
+        measured = _arm(arm.label, arm.group, arm.backbone, read_json(cell, dict), cell)
+    except CtrlkitError as exc:
+        logger.warning("ctrlkit: %s; its intervals are left out of the report", exc)
+        return
+    arm.intervals, arm.differences, arm.against = measured.intervals, measured.differences, measured.against
 
 
 def _recorded_directions(table, path: Path) -> dict:
@@ -237,23 +281,71 @@ def _inside(folder: Path, relative: str) -> bool:
         return False
 
 
-def _read_samples(path: Path, arms: list[Arm]) -> tuple[dict, int]:
+def _arm(name: str, group: str, backbone: str, results: dict, path: Path) -> Arm:
+    """The run arm of a results.json: its corpus values, their intervals, and its paired test
+    against the baseline (``paired``), where the run recorded them."""
+    return Arm(name, group, backbone, flatten(results.get("metrics"), path),
+               intervals(results.get("intervals"), path, "intervals"), paired(results.get("paired"), path),
+               str((_object(results.get("baseline"), path, "baseline")).get("controller") or "baseline"))
+
+
+def intervals(data, where, field: str = "intervals") -> dict:
+    """``{metric: {value: {"low", "high", "se"}}}`` (results.json's ``intervals``) as ``{label:
+    (low, high)}``; a value without both ends has no interval."""
+    found = {}
+    for metric, values in _object(data, where, field).items():
+        for name, interval in _object(values, where, f"{field}.{metric}").items():
+            interval = _object(interval, where, f"{field}.{metric}.{name}")
+            ends = [_checked(interval.get(key), where, f"{field}.{metric}.{name}.{key}") for key in ("low", "high")]
+            if None not in ends:
+                found[label(metric, name)] = tuple(ends)
+    return found
+
+
+def paired(data, where) -> dict:
+    """``{metric: {value: {"difference", "low", "high", "se", "p"}}}`` (results.json's ``paired``)
+    as ``{label: {"difference", "low", "high", "p"}}``, for the values with a difference."""
+    found = {}
+    for metric, values in _object(data, where, "paired").items():
+        for name, test in _object(values, where, f"paired.{metric}").items():
+            test = _object(test, where, f"paired.{metric}.{name}")
+            numbers = {key: _checked(test.get(key), where, f"paired.{metric}.{name}.{key}")
+                       for key in ("difference", "low", "high", "p")}
+            if numbers["difference"] is not None:
+                found[label(metric, name)] = numbers
+    return found
+
+
+def _checked(value, where, field: str):
+    _check_number(value, where, field)
+    return _number(value)
+
+
+def _read_samples(path: Path, arms: list[Arm]) -> tuple[dict, int, dict]:
     """Add each line's scores and prediction to ``arms[0]`` (and its baseline's to ``arms[1]``);
-    return the controls by example id, and how many samples there were. A folder without
-    samples.jsonl just has no examples."""
-    controls, count = {}, 0
+    return the controls by example id, how many samples there were, and the reference summaries
+    by example id (of the samples that carry ``references``). A folder without samples.jsonl
+    just has no examples."""
+    controls, count, references = {}, 0, {}
     if not path.is_file():
-        return controls, count
+        return controls, count, references
     for line, sample in read_jsonl(path):
         count += 1
         where = f"{path}:{line}"
         identifier = str(sample.get("id"))
         controls[identifier] = _object(sample.get("controls"), where, "controls")
+        found = sample.get("references", sample.get("reference"))
+        if isinstance(found, str):
+            found = [found]
+        if found is not None:
+            if not isinstance(found, list) or not all(isinstance(text, str) for text in found):
+                raise CtrlkitError(f"{where}: field 'references' must be a list of strings, got {_kind(found)}")
+            references[identifier] = found
         arms[0].add(identifier, sample, where)
         baseline = _object(sample.get("baseline"), where, "baseline")
         if len(arms) > 1 and baseline:
             arms[1].add(identifier, baseline, where)
-    return controls, count
+    return controls, count, references
 
 
 def _check_count(path: Path, found: int, expected) -> None:
@@ -334,6 +426,70 @@ def _number(value):
     return value if math.isfinite(value) else None
 
 
+def escape(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def describe_interval(interval) -> str:
+    """``[low, high]`` to 4 places, or nothing for a value without an interval."""
+    return f"[{interval[0]:.4f}, {interval[1]:.4f}]" if interval else ""
+
+
+def describe_difference(test: dict | None) -> str:
+    """A difference to the baseline as the run table shows it: ``+0.0040 [-0.0012, +0.0093] p=0.21``."""
+    if not test:
+        return ""
+    text = f"{test['difference']:+.4f}"
+    if test.get("low") is not None and test.get("high") is not None:
+        text += f" [{test['low']:+.4f}, {test['high']:+.4f}]"
+    return text + (f" p={test['p']:.2g}" if test.get("p") is not None else "")
+
+
+@dataclass
+class Drawn:
+    """A figure of the report: its file name (without suffix), kind, caption and matplotlib Figure."""
+
+    name: str
+    kind: str
+    caption: str
+    figure: object
+
+
+def draw_figures(report: Report):
+    """Every figure of the report, in the page's order: a bar chart per corpus value (intervals as
+    error bars, the best of each dataset dark, each difference to the baseline beside its bar), a
+    distribution per per-example value, the interference heatmap."""
+    names: set[str] = set()
+    for path in report.columns:
+        best = best_rows(report, path)
+        bars = [Bar(arm.label, arm.metrics.get(path), *(arm.intervals.get(path) or (None, None)), i in best,
+                    describe_difference(arm.differences.get(path)) + (f" vs {arm.against}"
+                                                                      if arm.differences.get(path) else ""))
+                for i, arm in enumerate(report.arms)]
+        caption = path + (" ↓" if lower_is_better(report, path) else "")
+        yield Drawn(_file_name("bar-" + path, names), "bar", caption,
+                    bar_chart(path, bars, lower_is_better(report, path)))
+    for path in dict.fromkeys(path for arm in report.arms for path in arm.scores):
+        series = [(arm.label, arm.scores[path]) for arm in report.arms if path in arm.scores]
+        yield Drawn(_file_name("distribution-" + path, names), "distribution", path, distribution_chart(path, series))
+    if report.interference:
+        data = report.interference
+        yield Drawn(_file_name("interference", names), "heatmap", "CA matrix",
+                    heatmap(data["attributes"], data["values"],
+                            lambda attribute, value: change_amplitude(data, attribute, value)))
+
+
+def _file_name(name: str, taken: set) -> str:
+    """``name`` as a file name of letters, digits, '.', '_' and '-' (a metric's name comes from a
+    plugin), numbered when two names become one."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:80] or "figure"
+    unique, k = safe, 2
+    while unique in taken:
+        unique, k = f"{safe}-{k}", k + 1
+    taken.add(unique)
+    return unique
+
+
 def lower_is_better(report: Report, path: str) -> bool:
     return report.directions.get(path) == "lower"
 
@@ -387,39 +543,40 @@ figcaption { font-weight: 600; margin: 4px 0; overflow-wrap: anywhere; }
 .output { border: 1px solid #dde2ea; border-radius: 4px; padding: 6px 10px; background: #fafbfc; }
 .output h4 { margin: 0 0 4px; font-size: 13px; color: #1f5fa8; overflow-wrap: anywhere; }
 .output p { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+.output.reference { background: #f4f8f1; border-color: #cfdcc6; } .output.reference h4 { color: #3d6b2a; }
+.output .scores { color: #555; font-size: 12px; margin-top: 4px; } .interval { display: block; color: #666; font-size: 11px; font-weight: 400; }
 pre { background: #f6f6f6; padding: 8px; overflow-x: auto; font-size: 12px; }
 """
 # No script may run and nothing may load, whatever ends up in the page.
 POLICY = "default-src 'none'; style-src 'unsafe-inline'"
 
 
-def render_html(report: Report, examples: int) -> str:
-    """The report page: facts, table, bar charts, distributions, interference, examples, config."""
+def render_html(report: Report, examples: int, drawn: list[Drawn] | None = None) -> str:
+    """The report page: facts, table, bar charts, distributions, interference, examples, config;
+    ``drawn``: the figures of :func:`draw_figures`, when the caller has them already."""
     columns = report.columns
+    drawn = list(draw_figures(report)) if drawn is None else drawn
+    figures = {kind: [_figure(d.kind, d.caption, inline_svg(d.figure)) for d in drawn if d.kind == kind]
+               for kind in ("bar", "distribution", "heatmap")}
     facts = " · ".join(f"{escape(k)}: {escape(v)}" for k, v in report.facts.items() if v is not None)
     parts = [f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
              f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">'
              f"<title>ctrlkit report: {escape(report.title)}</title><style>{STYLE}</style></head><body>"
              f"<h1>ctrlkit report: {escape(report.title)}</h1><p class=\"facts\">{facts}</p>"]
     if report.arms:
-        parts += ["<h2>Scores</h2>", _html_table(report, columns),
-                  f'<p class="note">{BEST_NOTE}</p>',
-                  '<h2>By controller</h2><div class="charts">']
-        for path in columns:
-            chart = charts.bar_chart([(arm.label, arm.metrics.get(path)) for arm in report.arms],
-                                     best_rows(report, path))
-            parts.append(_figure("bar", path + (" ↓" if lower_is_better(report, path) else ""), chart))
-        parts.append("</div>")
-    per_example = list(dict.fromkeys(path for arm in report.arms for path in arm.scores))
-    if per_example:
-        parts.append('<h2>Per-example scores</h2><p class="note">A histogram per controller; the dark tick is '
-                     'the median.</p><div class="charts">')
-        for path in per_example:
-            series = [(arm.label, arm.scores[path]) for arm in report.arms if path in arm.scores]
-            parts.append(_figure("distribution", path, charts.distribution_chart(series)))
-        parts.append("</div>")
+        parts += ["<h2>Scores</h2>", _html_table(report, columns), f'<p class="note">{BEST_NOTE}</p>']
+        if _has_intervals(report):
+            parts.append(f'<p class="note">{INTERVAL_NOTE}</p>')
+        parts += ['<h2>By controller</h2><p class="note">Error bars are 95% bootstrap intervals where the run '
+                  'computed them; an axis that does not start at 0 says where it starts.</p><div class="charts">',
+                  *figures["bar"], "</div>"]
+    if figures["distribution"]:
+        parts += ['<h2>Per-example scores</h2><p class="note">A box per controller: the box holds the middle half '
+                  'of the examples, the line is the median, the triangle the mean, whiskers reach 1.5 box lengths '
+                  'and points beyond them are drawn singly.</p><div class="charts">', *figures["distribution"],
+                  "</div>"]
     if report.interference:
-        parts.append(_html_interference(report.interference))
+        parts.append(_html_interference(report.interference, figures["heatmap"]))
     shown = list(examples_to_show(report, examples))
     if shown:
         parts.append("<h2>Examples</h2>")
@@ -431,12 +588,29 @@ def render_html(report: Report, examples: int) -> str:
             described = "; ".join(f"<b>{escape(k)}</b>: {escape(describe_control(v))}" for k, v in controls.items())
             parts.append(f'<{heading}>{escape(identifier)}</{heading}><p class="controls">{described}</p>'
                          '<div class="outputs">')
+            for k, reference in enumerate(_references(report, group, identifier)):
+                parts.append(f'<div class="output reference"><h4>reference{f" {k + 1}" if k else ""}</h4>'
+                             f'<p>{escape(reference)}</p></div>')
             for arm in arms:
-                text = _prediction(arm, identifier)
-                parts.append(f'<div class="output"><h4>{escape(arm.label)}</h4><p>{escape(text)}</p></div>')
+                text, scores = _prediction(arm, identifier), _example_scores(report, arm, identifier)
+                parts.append(f'<div class="output"><h4>{escape(arm.label)}</h4><p>{escape(text)}</p>'
+                             + (f'<p class="scores">{escape(scores)}</p>' if scores else "") + "</div>")
             parts.append("</div>")
     parts.append(_details("Configuration", report.config) + "</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _references(report: Report, group: str, identifier: str) -> list[str]:
+    return (report.references.get(group) or {}).get(identifier) or []
+
+
+def _example_scores(report: Report, arm: Arm, identifier: str) -> str:
+    """An output's own scores, as ``stas 0.9000 · length.mad 0.0000``."""
+    return " · ".join(f"{path} {report.show(path, value)}" for path, value in arm.example_scores.get(identifier, {}).items())
+
+
+def _has_intervals(report: Report) -> bool:
+    return any(arm.intervals or arm.differences for arm in report.arms)
 
 
 def _html_table(report: Report, columns: list[str]) -> str:
@@ -448,13 +622,18 @@ def _html_table(report: Report, columns: list[str]) -> str:
         for path in columns:
             value = arm.metrics.get(path)
             kind = "value best" if i in best[path] else "value undefined" if value is None else "value"
-            cells.append(f'<td class="{kind}">{report.show(path, value)}</td>')
+            interval = describe_interval(arm.intervals.get(path))
+            shown = report.show(path, value) + (f'<span class="interval">{interval}</span>' if interval else "")
+            cells.append(f'<td class="{kind}">{shown}</td>')
         rows.append(f"<tr><th>{escape(arm.label)}</th>{''.join(cells)}</tr>")
+        if arm.differences:
+            cells = "".join(f'<td class="value">{describe_difference(arm.differences.get(path))}</td>' for path in columns)
+            rows.append(f"<tr><th>{escape(arm.label)} − {escape(arm.against)}</th>{cells}</tr>")
     # a wide table (many metric values) scrolls in its own box instead of running off the page
     return f'<div class="wide"><table><tr><th>controller</th>{head}</tr>{"".join(rows)}</table></div>'
 
 
-def _html_interference(data: dict) -> str:
+def _html_interference(data: dict, figures: list[str]) -> str:
     """The CA matrix as a table and a heatmap, the reasons of its undefined cells, its configuration."""
     attributes, values = data["attributes"], data["values"]
     head = "".join(f"<th>{escape(value)}</th>" for value in values)
@@ -462,14 +641,13 @@ def _html_interference(data: dict) -> str:
         f'<td class="value{" undefined" if change_amplitude(data, attribute, value) is None else ""}">'
         f"{show(change_amplitude(data, attribute, value))}</td>" for value in values) + "</tr>"
         for attribute in attributes)
-    chart = charts.heatmap(attributes, values, lambda attribute, value: change_amplitude(data, attribute, value))
     undefined = "".join(f"<li>{escape(attribute)} / {escape(value)}: {escape(why)}</li>"
                         for attribute, value, why in undefined_cells(data))
     return "".join([
         "<h2>Interference</h2>",
         f'<p class="note">{_CA_NOTE}; {escape(data.get("n_examples"))} examples.</p>',
         f'<div class="wide"><table><tr><th>attribute</th>{head}</tr>{rows}</table></div>',
-        _figure("heatmap", "CA matrix", chart),
+        *figures,
         f'<p class="note">Undefined cells:</p><ul class="note">{undefined}</ul>' if undefined else "",
         _details("Interference configuration", data.get("config"))])
 
@@ -496,13 +674,18 @@ def render_markdown(report: Report, examples: int) -> str:
              " · ".join(f"{_md(k)}: {_md(v)}" for k, v in report.facts.items() if v is not None)]
     if report.arms:
         best = {path: best_rows(report, path) for path in columns}
-        rows = [[_md(arm.label)] + [f"**{report.show(c, arm.metrics.get(c))}**" if i in best[c]
-                                    else report.show(c, arm.metrics.get(c)) for c in columns]
-                for i, arm in enumerate(report.arms)]
+        rows = []
+        for i, arm in enumerate(report.arms):
+            rows.append([_md(arm.label)] + [" ".join(filter(None, [
+                f"**{report.show(c, arm.metrics.get(c))}**" if i in best[c] else report.show(c, arm.metrics.get(c)),
+                describe_interval(arm.intervals.get(c))])) for c in columns])
+            if arm.differences:
+                rows.append([f"{_md(arm.label)} − {_md(arm.against)}"]
+                            + [describe_difference(arm.differences.get(c)) for c in columns])
         lines += ["", "## Scores", ""]
         lines += _md_table(["controller"] + [_md(c) + (" ↓" if lower_is_better(report, c) else "") for c in columns],
                            rows)
-        lines += ["", BEST_NOTE]
+        lines += ["", BEST_NOTE] + (["", INTERVAL_NOTE] if _has_intervals(report) else [])
     if report.interference:
         data = report.interference
         lines += ["", "## Interference", "", f"{_CA_NOTE} (the heatmap is in the HTML report).", "",
@@ -525,5 +708,10 @@ def render_markdown(report: Report, examples: int) -> str:
             lines += ["", f"{'####' if several else '###'} {_md(identifier)}", ""]
             if controls:
                 lines += ["; ".join(f"{_md(k)}: {_md(describe_control(v))}" for k, v in controls.items()), ""]
-            lines += [f"- **{_md(arm.label)}**: {_md(_prediction(arm, identifier))}" for arm in arms]
+            lines += [f"- reference{f' {k + 1}' if k else ''}: {_md(reference)}"
+                      for k, reference in enumerate(_references(report, group, identifier))]
+            for arm in arms:
+                scores = _example_scores(report, arm, identifier)
+                lines.append(f"- **{_md(arm.label)}**: {_md(_prediction(arm, identifier))}"
+                             + (f" ({_md(scores)})" if scores else ""))
     return "\n".join(lines) + "\n"
