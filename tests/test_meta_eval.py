@@ -14,7 +14,7 @@ from ctrlkit import correlations
 from ctrlkit.cli import cli
 from ctrlkit.errors import CtrlkitError
 from ctrlkit.files import read_jsonl
-from ctrlkit.meta_evaluation import draw, meta_evaluate
+from ctrlkit.meta_evaluation import draw, global_resamples, level_statistic, meta_evaluate
 
 from conftest import shared_file
 
@@ -122,6 +122,20 @@ def test_each_weighted_correlation_equals_scipy_on_the_data_written_out_with_its
             defined += 1
             assert value == pytest.approx(SCIPY[name](copies_x, copies_y)[0], abs=1e-12)
     assert np.isnan(weighted[:3]).all() and defined >= 55
+
+
+@pytest.mark.parametrize("resample", ["inputs", "systems", "both"])
+def test_the_global_resamples_from_counts_equal_the_statistic_of_the_resampled_grids(resample):
+    human, metric = (np.array(grid, float) for grid in _tiny())
+    metric[1, 2] = metric[4, 0] = np.nan  # missing scores are left out
+    human[5, 3] = np.nan
+    draws = draw(6, 6, 4, resample, 300)
+    for name in SCIPY:
+        expected = level_statistic("global", name, human[draws.inputs[:, :, None], draws.systems[:, None, :]],
+                                   metric[draws.inputs[:, :, None], draws.systems[:, None, :]])
+        computed = global_resamples(name, human, metric, draws)
+        assert (np.isnan(computed) == np.isnan(expected)).all()
+        assert computed == pytest.approx(expected, abs=1e-12, nan_ok=True)
 
 
 # ---------------------------------------------------------------------------------------------
