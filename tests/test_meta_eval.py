@@ -10,10 +10,11 @@ import pytest
 from click.testing import CliRunner
 from scipy import stats
 
+from ctrlkit import correlations
 from ctrlkit.cli import cli
 from ctrlkit.errors import CtrlkitError
 from ctrlkit.files import read_jsonl
-from ctrlkit.meta_evaluation import draw, meta_evaluate
+from ctrlkit.meta_evaluation import draw, global_resamples, level_statistic, meta_evaluate
 
 from conftest import shared_file
 
@@ -87,6 +88,54 @@ def test_an_input_with_constant_scores_is_counted_not_averaged():
     assert summary["undefined_inputs"] == 1 and summary["inputs"] == 5
     for name in SCIPY:
         assert summary[name]["r"] == pytest.approx(_summary(human, metric, name)[0], abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# correlations of pairs given as counts (how the global level's resamples are computed)
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("block_cells", [1_000_000, 7])
+@pytest.mark.parametrize("name", list(SCIPY))
+def test_each_weighted_correlation_equals_scipy_on_the_data_written_out_with_its_copies(
+        name, block_cells, monkeypatch):
+    monkeypatch.setattr(correlations, "_BLOCK_CELLS", block_cells)  # 7: Kendall's sign matrices in many blocks
+    rng = np.random.default_rng(8)
+    x = rng.integers(0, 5, 15).astype(float)  # ties within x, within y, and of whole pairs
+    y = x + rng.choice([0.0, 0.5, 1.0, 3.0], 15)
+    y[3] = y[4] = y[9]
+    weights = rng.integers(0, 4, (60, 15))
+    weights[0] = 0
+    weights[0, [2, 5]] = 1  # two pairs: undefined
+    weights[1] = 0
+    weights[1, [1, 1 + np.flatnonzero(x[1:] == x[1])[0]]] = 3  # x constant over the drawn pairs
+    weights[2] = 0
+    weights[2, 6] = 5  # one pair drawn five times: constant
+    weights[3] = 0
+    weights[3, [0, 1, 2]] = 1  # three pairs once each: defined when not constant
+    weighted = correlations.correlate_weighted(name, x, y, weights)
+    defined = 0
+    for row, value in zip(weights, weighted):
+        copies_x, copies_y = np.repeat(x, row), np.repeat(y, row)
+        if len(copies_x) < 3 or len(set(copies_x)) < 2 or len(set(copies_y)) < 2:
+            assert np.isnan(value)
+        else:
+            defined += 1
+            assert value == pytest.approx(SCIPY[name](copies_x, copies_y)[0], abs=1e-12)
+    assert np.isnan(weighted[:3]).all() and defined >= 55
+
+
+@pytest.mark.parametrize("resample", ["inputs", "systems", "both"])
+def test_the_global_resamples_from_counts_equal_the_statistic_of_the_resampled_grids(resample):
+    human, metric = (np.array(grid, float) for grid in _tiny())
+    metric[1, 2] = metric[4, 0] = np.nan  # missing scores are left out
+    human[5, 3] = np.nan
+    draws = draw(6, 6, 4, resample, 300)
+    for name in SCIPY:
+        expected = level_statistic("global", name, human[draws.inputs[:, :, None], draws.systems[:, None, :]],
+                                   metric[draws.inputs[:, :, None], draws.systems[:, None, :]])
+        computed = global_resamples(name, human, metric, draws)
+        assert (np.isnan(computed) == np.isnan(expected)).all()
+        assert computed == pytest.approx(expected, abs=1e-12, nan_ok=True)
 
 
 # ---------------------------------------------------------------------------------------------

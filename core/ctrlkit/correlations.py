@@ -6,6 +6,8 @@ array operation). The result is NaN exactly where the correlation is undefined: 
 valid pairs, or a series that is constant over its valid pairs. Callers count those NaNs; they
 never average them. Ties are handled as scipy.stats does: average ranks for Spearman, tau-b for
 Kendall, so a duplicated point (a system drawn twice) is a tie, not an error.
+``correlate_weighted`` gives the same on data given as counts of each pair (a bootstrap
+resample), without writing the copies out.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import numpy as np
 
 CORRELATIONS = ("pearson", "spearman", "kendall")
 MINIMUM_PAIRS = 3
+_BLOCK_CELLS = 1_000_000
+"""Weighted Kendall builds its sign matrices this many cells at a time (memory)."""
 
 
 def correlate_arrays(name: str, x: np.ndarray, y: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -81,3 +85,72 @@ def _kendall(x, y, valid):
         tau = concordance / np.sqrt(np.abs(sx).sum(-1, dtype=np.int64) * np.abs(sy).sum(-1, dtype=np.int64))
     tau = np.clip(tau, -1.0, 1.0)
     return np.where(_undefined(x, y, valid), np.nan, tau)
+
+
+def correlate_weighted(name: str, x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The correlation ``name`` of the series ``x``, ``y`` (length N) repeated by ``weights``
+    (resamples x N whole counts), one per resample: what ``correlate_arrays`` gives on the data
+    with pair i written ``weights[r, i]`` times, without building it. A bootstrap resample of N
+    pairs only changes these counts, so the cost no longer grows with the copies' pairs."""
+    weights = np.asarray(weights, float)
+    if name == "pearson":
+        r = _weighted_pearson(x[None], y[None], weights)
+    elif name == "spearman":
+        r = _weighted_pearson(_weighted_ranks(x, weights), _weighted_ranks(y, weights), weights)
+    elif name == "kendall":
+        r = _weighted_kendall(x, y, weights)
+    else:
+        raise ValueError(f"unknown correlation '{name}'")
+    return np.where(_weighted_undefined(x, y, weights), np.nan, r)
+
+
+def _weighted_undefined(x, y, weights):
+    drawn = weights > 0
+
+    def constant(values):
+        return np.where(drawn, values, -np.inf).max(-1) == np.where(drawn, values, np.inf).min(-1)
+
+    return (weights.sum(-1) < MINIMUM_PAIRS) | constant(x) | constant(y)
+
+
+def _weighted_pearson(x, y, weights):
+    """Centred in two passes (not sum(w x^2) - (sum w x)^2 / W, which cancels)."""
+    total = np.maximum(weights.sum(-1, keepdims=True), 1)
+    dx = x - (weights * x).sum(-1, keepdims=True) / total
+    dy = y - (weights * y).sum(-1, keepdims=True) / total
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (weights * dx * dy).sum(-1) / np.sqrt((weights * dx * dx).sum(-1) * (weights * dy * dy).sum(-1))
+    return np.clip(r, -1.0, 1.0)
+
+
+def _weighted_ranks(values, weights):
+    """Average ranks (1-based) with multiplicity: a value's copies share the rank (weight of the
+    strictly smaller values) + (weight of its tie group + 1) / 2; values drawn 0 times get a rank
+    that their weight 0 ignores."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    new_group = np.concatenate([[True], ordered[1:] != ordered[:-1]])
+    group_weight = np.add.reduceat(weights[:, order], np.flatnonzero(new_group), axis=-1)
+    below = np.cumsum(group_weight, -1) - group_weight
+    group_of = np.empty(len(values), int)
+    group_of[order] = np.cumsum(new_group) - 1
+    return (below + (group_weight + 1) / 2)[:, group_of]
+
+
+def _weighted_kendall(x, y, weights):
+    """tau-b over the pairs of copies: copies i, j of distinct pairs contribute w_i w_j times the
+    pair's signs; two copies of one pair are tied on both sides (sign 0). So with S = the sign
+    matrix, sum(sx*sy) = (w (Sx*Sy) w^T) / 2 and sum(sx^2) = (w |Sx| w^T) / 2 for every resample
+    at once; the sign matrices are built in column blocks to bound memory."""
+    count = len(x)
+    products = np.zeros((3, len(weights)))
+    step = max(1, _BLOCK_CELLS // max(count, 1))
+    for start in range(0, count, step):
+        block = slice(start, start + step)
+        sx, sy = np.sign(x[:, None] - x[None, block]), np.sign(y[:, None] - y[None, block])
+        for index, matrix in enumerate((sx * sy, np.abs(sx), np.abs(sy))):
+            products[index] += ((weights @ matrix) * weights[:, block]).sum(-1)
+    concordance, untied_x, untied_y = products / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = concordance / np.sqrt(untied_x * untied_y)
+    return np.clip(tau, -1.0, 1.0)

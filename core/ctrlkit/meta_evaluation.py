@@ -30,7 +30,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .correlations import CORRELATIONS, correlate_arrays
+from .correlations import CORRELATIONS, correlate_arrays, correlate_weighted
 from .errors import CtrlkitError
 
 LEVELS = ("global", "summary", "system")
@@ -126,6 +126,23 @@ def level_statistic(level: str, name: str, human: np.ndarray, metric: np.ndarray
     for start in range(0, len(flat_h), step):
         flat_out[start:start + step] = _level(level, name, flat_h[start:start + step], flat_m[start:start + step])
     return out
+
+
+def global_resamples(name: str, human: np.ndarray, metric: np.ndarray, draws: Draws) -> np.ndarray:
+    """The global correlation ``name`` of every resample of the grids (inputs x systems): equal to
+    ``level_statistic("global", ...)`` on the resampled grids, computed from how many times each
+    pair is drawn (its input's count times its system's) instead of on the copies. Missing
+    scores are left out."""
+    valid = (np.isfinite(human) & np.isfinite(metric)).reshape(-1)
+    counts = _counts(draws.inputs, human.shape[0])[:, :, None] * _counts(draws.systems, human.shape[1])[:, None, :]
+    return correlate_weighted(name, human.reshape(-1)[valid], metric.reshape(-1)[valid],
+                              counts.reshape(len(counts), -1)[:, valid])
+
+
+def _counts(drawn: np.ndarray, n: int) -> np.ndarray:
+    """How many times each of ``n`` indices occurs in each row of ``drawn`` (resamples x draws)."""
+    offsets = np.arange(len(drawn))[:, None] * n
+    return np.bincount((drawn + offsets).reshape(-1), minlength=len(drawn) * n).reshape(len(drawn), n)
 
 
 def _level(level, name, human, metric):
@@ -261,8 +278,11 @@ def _at_level(level, rows, human, path, human_grid, metric_grid, draws: Draws) -
         if not count:
             result[name].setdefault("p", None)
             continue
-        resampled = level_statistic(level, name, human_grid[draws.inputs[:, :, None], draws.systems[:, None, :]],
-                                    metric_grid[draws.inputs[:, :, None], draws.systems[:, None, :]])
+        if level == "global":
+            resampled = global_resamples(name, human_grid, metric_grid, draws)
+        else:
+            resampled = level_statistic(level, name, human_grid[draws.inputs[:, :, None], draws.systems[:, None, :]],
+                                        metric_grid[draws.inputs[:, :, None], draws.systems[:, None, :]])
         result[name].update(_interval(resampled))
         if level != "global":
             shuffled = np.take_along_axis(np.broadcast_to(metric_grid, draws.permutations.shape),
