@@ -253,6 +253,11 @@ class Dataset(Configurable):
     length_top_bin: int | None = None
     """The highest 50-word length bin the dataset defines (CCSBench: 4, "above 200 words"); the
     ``length`` metric caps generated and requested bins at it. None: bins are open-ended."""
+    group_field: str | None = None
+    """The field whose value several examples share when they share a document (NEWTS: the
+    article's id; MACSum: the source), read from ``Example.meta``, else ``Example.controls``:
+    intervals resample such a group as one (``ctrlkit.bootstrap.groups_of``). None: each example
+    is its own group (topics picked by rank still group by their document)."""
 
     def load(self, split: str | None) -> list[Example]:
         raise NotImplementedError
