@@ -65,14 +65,15 @@ def _weight_chunks(groups: np.ndarray, resamples: int, seed: int, factor: int = 
     """:func:`resample_weights` in chunks of rows (``factor``: how many copies of each chunk the
     caller makes, so that they too fit ``CHUNK_CELLS``)."""
     codes, count = _compact(groups)
+    alone = count == len(codes)  # each example its own group: the counts are the weights
     rng = np.random.default_rng(seed)
     rows = max(1, CHUNK_CELLS // max(1, factor * len(codes)))
     for start in range(0, resamples, rows):
         size = min(rows, resamples - start)
         drawn = rng.integers(0, count, (size, count))
-        offsets = (np.arange(size) * count)[:, None]
-        counts = np.bincount((drawn + offsets).ravel(), minlength=size * count).reshape(size, count)
-        yield counts[:, codes].astype(float)
+        drawn += (np.arange(size) * count)[:, None]
+        counts = np.bincount(drawn.ravel(), minlength=size * count).reshape(size, count).astype(float)
+        yield counts if alone else counts[:, codes]
 
 
 def _compact(groups: np.ndarray) -> tuple[np.ndarray, int]:
