@@ -36,6 +36,7 @@ bench: install
 	$(BIN)/python bench/rouge_speed.py
 	$(BIN)/python bench/pipeline_overhead.py
 	$(BIN)/python bench/startup.py
+	$(BIN)/python bench/bootstrap_speed.py
 	$(BIN)/python bench/summary.py
 
 clean:

@@ -263,7 +263,34 @@ class UndeclaredReferences(Metric):
         return MetricResult(per_example={"exact": values}, corpus={"exact": sum(values) / len(values)})
 
 
+class LongestNotMean(Metric):
+    """A corpus value that is the largest per-example value, left to the default aggregate (a mean)."""
+
+    name = "longest"
+
+    def compute(self, predictions, examples):
+        words = [float(len(prediction.split())) for prediction in predictions]
+        return MetricResult(per_example={"words": words}, corpus={"words": max(words)})
+
+
+class AggregateOnAllOnly(Metric):
+    """An aggregate right on all the examples but blind to the weights (a subset gets the whole's value)."""
+
+    name = "blind"
+
+    def compute(self, predictions, examples):
+        words = [float(len(prediction.split())) for prediction in predictions]
+        return MetricResult(per_example={"words": words}, corpus={"words": sum(words) / len(words)})
+
+    def aggregate(self, parts, weights):
+        import numpy as np
+
+        return {"words": np.full(len(weights), parts["words"].mean())}
+
+
 @pytest.mark.parametrize("metric, message", [
+    (LongestNotMean(), "metric 'longest' aggregate gives 'words' = "),
+    (AggregateOnAllOnly(), "on the subset of examples [0, 2], but compute gave "),
     (OneShort(), "metric 'one-short' returned 3 'score' values for 4 predictions: a metric returns one value per "
                  "prediction"),
     (NotANumber(), "metric 'nan' value 'score' of example '"),

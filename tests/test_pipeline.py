@@ -58,11 +58,18 @@ def test_the_cli_run_gives_the_library_run(tag_run, tmp_path):
     cli = run_ctrlkit("run", "--controller", "tag", "--metric", "stas", "--metric", "rouge", "--seed", "3",
                       "--out", str(tmp_path / "cli"))
     assert cli.returncode == 0, cli.stderr
-    assert json.loads((tmp_path / "cli" / "results.json").read_text())["metrics"] == library.metrics
+    written = json.loads((tmp_path / "cli" / "results.json").read_text())
+    assert written["metrics"] == library.metrics
+    assert written["intervals"] == library.results["intervals"] and written["paired"] == library.results["paired"]
     header, rule, first = cli.stdout.splitlines()[:3]
     assert header.split() == ["metric", "tag", "none", "(baseline)", "difference"]
     stas, baseline_stas = library.metrics["stas"]["stas"], library.results["baseline"]["metrics"]["stas"]["stas"]
-    assert first.split() == ["stas", f"{stas:.4f}", f"{baseline_stas:.4f}", f"{stas - baseline_stas:+.4f}"]
+    run, base = library.results["intervals"]["stas"]["stas"], library.results["baseline"]["intervals"]["stas"]["stas"]
+    paired = library.results["paired"]["stas"]["stas"]
+    assert first.split() == [
+        "stas", f"{stas:.4f}", f"[{run['low']:.4f},", f"{run['high']:.4f}]", f"{baseline_stas:.4f}",
+        f"[{base['low']:.4f},", f"{base['high']:.4f}]", f"{stas - baseline_stas:+.4f}", f"[{paired['low']:+.4f},",
+        f"{paired['high']:+.4f}]", f"p={paired['p']:.2g}"]
 
 
 def test_a_run_without_baseline_or_output_folder(tmp_path):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from .cli_options import (BATCH_SIZE, DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CACHE, ONLY_TOPICS, SAMPLE, SET,
-                          SKIP_INVALID, SPLIT, STRICT_CONTROLS, TOPIC_SOURCE_HELP, TOPICS)
+from .cli_options import (BATCH_SIZE, BOOTSTRAP, DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CACHE, ONLY_TOPICS, SAMPLE,
+                          SET, SKIP_INVALID, SPLIT, STRICT_CONTROLS, TOPIC_SOURCE_HELP, TOPICS)
 from .component_options import NOUNS, kind_of, qualified
 from .errors import CtrlkitError
 from .options import parse_assignments
@@ -79,8 +79,9 @@ def cli():
 @LIMIT
 @SAMPLE
 @click.option("--seed", type=int, default=0, show_default=True,
-              help="Random seed (the --sample draw too), recorded in results.json.")
+              help="Random seed (the --sample draw and the bootstrap too), recorded in results.json.")
 @BATCH_SIZE
+@BOOTSTRAP
 @click.option("-o", "--out", type=click.Path(file_okay=False),
               help="Output folder for results.json and samples.jsonl [default: runs/DATASET-CONTROLLER-TIME].")
 @DEVICE
@@ -89,7 +90,8 @@ def cli():
 @STRICT_CONTROLS
 @NO_CACHE
 def run(dataset, data, split, controller, backbone, metrics, topics, only_topics, topic_source, assignments, baseline,
-        no_baseline, limit, sample, seed, batch_size, out, device, judge, skip_invalid, strict_controls, no_cache):
+        no_baseline, limit, sample, seed, batch_size, bootstrap, out, device, judge, skip_invalid, strict_controls,
+        no_cache):
     """Generate summaries with a controller and score them; writes results.json and samples.jsonl."""
     from .pipeline import run as run_pipeline
 
@@ -99,7 +101,7 @@ def run(dataset, data, split, controller, backbone, metrics, topics, only_topics
             metrics=metrics or None, topics=topics, only_topics=only_topics, topic_source=topic_source, judge=judge,
             options=_options(assignments, backbone, device, dataset if skip_invalid else None),
             baseline=None if no_baseline else baseline, limit=limit, sample=sample, seed=seed, batch_size=batch_size,
-            out=out, cache=not no_cache, strict_controls=strict_controls, progress=True,
+            bootstrap=bootstrap, out=out, cache=not no_cache, strict_controls=strict_controls, progress=True,
         )
     click.echo(result.table())
     click.echo(f"\n{describe_examples(result.results)}; results in {out}/results.json", err=True)
@@ -120,10 +122,12 @@ def run(dataset, data, split, controller, backbone, metrics, topics, only_topics
 @LIMIT
 @SKIP_INVALID
 @STRICT_CONTROLS
+@BOOTSTRAP
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the bootstrap.")
 @click.option("-o", "--out", type=click.Path(file_okay=False),
               help="Output folder [default: runs/DATASET-evaluate-TIME].")
 def evaluate(predictions, dataset, data, split, metrics, topics, assignments, judge, limit, skip_invalid,
-             strict_controls, out):
+             strict_controls, bootstrap, seed, out):
     """Score existing predictions; writes results.json and samples.jsonl like ctrlkit run."""
     from .evaluation import evaluate as evaluate_predictions
 
@@ -131,7 +135,8 @@ def evaluate(predictions, dataset, data, split, metrics, topics, assignments, ju
         result = evaluate_predictions(
             predictions=predictions, dataset=dataset, data=data, split=split, metrics=metrics or None,
             topics=topics, options=_options(assignments, None, skip_invalid_in=dataset if skip_invalid else None),
-            judge=judge, limit=limit, strict_controls=strict_controls, out=out, progress=True,
+            judge=judge, limit=limit, strict_controls=strict_controls, bootstrap=bootstrap, seed=seed, out=out,
+            progress=True,
         )
     click.echo(result.table())
     click.echo(f"\n{describe_examples(result.results)}; results in {out}/results.json", err=True)

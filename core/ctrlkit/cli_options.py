@@ -2,6 +2,8 @@
 
 import click
 
+from .uncertainty import DEFAULT_RESAMPLES
+
 DATASET = click.option("-d", "--dataset", default="sample", show_default=True,
                        help="Dataset name (see: ctrlkit list datasets).")
 DATA = click.option("--data", help="File or folder the dataset reads (its 'path' option).")
@@ -23,6 +25,10 @@ NO_CACHE = click.option("--no-cache", is_flag=True,
                         help="Generate (and judge) everything again, never touching the shared cache.")
 BATCH_SIZE = click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
                           help="Inputs per generation batch.")
+BOOTSTRAP = click.option("--bootstrap", type=click.IntRange(min=0), default=DEFAULT_RESAMPLES, show_default=True,
+                         metavar="N", help="Bootstrap resamples for each corpus value's 95% interval, and with a "
+                                           "baseline the paired difference's interval and permutation p-value; "
+                                           "examples sharing a document are resampled together. 0 skips them.")
 STRICT_CONTROLS = click.option("--strict-controls", is_flag=True,
                                help="Refuse the run when any example lacks a control a component reads "
                                     "(default: such examples are left uncontrolled, or unscored, and counted).")

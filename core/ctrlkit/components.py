@@ -201,20 +201,30 @@ class Metric(Configurable):
         corpus-only statistics (a correlation, an F1, a difference of means) overrides it; a
         value it does not return (a count) gets no interval. ``aggregate(parts, ones((1, N)))``
         must give what ``compute`` gave (``ctrlkit.testing.check_metric`` checks it)."""
-        return {name: weighted_mean(values, weights) for name, values in parts.items()}
+        return weighted_means(parts, weights)
 
 
 def weighted_mean(values: "np.ndarray", weights: "np.ndarray") -> "np.ndarray":
     """The mean of ``values`` (N,) under each row of ``weights`` (R, N), NaN values left out;
     NaN for a row that weighs no value."""
+    return weighted_means({"values": values}, weights)["values"]
+
+
+def weighted_means(parts: Mapping[str, "np.ndarray"], weights: "np.ndarray") -> dict[str, "np.ndarray"]:
+    """:func:`weighted_mean` of each of ``parts``, in one matrix product: the weights, the largest
+    array, are read once for all the parts."""
     import numpy as np
 
-    values = np.asarray(values, dtype=float)
+    if not parts:
+        return {}
+    names = list(parts)
+    values = np.column_stack([np.asarray(parts[name], dtype=float) for name in names])
     present = ~np.isnan(values)
-    total = weights @ np.where(present, values, 0.0)
-    count = weights @ present.astype(float)
+    sums = np.asarray(weights, dtype=float) @ np.hstack([np.where(present, values, 0.0), present.astype(float)])
+    total, count = sums[:, : len(names)], sums[:, len(names) :]
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / np.where(count > 0, count, 1.0), np.nan)
+        means = np.where(count > 0, total / np.where(count > 0, count, 1.0), np.nan)
+    return {name: means[:, k] for k, name in enumerate(names)}
 
 
 def _checked_compute(compute):
@@ -253,6 +263,11 @@ class Dataset(Configurable):
     length_top_bin: int | None = None
     """The highest 50-word length bin the dataset defines (CCSBench: 4, "above 200 words"); the
     ``length`` metric caps generated and requested bins at it. None: bins are open-ended."""
+    group_field: str | None = None
+    """The field whose value several examples share when they share a document (NEWTS: the
+    article's id; MACSum: the source), read from ``Example.meta``, else ``Example.controls``:
+    intervals resample such a group as one (``ctrlkit.bootstrap.groups_of``). None: each example
+    is its own group (topics picked by rank still group by their document)."""
 
     def load(self, split: str | None) -> list[Example]:
         raise NotImplementedError

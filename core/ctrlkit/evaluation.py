@@ -19,13 +19,15 @@ from .cache import scope as cache_scope
 from .errors import ConfigurationError, CtrlkitError, DatasetError
 from .files import read_jsonl
 from .intake import Intake, admit_examples
-from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _timed, _topic_spaces, bind_metrics, check_counts,
-                       check_metrics, components, create_metrics, create_vectorizers, default_scorers, report_skipped,
-                       resolved_options, score, used_vectorizers, with_data)
+from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _seed_everything, _timed, _topic_spaces,
+                       bind_metrics, check_counts, check_metrics, components, create_metrics, create_vectorizers,
+                       default_scorers, groups_of, intervals_of, report_skipped, resolved_options, score,
+                       used_vectorizers, with_data)
 from .outputs import check_output, leaves_no_empty_folder
 from .quiet import quietly
 from .results import versions, write_run
 from .secrets import mask_secrets
+from .uncertainty import DEFAULT_RESAMPLES, check_resamples, recorded
 
 
 def read_predictions(path: str) -> dict[str, dict]:
@@ -93,6 +95,8 @@ def evaluate(
     judge: str | None = None,
     limit: int | None = None,
     strict_controls: bool = False,
+    bootstrap: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
     out: str | None = None,
     progress: bool = False,
 ) -> RunResult:
@@ -102,6 +106,8 @@ def evaluate(
     Every example (after ``limit``) needs a prediction, and every prediction an example: a
     mismatch is an error rather than a silently smaller corpus. A metric that reads a control
     scores the examples carrying it (``scored`` counts them); ``strict_controls`` refuses instead.
+    ``bootstrap`` resamples (default 1000; 0 skips), drawn with ``seed``, give each corpus value a
+    95% interval and a standard error (``intervals``), as in :func:`ctrlkit.run`.
     ``progress`` shows the scoring's progress on stderr (``ctrlkit.progress``)."""
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -110,6 +116,8 @@ def evaluate(
     if out is not None:
         check_output(out)
     check_counts(limit=limit)
+    check_resamples(bootstrap)
+    _seed_everything(seed)
     source = get_dataset(dataset, **routed.of("datasets", dataset))
     if metrics is not None and not metrics:
         raise ConfigurationError("an evaluation needs at least one metric")
@@ -139,11 +147,14 @@ def evaluate(
     texts = [given[example.id]["prediction"] for example in examples]
     with _timed(timings, "score_s"), cache_scope():  # a broken cache is reported once, as in a run
         scores = score(scorers, texts, examples, progress)
+    with _timed(timings, "bootstrap_s"):
+        uncertainty = intervals_of(scorers, {"run": scores}, groups_of(examples, source), bootstrap, seed, progress)
     timings["total_s"] = time.perf_counter() - started
     results = {
         "config": mask_secrets({"mode": "evaluate", "predictions": predictions, "dataset": dataset, "data": data,
                    "split": chosen_split, "split_origin": source.describe_split(chosen_split), "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,
-                   "limit": limit, "strict_controls": strict_controls,
+                   "limit": limit, "strict_controls": strict_controls, "seed": seed,
+                   "bootstrap": recorded(bootstrap, seed, source),
                    "options": resolved_options(routed, datasets=[source], metrics=scorers,
                                                vectorizers=vectorizers.values())}),
         "versions": versions(),
@@ -151,6 +162,7 @@ def evaluate(
         "n_skipped": source.skipped,
         "scored": scores.scored,
         "metrics": scores.corpus,
+        "intervals": uncertainty.get("run"),
         "baseline": None,
         "timings": {name: round(seconds, 4) for name, seconds in timings.items()},
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -160,6 +172,8 @@ def evaluate(
         extra = {key: value for key, value in given[example.id].items() if key not in ("id", "prediction")}
         sample = {"id": example.id, "controls": example.controls, "prediction": texts[i],
                   "scores": scores.per_example[i]}
+        if scores.per_example_parts[i]:
+            sample["parts"] = scores.per_example_parts[i]
         if scores.details[i]:
             sample["details"] = scores.details[i]
         if extra:

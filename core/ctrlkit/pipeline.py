@@ -11,11 +11,12 @@ import random
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
 from .api import backbone_name, create_controller, get_backbone, get_dataset, get_metric, get_vectorizer
+from .bootstrap import groups_of
 from .cache import Cache, scope as cache_scope
 from .component_options import Component, RunOptions, qualified
 from .controls import apply_control, carries, check_controls, scored_indices, uncontrolled
@@ -34,6 +35,7 @@ from .topic_selection import drop_topics, keep_topics, report_held_out, topic_na
 from .topic_source import ORACLE, PICKING_VECTORIZER, describe_picks, pick_topics, ranks, topic_count
 from .topics import TopicSpace, load_topic_documents
 from .types import Example, ModelInput
+from .uncertainty import DEFAULT_RESAMPLES, check_resamples, corpus_intervals, paired_differences, recorded
 
 DEFAULT_METRICS = ("rouge", "stas")
 """The metrics of a run given none, less those reading a control no example has (:func:`default_metrics`)."""
@@ -75,6 +77,7 @@ def run(
     sample: int | None = None,
     seed: int = 0,
     batch_size: int = 16,
+    bootstrap: int = DEFAULT_RESAMPLES,
     out: str | None = None,
     cache: bool = True,
     strict_options: bool = True,
@@ -94,6 +97,11 @@ def run(
     usable examples at random (``sampling.draw_sample``; samples.jsonl names them), where
     ``limit`` takes the first N; not both. ``strict_options=False`` lets ``options`` name
     components this run does not use (a sweep passes one set of options to every cell).
+
+    ``bootstrap`` resamples (default 1000; 0 skips) give each corpus value a 95% interval and a
+    standard error (``intervals``), and with a baseline, each difference a paired interval and a
+    permutation p-value (``paired``), resampling examples, or documents where examples share one
+    (``Dataset.group_field``), with ``seed`` (:mod:`ctrlkit.bootstrap`).
 
     An example lacking a control the controller reads is left uncontrolled (counted per
     controller in ``uncontrolled``), and a metric scores only the examples carrying what it reads
@@ -116,6 +124,7 @@ def run(
         dataset=dataset, controllers=[*_names(controller), *_names(baseline)], backbone=backbone,
         metrics=metrics or DEFAULT_METRICS, judge=judge), strict=strict_options)
     check_counts(limit=limit, batch_size=batch_size)
+    check_resamples(bootstrap)
     check_sample(sample, limit)
     only_topics = topic_names(only_topics, "only_topics")
     per_document = topic_count(topic_source)
@@ -198,6 +207,9 @@ def run(
                                                     unreferenced=bool(per_document)))
                 if per_document > 1:
                     by_rank[arm] = scores_by_rank(scorers, predictions, examples)
+    with _timed(timings, "bootstrap_s"):
+        uncertainty = intervals_of(scorers, {arm: scores for arm, (_, scores) in outcomes.items()},
+                                   groups_of(examples, source), bootstrap, seed, progress)
     timings["total_s"] = time.perf_counter() - started
     left = {arm: uncontrolled(c, examples) for arm, c in arms.items()}
     report_uncontrolled(left["run"], len(examples), main)
@@ -212,6 +224,7 @@ def run(
             "judge": judge,
             "baseline": other.name if other else None, "limit": limit, "sample": sample, "seed": seed,
             "batch_size": batch_size, "strict_controls": strict_controls,
+            "bootstrap": recorded(bootstrap, seed, source),
             "options": resolved_options(routed, datasets=[source], controllers=[main, other], backbones=[model],
                                         metrics=scorers,
                                         vectorizers={**vectorizers, PICKING_VECTORIZER: picker}.values()
@@ -228,9 +241,12 @@ def run(
         "uncontrolled": left["run"],
         "scored": outcomes["run"][1].scored,
         "metrics": outcomes["run"][1].corpus,
+        "intervals": uncertainty.get("run"),
         "baseline": {"controller": other.name, "metrics": outcomes["baseline"][1].corpus,
+                     "intervals": uncertainty.get("baseline"),
                      "uncontrolled": left["baseline"], **({"by_rank": by_rank["baseline"]} if by_rank else {})}
         if other else None,
+        "paired": uncertainty.get("paired"),
         "timings": {name: round(seconds, 4) for name, seconds in timings.items()},
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
@@ -259,6 +275,8 @@ def _samples(examples, outcomes, arms, picked: bool = False) -> list[dict]:
 def _scored(outcome, i, controller, example) -> dict:
     predictions, scores = outcome
     scored = {"prediction": predictions[i], "scores": scores.per_example[i]}
+    if scores.per_example_parts[i]:
+        scored["parts"] = scores.per_example_parts[i]
     if scores.details[i]:
         scored["details"] = scores.details[i]
     left = [name for name, n in uncontrolled(controller, [example]).items() if n]
@@ -459,12 +477,31 @@ def _input_length(model_input: ModelInput) -> int:
 @dataclass
 class Scores:
     """What ``score`` gives: corpus values ``{metric: {value: x}}``, per-example values in the same
-    nesting, per-example details ``{metric: detail}``, and how many examples each metric scored."""
+    nesting, per-example details ``{metric: detail}``, and how many examples each metric scored;
+    ``parts`` ``{metric: (positions scored, MetricResult.aggregation_parts())}``, what intervals are
+    computed from, and ``per_example_parts`` each example's parts in the nesting of
+    ``per_example`` for the metrics whose parts are not their per-example values."""
 
     corpus: dict[str, dict]
     per_example: list[dict]
     details: list[dict]
     scored: dict[str, int]
+    parts: dict[str, tuple[list[int], dict]] = field(default_factory=dict)
+    per_example_parts: list[dict] = field(default_factory=list)
+
+
+def intervals_of(metrics, arms: Mapping[str, Scores], groups, resamples: int, seed: int,
+                 progress: bool = False) -> dict:
+    """``{"run": intervals, "baseline": intervals, "paired": differences}`` for the arms scored
+    (``baseline`` and ``paired`` only with a baseline); empty when ``resamples`` is 0."""
+    if not resamples:
+        return {}
+    steps = len(metrics) * (2 * len(arms) - 1)
+    with Progress(f"bootstrap [{resamples} resamples]", steps, "metrics", enabled=progress) as bar:
+        found = {arm: corpus_intervals(metrics, scores, groups, resamples, seed, bar) for arm, scores in arms.items()}
+        if "baseline" in arms:
+            found["paired"] = paired_differences(metrics, arms["run"], arms["baseline"], groups, resamples, seed, bar)
+    return found
 
 
 def score(metrics, predictions: Sequence[str], examples: Sequence[Example], progress: bool = False,
@@ -502,6 +539,8 @@ def _score(metrics, predictions, examples, bar: Progress, unreferenced: bool = F
     per_example: list[dict] = [{} for _ in examples]
     details: list[dict] = [{} for _ in examples]
     scored: dict[str, int] = {}
+    parts: dict[str, tuple[list[int], dict]] = {}
+    per_example_parts: list[dict] = [{} for _ in examples]
     for metric in metrics:
         bar.update(0, f"metric '{metric.name}'")
         keep = scoring_indices(metric, examples, unreferenced)
@@ -525,8 +564,17 @@ def _score(metrics, predictions, examples, bar: Progress, unreferenced: bool = F
             for i, value in zip(keep, values):
                 per_example[i][metric.name][value_name] = number(value, is_count(value_name))
         corpus[metric.name] = {name: number(value, is_count(name)) for name, value in result.corpus.items()}
+        for part_name, values in (result.parts or {}).items():
+            if len(values) != len(keep):
+                raise CtrlkitError(f"metric '{metric.name}' returned {len(values)} '{part_name}' parts "
+                                   f"for {len(keep)} examples")
+        parts[metric.name] = (keep, result.aggregation_parts())
+        if result.parts is not None and result.parts != result.per_example:
+            for name, values in result.parts.items():
+                for i, value in zip(keep, values):
+                    per_example_parts[i].setdefault(metric.name, {})[name] = number(value)
         bar.update(1)
-    return Scores(corpus, per_example, details, scored)
+    return Scores(corpus, per_example, details, scored, parts, per_example_parts)
 
 
 def _topic_spaces(vectorizers, topics, source, dataset) -> dict[str, TopicSpace]:

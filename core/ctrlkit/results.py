@@ -57,7 +57,9 @@ def write_run(out: str | Path, results: dict, samples: list[dict]) -> None:
 
 def format_table(results: dict) -> str:
     """The corpus scores as a text table, with the baseline and the difference when there is one.
-    A metric that scored fewer than all the examples (they lack a control it reads) shows how many."""
+    A metric that scored fewer than all the examples (they lack a control it reads) shows how many.
+    A value with a bootstrap interval shows it (``0.3460 [0.3312, 0.3601]``), and a difference with a
+    paired test its interval and p-value (``+0.0040 [-0.0012, +0.0093] p=0.21``)."""
     baseline = results.get("baseline")
     header = ["metric", results["config"].get("controller") or "value"]
     if baseline:
@@ -69,12 +71,13 @@ def format_table(results: dict) -> str:
         count = f" (n={scored} of {total})" if scored != total else ""
         for name, value in values.items():
             counted = is_count(name)
-            row = [label(metric, name) + count, _show(value, counted)]
+            row = [label(metric, name) + count, _show(value, counted) + _interval(results, metric, name)]
             if baseline:
                 other = baseline["metrics"][metric][name]
                 difference = None if value is None or other is None else value - other
-                row += [_show(other, counted), "" if difference is None else
-                        f"{difference:+.0f}" if counted else f"{difference:+.4f}"]
+                row += [_show(other, counted) + _interval(baseline, metric, name),
+                        _paired(results, metric, name) or ("" if difference is None else
+                                                          f"{difference:+.0f}" if counted else f"{difference:+.4f}")]
             rows.append(row)
     text = _aligned(rows)
     by_rank = (results.get("topic_picks") or {}).get("by_rank")
@@ -82,6 +85,22 @@ def format_table(results: dict) -> str:
         controller = visible(str(results["config"].get("controller") or "run"))
         text += f"\n\n{controller}, by rank of the picked topic:\n{_by_rank(by_rank)}"
     return text
+
+
+def _interval(holder: dict, metric: str, name: str) -> str:
+    """`` [low, high]`` of the value's bootstrap interval in ``holder["intervals"]``, or nothing."""
+    found = ((holder.get("intervals") or {}).get(metric) or {}).get(name)
+    if not found or found.get("low") is None or found.get("high") is None:
+        return ""
+    return f" [{found['low']:.4f}, {found['high']:.4f}]"
+
+
+def _paired(results: dict, metric: str, name: str) -> str:
+    """``+0.0040 [-0.0012, +0.0093] p=0.21``: the paired difference, its interval and p, or nothing."""
+    found = ((results.get("paired") or {}).get(metric) or {}).get(name)
+    if not found or any(found.get(key) is None for key in ("difference", "low", "high", "p")):
+        return ""
+    return f"{found['difference']:+.4f} [{found['low']:+.4f}, {found['high']:+.4f}] p={found['p']:.2g}"
 
 
 def _by_rank(by_rank: dict) -> str:

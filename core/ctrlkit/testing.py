@@ -101,7 +101,9 @@ def check_metric(metric, predictions: Sequence[str] | None = None, examples: Seq
     """Check that ``metric`` (an instance or a registered name) refuses what it lacks before any
     work, and that ``compute`` returns a MetricResult with one finite value (or None) per
     prediction for every per-example value, finite (or None) corpus values, and the examples
-    unchanged.
+    unchanged; and that ``aggregate`` (what intervals are made of) gives, from the result's
+    parts, every corpus value it returns as ``compute`` gave it: on all the examples (a row of
+    ones), and on a subset (a 0/1 row) as ``compute`` gives it on that subset.
 
     The examples must carry every control the metric ``reads``. ``predictions`` default to each
     example's first reference (its document when it has none); ``topic_space`` defaults to the
@@ -147,6 +149,53 @@ def check_metric(metric, predictions: Sequence[str] | None = None, examples: Seq
         _expect(len(result.details) == len(predictions),
                 f"metric '{name}' returned {len(result.details)} details for {len(predictions)} predictions")
     _expect(examples == examples_before, f"metric '{name}' changed the examples it scored")
+    _check_aggregate(metric, name, result, predictions, examples)
+
+
+def _check_aggregate(metric, name, result, predictions, examples) -> None:
+    """``aggregate`` on the parts of ``result``, with a row of ones and a 0/1 row keeping every other
+    example, against ``compute`` on all the examples and on those kept."""
+    import numpy as np
+
+    from .bootstrap import as_parts
+
+    parts = result.aggregation_parts()
+    for part_name, values in parts.items():
+        _expect(isinstance(values, (list, tuple)) and len(values) == len(predictions),
+                f"metric '{name}' returned {len(values)} '{part_name}' parts for {len(predictions)} predictions: "
+                "parts are one value per prediction")
+        for example, value in zip(examples, values):
+            _expect(_is_value(value), f"metric '{name}' part '{part_name}' of example '{example.id}' is {value!r}: "
+                                      "parts are finite numbers or None")
+    kept = list(range(0, len(examples), 2))
+    weights = np.ones((2 if len(kept) < len(examples) else 1, len(examples)))
+    if len(weights) == 2:
+        weights[1] = 0.0
+        weights[1, kept] = 1.0
+    aggregated = metric.aggregate(as_parts(parts), weights)
+    _expect(isinstance(aggregated, dict), f"metric '{name}' aggregate returned {type(aggregated).__name__}, not a dict")
+    for value_name, values in aggregated.items():
+        _expect(np.shape(values) == (len(weights),), f"metric '{name}' aggregate returned '{value_name}' of shape "
+                                                    f"{np.shape(values)} for {len(weights)} rows of weights: one "
+                                                    "value per row")
+    wanted = [value_name for value_name in aggregated if value_name in result.corpus]
+    _expect_same(name, wanted, aggregated, 0, result.corpus, "all the examples")
+    if len(weights) == 2:
+        subset = metric.compute([predictions[i] for i in kept], [examples[i] for i in kept])
+        _expect_same(name, [value_name for value_name in wanted if value_name in subset.corpus], aggregated, 1,
+                     subset.corpus, f"the subset of examples {kept}")
+
+
+def _expect_same(name, value_names, aggregated, row, corpus, which) -> None:
+    import numpy as np
+
+    for value_name in value_names:
+        got, expected = float(aggregated[value_name][row]), corpus[value_name]
+        expected = np.nan if expected is None else float(expected)
+        same = (np.isnan(got) and np.isnan(expected)) or bool(np.isclose(got, expected, rtol=1e-9, atol=1e-12))
+        _expect(same, f"metric '{name}' aggregate gives '{value_name}' = {got!r} on {which}, but compute gave "
+                      f"{expected!r}: aggregate must recompute each corpus value it returns from the parts "
+                      "(override it for a value that is not the mean of its per-example values)")
 
 
 def check_backbone(backbone, inputs: Sequence[ModelInput] | None = None) -> None:

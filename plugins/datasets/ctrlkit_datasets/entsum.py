@@ -49,6 +49,7 @@ class EntSum(Dataset):
     """EntSUM annotation JSONL plus user-supplied article texts: entity-centric examples."""
 
     controls = ("entity",)
+    group_field = "doc_id"  # several entities per document
     optional_controls = tuple(ORACLE_CONTROLS.values())
     options = (
         Option("path", str, "", "an EntSUM JSONL file, or the folder holding the release's three (--data)"),

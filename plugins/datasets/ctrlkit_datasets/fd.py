@@ -20,6 +20,8 @@ STORED = {"human": "human", "human_facets": "human_list", "gpt4_fm": "gpt4_fm", 
 class FacetBenchmark(Dataset):
     """FD arXiv JSON lines: one example per (paper, system) with the system abstract as its prediction."""
 
+    group_field = "paper"  # one example per system for each paper
+
     options = (
         Option("path", str, "", "the FD JSON lines file, e.g. arxiv.json (--data)"),
         Option("systems", str, ",".join(SYSTEMS), "comma-separated systems (those with human scores)"),

@@ -39,6 +39,7 @@ class MacSum(Dataset):
     splits = ("train", "val", "test")
     controls = ("length", "extractiveness", "specificity")
     optional_controls = ("topic", "speaker")
+    group_field = "source_index"  # several references (examples) per source
     options = (
         Option("path", str, "", "a MACSum JSON file (macdoc/val.json), a folder with train/val/test.json, or the "
                                 "release's dataset/ folder holding macdoc/ and macdial/ (--data)"),

@@ -29,6 +29,7 @@ class Newts(Dataset):
     splits = ("train", "test")
     default_split = "test"
     controls = ("topic", "topic_id", "topic_words", "topic_phrases", "topic_sentences")
+    group_field = "doc_id"  # two topics (two examples) per article; an article may recur in several rows
     options = (
         Option("path", str, "", "the folder holding NEWTS_train_2400.csv and NEWTS_test_600.csv (the official "
                                 "splits), or one NEWTS CSV file, split by article (--data)"),

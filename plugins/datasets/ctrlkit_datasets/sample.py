@@ -23,6 +23,7 @@ class Sample(Dataset):
     splits = ("test",)
     default_split = "test"
     controls = ("topic",)
+    group_field = "article"
 
     def load(self, split):
         self.check_split(split)

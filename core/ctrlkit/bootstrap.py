@@ -1,0 +1,185 @@
+"""Bootstrap intervals and paired tests of corpus values, for any metric.
+
+A corpus value is recomputed on each resample from the examples' per-example parts
+(:meth:`ctrlkit.Metric.aggregate`), so a correlation or an F1 gets an interval as a mean does.
+A resample is a row of weights over the examples: how many times each was drawn. Examples that
+share a document (a group, :func:`groups_of`) are drawn together (a cluster bootstrap), since
+they are not independent. All resamples go to ``aggregate`` at once (in chunks of rows when the
+weights would take much memory), so there is no Python loop over resamples.
+
+Without groups (each example its own), a resample draws the same indices as
+``scipy.stats.bootstrap`` given ``np.random.default_rng(seed)`` (when the weights fit in one
+chunk), and the interval is its ``method='percentile'`` interval.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .components import Dataset, Metric
+    from .types import Example
+
+CHUNK_CELLS = 1 << 22
+"""Weights held at once (rows x examples): 4M floats, 32 MB; more resamples go in several chunks."""
+PERMUTATION_STREAM = 1
+"""Added to the seed for the permutation test's draws, so they are not the resamples' draws."""
+
+
+def groups_of(examples: Sequence["Example"], dataset: "Dataset | None" = None) -> np.ndarray:
+    """The group index (0, 1, ... in order of first appearance) of each example.
+
+    An example's group is the value of the dataset's ``group_field`` in its ``meta``, else in its
+    ``controls``; an example that has neither, or a dataset without a ``group_field``, is a group of
+    its own, except a topic picked by rank (``ID#rankN``, ``topic_source`` topK), which groups with
+    the other picks for the same document (``ID``)."""
+    field = getattr(dataset, "group_field", None)
+    keys: dict[str, int] = {}
+    codes = np.empty(len(examples), dtype=np.int64)
+    for i, example in enumerate(examples):
+        codes[i] = keys.setdefault(_group_key(example, field), len(keys))
+    return codes
+
+
+def _group_key(example: "Example", field: str | None) -> str:
+    for where in ("meta", "controls"):
+        found = getattr(example, where)
+        if field and field in found:
+            return "field:" + json.dumps(found[field], sort_keys=True, default=str)
+    if "topic_pick" in example.meta:
+        return "id:" + example.id.rsplit("#rank", 1)[0]
+    return "id:" + example.id
+
+
+def resample_weights(groups: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """(R, N) weights of a cluster bootstrap: each row draws as many groups as there are, with
+    replacement; an example weighs how many times its group was drawn."""
+    chunks = list(_weight_chunks(groups, resamples, seed))
+    return np.concatenate(chunks) if chunks else np.zeros((0, len(groups)))
+
+
+def _weight_chunks(groups: np.ndarray, resamples: int, seed: int, factor: int = 1) -> Iterator[np.ndarray]:
+    """:func:`resample_weights` in chunks of rows (``factor``: how many copies of each chunk the
+    caller makes, so that they too fit ``CHUNK_CELLS``)."""
+    codes, count = _compact(groups)
+    alone = count == len(codes)  # each example its own group: the counts are the weights
+    rng = np.random.default_rng(seed)
+    rows = max(1, CHUNK_CELLS // max(1, factor * len(codes)))
+    for start in range(0, resamples, rows):
+        size = min(rows, resamples - start)
+        drawn = rng.integers(0, count, (size, count))
+        drawn += (np.arange(size) * count)[:, None]
+        counts = np.bincount(drawn.ravel(), minlength=size * count).reshape(size, count).astype(float)
+        yield counts if alone else counts[:, codes]
+
+
+def _compact(groups: np.ndarray) -> tuple[np.ndarray, int]:
+    groups = np.asarray(groups)
+    if groups.ndim != 1:
+        raise ValueError(f"groups must be one index per example, got an array of shape {groups.shape}")
+    unique, codes = np.unique(groups, return_inverse=True)
+    return codes.reshape(-1), len(unique)
+
+
+def as_parts(parts: Mapping[str, Sequence[float | None]]) -> dict[str, np.ndarray]:
+    """Per-example parts (lists with None, or arrays) as float arrays with NaN for None."""
+    return {name: np.asarray(values, dtype=float) if isinstance(values, np.ndarray)
+            else np.array([np.nan if value is None else value for value in values], dtype=float)
+            for name, values in parts.items()}
+
+
+def intervals(metric: "Metric", parts: Mapping[str, Sequence[float | None]], groups: np.ndarray,
+              resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> dict[str, dict[str, float]]:
+    """``{value: {"low", "high", "se"}}``: the percentile interval at ``confidence`` and the standard
+    error (standard deviation, ddof=1) of each corpus value ``metric.aggregate`` returns, over
+    ``resamples`` cluster-bootstrap resamples of the examples. Resamples on which a value is
+    undefined (NaN) are left out of its interval; a value undefined on all gets none."""
+    arrays = _checked(parts, groups)
+    drawn = _stacked(metric.aggregate(arrays, weights) for weights in _weight_chunks(groups, resamples, seed))
+    return {name: summary for name, values in drawn.items()
+            if (summary := _summary(values, confidence)) is not None}
+
+
+def paired(metric: "Metric", parts_a: Mapping[str, Sequence[float | None]],
+           parts_b: Mapping[str, Sequence[float | None]], groups: np.ndarray, resamples: int = 1000,
+           seed: int = 0, confidence: float = 0.95) -> dict[str, dict[str, float]]:
+    """``{value: {"difference", "low", "high", "se", "p"}}`` for arm a (a controller) minus arm b
+    (its baseline) scored on the same examples: ``difference`` on all the examples; the interval
+    and standard error of the difference from the same resamples applied to both arms (a paired
+    cluster bootstrap); ``p`` from a paired approximate-randomization test: each of ``resamples``
+    permutations swaps the two arms' parts of each group with probability 1/2, and ``p = (1 +
+    #(|d_perm| >= |d|)) / (1 + R)`` (two-sided; permutations on which the value is undefined are
+    left out)."""
+    arrays_a, arrays_b = _checked(parts_a, groups), _checked(parts_b, groups)
+    n = len(groups)
+    observed = metric.aggregate(_joined(arrays_a, arrays_b), np.concatenate([
+        np.concatenate([np.ones(n), np.zeros(n)])[None], np.concatenate([np.zeros(n), np.ones(n)])[None]]))
+    observed = {name: values[0] - values[1] for name, values in observed.items()}
+    differences = _stacked(_difference(metric.aggregate(arrays_a, weights), metric.aggregate(arrays_b, weights))
+                           for weights in _weight_chunks(groups, resamples, seed))
+    permuted = _stacked(_permuted(metric, _joined(arrays_a, arrays_b), groups, resamples, seed))
+    found = {}
+    for name, difference in observed.items():
+        summary = _summary(differences.get(name), confidence)
+        if summary is None or not np.isfinite(difference):
+            continue
+        null = permuted[name][np.isfinite(permuted[name])]
+        tolerance = 100 * np.finfo(float).eps * abs(difference)
+        extreme = int(np.count_nonzero(np.abs(null) >= abs(difference) - tolerance))
+        found[name] = {"difference": float(difference), **summary, "p": (1 + extreme) / (1 + len(null))}
+    return found
+
+
+def _permuted(metric, joined, groups, resamples, seed) -> Iterator[dict[str, np.ndarray]]:
+    """The differences of ``resamples`` random swaps of the arms (per group) of the 2N stacked parts."""
+    codes, count = _compact(groups)
+    rng = np.random.default_rng(seed + PERMUTATION_STREAM)
+    rows = max(1, CHUNK_CELLS // (4 * len(codes)))
+    for start in range(0, resamples, rows):
+        size = min(rows, resamples - start)
+        swapped = rng.integers(0, 2, (size, count))[:, codes].astype(float)
+        kept = 1.0 - swapped
+        weights = np.concatenate([np.hstack([kept, swapped]), np.hstack([swapped, kept])])
+        values = metric.aggregate(joined, weights)
+        yield {name: array[:size] - array[size:] for name, array in values.items()}
+
+
+def _joined(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {name: np.concatenate([a[name], b[name]]) for name in a if name in b}
+
+
+def _difference(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {name: np.asarray(a[name], dtype=float) - np.asarray(b[name], dtype=float) for name in a if name in b}
+
+
+def _stacked(chunks) -> dict[str, np.ndarray]:
+    """One array per value name from the chunks' ``{value: array}``."""
+    collected: dict[str, list[np.ndarray]] = {}
+    for chunk in chunks:
+        for name, values in chunk.items():
+            collected.setdefault(name, []).append(np.asarray(values, dtype=float).reshape(-1))
+    return {name: np.concatenate(arrays) for name, arrays in collected.items()}
+
+
+def _summary(values: np.ndarray | None, confidence: float) -> dict[str, float] | None:
+    """The percentile interval and standard error of the defined resampled values, or None."""
+    if values is None:
+        return None
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return None
+    alpha = (1 - confidence) / 2
+    low, high = np.percentile(values, [100 * alpha, 100 * (1 - alpha)])
+    se = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+    return {"low": float(low), "high": float(high), "se": se}
+
+
+def _checked(parts: Mapping[str, Sequence[float | None]], groups: np.ndarray) -> dict[str, np.ndarray]:
+    arrays = as_parts(parts)
+    for name, values in arrays.items():
+        if values.shape != (len(groups),):
+            raise ValueError(f"part '{name}' has {values.size} values for {len(groups)} examples")
+    return arrays

@@ -1,0 +1,73 @@
+"""What a run or an evaluation records of how sure its corpus values are: a bootstrap interval
+for each (``intervals``), and with a baseline, the paired difference (``paired``); the engine is
+:mod:`ctrlkit.bootstrap`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+from .errors import OptionError
+from .metric_values import is_count
+from .progress import Progress
+from .results import number
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .pipeline import Scores
+
+DEFAULT_RESAMPLES = 1000
+"""Bootstrap resamples of a run or an evaluation unless told otherwise (``--bootstrap``)."""
+CONFIDENCE = 0.95
+
+
+def check_resamples(resamples) -> None:
+    """``bootstrap`` is a whole number of resamples, 0 to skip the intervals."""
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
+        raise OptionError(f"bootstrap must be a whole number of resamples (0 skips the intervals), got {resamples!r}")
+
+
+def recorded(resamples: int, seed: int, dataset) -> dict:
+    """``config.bootstrap`` of results.json."""
+    return {"resamples": resamples, "seed": seed, "confidence": CONFIDENCE,
+            "groups": getattr(dataset, "group_field", None)}
+
+
+def corpus_intervals(metrics: Sequence, scores: "Scores", groups: "np.ndarray", resamples: int, seed: int,
+                     bar: Progress) -> dict[str, dict]:
+    """``{metric: {value: {"low", "high", "se"}}}`` for the values each metric's ``aggregate``
+    recomputes, over the examples it scored (their groups)."""
+    from .bootstrap import intervals
+    found = {}
+    for metric in metrics:
+        positions, parts = scores.parts.get(metric.name, ([], {}))
+        if positions:
+            values = intervals(metric, parts, groups[positions],
+                                         resamples, seed, CONFIDENCE)
+            found[metric.name] = _recorded(values, scores.corpus[metric.name])
+        bar.update(1)
+    return found
+
+
+def paired_differences(metrics: Sequence, run: "Scores", baseline: "Scores", groups: "np.ndarray", resamples: int,
+                       seed: int, bar: Progress) -> dict[str, dict]:
+    """``{metric: {value: {"difference", "low", "high", "se", "p"}}}``: the run minus its baseline
+    on the examples both scored (:func:`ctrlkit.bootstrap.paired`)."""
+    from .bootstrap import paired
+    found = {}
+    for metric in metrics:
+        positions, parts = run.parts.get(metric.name, ([], {}))
+        base_positions, base_parts = baseline.parts.get(metric.name, ([], {}))
+        if positions and positions == base_positions:
+            values = paired(metric, parts, base_parts,
+                                      groups[positions], resamples, seed, CONFIDENCE)
+            found[metric.name] = _recorded(values, run.corpus[metric.name])
+        bar.update(1)
+    return found
+
+
+def _recorded(values: Mapping[str, Mapping[str, float]], corpus: Mapping) -> dict:
+    """The values that are corpus values of the metric and not counts, as JSON numbers, in the
+    order the metric gave its corpus values."""
+    return {name: {key: number(x) for key, x in values[name].items()}
+            for name in corpus if name in values and not is_count(name)}
