@@ -3,6 +3,7 @@ import json
 import pytest
 
 import ctrlkit
+from ctrlkit.bootstrap import groups_of
 from ctrlkit import ConfigurationError
 
 from conftest import run_ctrlkit, shared_file
@@ -38,7 +39,12 @@ def test_samples_jsonl_has_one_line_per_example_with_nested_scores(tag_run):
     lines = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert lines == result.samples and len(lines) == 120
     first = lines[0]
-    assert set(first) == {"id", "controls", "prediction", "scores", "baseline"}
+    assert set(first) == {"id", "controls", "references", "group", "prediction", "scores", "baseline"}
+    dataset = ctrlkit.get_dataset("sample")
+    examples = {example.id: example for example in dataset.load("test")}
+    assert all(line["references"] == examples[line["id"]].references for line in lines)
+    assert [line["group"] for line in lines] == groups_of([examples[line["id"]] for line in lines], dataset).tolist()
+    assert len({line["group"] for line in lines}) < len(lines)  # the sample's examples share documents
     assert set(first["scores"]) == {"stas", "rouge"} and set(first["scores"]["stas"]) == {"stas"}
     mean = sum(line["scores"]["stas"]["stas"] for line in lines) / len(lines)
     assert mean == pytest.approx(result.metrics["stas"]["stas"])

@@ -21,7 +21,7 @@ from .files import read_jsonl
 from .intake import Intake, admit_examples
 from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _seed_everything, _timed, _topic_spaces,
                        bind_metrics, check_counts, check_metrics, components, create_metrics, create_vectorizers,
-                       default_scorers, groups_of, intervals_of, report_skipped, resolved_options, score,
+                       default_scorers, groups_of, intervals_of, report_skipped, resolved_options, sample_head, score,
                        used_vectorizers, with_data)
 from .outputs import check_output, leaves_no_empty_folder
 from .quiet import quietly
@@ -147,8 +147,9 @@ def evaluate(
     texts = [given[example.id]["prediction"] for example in examples]
     with _timed(timings, "score_s"), cache_scope():  # a broken cache is reported once, as in a run
         scores = score(scorers, texts, examples, progress)
+    groups = groups_of(examples, source)
     with _timed(timings, "bootstrap_s"):
-        uncertainty = intervals_of(scorers, {"run": scores}, groups_of(examples, source), bootstrap, seed, progress)
+        uncertainty = intervals_of(scorers, {"run": scores}, groups, bootstrap, seed, progress)
     timings["total_s"] = time.perf_counter() - started
     results = {
         "config": mask_secrets({"mode": "evaluate", "predictions": predictions, "dataset": dataset, "data": data,
@@ -170,8 +171,7 @@ def evaluate(
     samples = []
     for i, example in enumerate(examples):
         extra = {key: value for key, value in given[example.id].items() if key not in ("id", "prediction")}
-        sample = {"id": example.id, "controls": example.controls, "prediction": texts[i],
-                  "scores": scores.per_example[i]}
+        sample = {**sample_head(example, groups[i]), "prediction": texts[i], "scores": scores.per_example[i]}
         if scores.per_example_parts[i]:
             sample["parts"] = scores.per_example_parts[i]
         if scores.details[i]:

@@ -207,9 +207,10 @@ def run(
                                                     unreferenced=bool(per_document)))
                 if per_document > 1:
                     by_rank[arm] = scores_by_rank(scorers, predictions, examples)
+    groups = groups_of(examples, source)
     with _timed(timings, "bootstrap_s"):
         uncertainty = intervals_of(scorers, {arm: scores for arm, (_, scores) in outcomes.items()},
-                                   groups_of(examples, source), bootstrap, seed, progress)
+                                   groups, bootstrap, seed, progress)
     timings["total_s"] = time.perf_counter() - started
     left = {arm: uncontrolled(c, examples) for arm, c in arms.items()}
     report_uncontrolled(left["run"], len(examples), main)
@@ -250,19 +251,20 @@ def run(
         "timings": {name: round(seconds, 4) for name, seconds in timings.items()},
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    samples = _samples(examples, outcomes, arms, picked=bool(per_document))
+    samples = _samples(examples, outcomes, arms, groups, picked=bool(per_document))
     if out is not None:
         write_run(out, results, samples)
     return RunResult(results, samples)
 
 
-def _samples(examples, outcomes, arms, picked: bool = False) -> list[dict]:
-    """One dict per example: prediction and scores of the run, and of the baseline when there is
-    one; ``uncontrolled`` names the controllers that left the example as it was; ``topic_pick``
-    (``picked``: a non-oracle topic source) says how its topic was picked."""
+def _samples(examples, outcomes, arms, groups, picked: bool = False) -> list[dict]:
+    """One dict per example: its references and group (:func:`ctrlkit.bootstrap.groups_of`: a
+    sweep resamples the cells' samples by it), prediction and scores of the run, and of the
+    baseline when there is one; ``uncontrolled`` names the controllers that left the example as it
+    was; ``topic_pick`` (``picked``: a non-oracle topic source) says how its topic was picked."""
     samples = []
     for i, example in enumerate(examples):
-        sample = {"id": example.id, "controls": example.controls}
+        sample = sample_head(example, groups[i])
         if picked:
             sample["topic_pick"] = example.meta["topic_pick"]
         sample.update(_scored(outcomes["run"], i, arms["run"], example))
@@ -270,6 +272,12 @@ def _samples(examples, outcomes, arms, picked: bool = False) -> list[dict]:
             sample["baseline"] = _scored(outcomes["baseline"], i, arms["baseline"], example)
         samples.append(sample)
     return samples
+
+
+def sample_head(example, group) -> dict:
+    """What a samples.jsonl line says of the example itself."""
+    return {"id": example.id, "controls": example.controls, "references": list(example.references),
+            "group": int(group)}
 
 
 def _scored(outcome, i, controller, example) -> dict:
