@@ -219,13 +219,19 @@ def report_command(directory, out, examples, figures):
 @click.option("--batch-size", type=click.IntRange(min=1), help="Inputs per generation batch [default: 16].")
 @click.option("--baseline", help="Controller each cell's run scores beside its own on the same examples, recorded "
                                  "in the cell's results.json as run does [default: no baseline].")
+@click.option("--reference", help="Controller whose row each other row of its dataset and backbone is compared "
+                                  "with (paired bootstrap and permutation test, Holm-corrected) [default: none].")
+@click.option("--bootstrap", type=click.IntRange(min=0),
+              help="Bootstrap resamples for each value's interval and the comparisons; 0 skips them "
+                   "[default: 1000].")
 @click.option("--device", help="Torch device for every backbone of the sweep that takes one (cpu, cuda, cuda:1).")
 @NO_CACHE
 @click.option("--overwrite", is_flag=True,
               help="Replace a sweep with other settings already in --out: its cells/, sweep.json, table.* and "
                    "report.* are removed first (other files stay).")
 def sweep(out, recipe, config_file, controllers, metrics, backbones, datasets, data_paths, split, topics, only_topics,
-          topic_source, assignments, judge, limit, sample, seed, batch_size, baseline, device, no_cache, overwrite):
+          topic_source, assignments, judge, limit, sample, seed, batch_size, baseline, reference, bootstrap, device,
+          no_cache, overwrite):
     """Run a grid of controllers x backbones x datasets with the same metrics; write the paper's table.
 
     \b
@@ -241,8 +247,8 @@ def sweep(out, recipe, config_file, controllers, metrics, backbones, datasets, d
     given = {"controllers": _comma(controllers), "metrics": _comma(metrics), "backbones": _comma(backbones),
              "datasets": _comma(datasets), "split": split, "topics": topics, "only_topics": only_topics,
              "topic_source": topic_source, "judge": judge, "limit": limit, "sample": sample, "seed": seed,
-             "batch_size": batch_size, "baseline": baseline, "device": device,
-             "cache": False if no_cache else None, "options": parse_assignments(assignments) or None}
+             "batch_size": batch_size, "baseline": baseline, "reference": reference, "bootstrap": bootstrap,
+             "device": device, "cache": False if no_cache else None, "options": parse_assignments(assignments) or None}
     settings = given if recipe else overlay(load_config(config_file) if config_file else {}, given)
     if data_paths:
         settings["data"] = _data_paths(data_paths)

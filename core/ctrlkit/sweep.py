@@ -40,7 +40,10 @@ from .results import versions
 from .sampling import draw_sample
 from .secrets import mask_secrets
 from .sweep_folder import SETTINGS_FILE, check_earlier_sweep
+from .sweep_compare import CONFIDENCE, DEFAULT_REFERENCE, compare
 from .sweep_settings import DEFAULT_DATASETS, check_settings
+from .sweep_tex import write_tex
+from .uncertainty import DEFAULT_RESAMPLES
 from .sweep_variants import AXES, Entry, cell_options, check_variants, entries, recorded
 from .topic_source import ORACLE, topic_count
 
@@ -133,6 +136,8 @@ def sweep(
     seed: int | None = None,
     batch_size: int | None = None,
     baseline: str | None = None,
+    reference: str | None = None,
+    bootstrap: int | None = None,
     device: str | None = None,
     cache: bool | None = None,
     recipe: str | None = None,
@@ -166,16 +171,17 @@ def sweep(
              "data": data, "split": split, "topics": topics, "only_topics": only_topics,
              "topic_source": topic_source, "options": options, "variants": variants,
              "judge": judge, "limit": limit, "sample": sample, "seed": seed, "batch_size": batch_size,
-             "baseline": baseline, "device": device, "cache": cache}
+             "baseline": baseline, "reference": reference, "bootstrap": bootstrap, "device": device, "cache": cache}
     if recipe is not None:
         from .recipe import run_recipe
 
         return run_recipe(recipe, out=out, overwrite=overwrite, progress=progress, **given)
-    defaults = {"backbones": ("extractive",), "datasets": DEFAULT_DATASETS, "seed": 0, "batch_size": 16, "cache": True}
+    defaults = {"backbones": ("extractive",), "datasets": DEFAULT_DATASETS, "seed": 0, "batch_size": 16, "cache": True,
+                "bootstrap": DEFAULT_RESAMPLES}
     given.update({key: value for key, value in defaults.items() if given[key] is None})
     if not controllers or (metrics is not None and not metrics) or not given["backbones"] or not given["datasets"]:
         raise ConfigurationError("a sweep needs at least one controller, metric, backbone and dataset")
-    seed, batch_size, cache = given["seed"], given["batch_size"], given["cache"]
+    seed, batch_size, cache, bootstrap = given["seed"], given["batch_size"], given["cache"], given["bootstrap"]
     checked = check_settings({key: list(value) if isinstance(value, tuple) else _plain(value)
                               for key, value in given.items()}, "sweep")
     check_variants(checked, "sweep")
@@ -184,6 +190,10 @@ def sweep(
     metrics = checked.get("metrics")
     data, options, baseline, device = (checked.get(key) for key in ("data", "options", "baseline", "device"))
     only_topics = checked.get("only_topics")
+    reference = checked.get("reference")
+    if reference is not None and reference not in [e.label for e in axes["controllers"]]:
+        raise ConfigurationError(f"reference '{reference}' is not a controller of the sweep (controllers: "
+                                 f"{', '.join(e.label for e in axes['controllers'])})")
     if topic_source is not None:
         topic_count(topic_source)  # a bad value is refused before any cell
     # every option must fit a component of some cell (each cell takes those of its own components)
@@ -209,7 +219,8 @@ def sweep(
                 "split": split, "topics": topics, "only_topics": only_topics, "topic_source": topic_source,
                 "options": {k: dict(v) for k, v in options.items()},
                 "variants": variants, "judge": judge, "limit": limit, "sample": sample, "seed": seed,
-                "batch_size": batch_size, "baseline": baseline, "device": device}
+                "batch_size": batch_size, "baseline": baseline, "reference": reference, "bootstrap": bootstrap,
+                "device": device}
     # what the files hold now: a cell made from other bytes runs again
     digests = {"data": {label: data_digest(given.get("path")) for label, given in read.items()},
                "topics": data_digest(topics)}
@@ -223,7 +234,7 @@ def sweep(
                                  controller=controller.spec, backbone=backbone.spec, metrics=scoring[dataset.label],
                                  topics=topics, only_topics=only_topics, topic_source=topic_source or ORACLE,
                                  options=sweep_options, judge=judge, baseline=baseline, limit=limit,
-                                 sample=sample, seed=seed, batch_size=batch_size)
+                                 sample=sample, seed=seed, batch_size=batch_size, bootstrap=bootstrap)
                 cell = (controller, backbone, dataset)  # in the order of AXES
                 arguments["options"] = cell_options(sweep_options, [*_cell_components(arguments), *(
                     ("controllers", name) for name in _names(baseline))], cell)
@@ -254,9 +265,10 @@ def sweep(
                                                         "versions": versions(),
                                                         **({"recipe": dict(recorded_recipe)} if recorded_recipe
                                                            else {})})
-        rows.append({**shown, "run": folder, "metrics": results["metrics"], "cache": results.get("cache"),
-                     "reused": reused})
-    write_table(out_dir, rows)
+        rows.append({**shown, "run": folder, "metrics": results["metrics"], "intervals": results.get("intervals"),
+                     "cache": results.get("cache"), "reused": reused})
+    compare(out_dir, rows, reference, {e.label: e.spec for e in axes["controllers"]}, bootstrap, seed)
+    write_table(out_dir, rows, _comparisons(rows, reference, bootstrap, seed))
     if not all(row["reused"] for row in rows):
         remove_stale_report(out_dir, "the sweep's earlier cells")
     return rows
@@ -378,6 +390,8 @@ def _same_configuration(config: dict, arguments: dict, digests: dict) -> bool:
     keys = ("dataset", "controller", "backbone", "metrics", "judge", "limit", "sample", "seed", "batch_size")
     if any(config.get(key) != arguments.get(key) for key in keys):
         return False
+    if (config.get("bootstrap") or {}).get("resamples") != arguments["bootstrap"]:  # rescored from the cache
+        return False
     # recorded since ctrlkit recorded them; a cell from before had the defaults
     if (config.get("only_topics"), config.get("topic_source", ORACLE)) != (arguments.get("only_topics"),
                                                                           arguments.get("topic_source", ORACLE)):
@@ -471,9 +485,53 @@ def _csv_text(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def write_table(out_dir: Path, rows: Sequence[dict]) -> None:
-    """table.json (the rows; each column's name, metric, value and better way; the best values per
-    dataset and backbone), table.csv and table.md (the best in bold, ↓ where lower is better)."""
+def _comparisons(rows: Sequence[dict], reference: str | None, resamples: int, seed: int) -> dict | None:
+    """What table.json says of the comparisons with the reference rows (None: no bootstrap)."""
+    if not resamples:
+        return None
+    tests = sum(len(values) for row in rows for values in (row.get("paired") or {}).values())
+    return {"reference": reference or DEFAULT_REFERENCE, "resamples": resamples, "seed": seed,
+            "confidence": CONFIDENCE, "test": "paired bootstrap interval of the difference; paired permutation p",
+            "correction": "holm", "family": "every (cell, metric value) comparison of the table", "tests": tests}
+
+
+def _interval_text(found: dict | None, signed: bool = False) -> str:
+    if not found or found.get("low") is None or found.get("high") is None:
+        return ""
+    shape = "+.4f" if signed else ".4f"
+    return f"[{found['low']:{shape}}, {found['high']:{shape}}]"
+
+
+def _difference_text(test: dict | None) -> str:
+    """``+0.0040 [-0.0012, +0.0093] p=0.21 (Holm 0.63)``, or nothing."""
+    if not test or test.get("difference") is None:
+        return ""
+    text = f"{test['difference']:+.4f} {_interval_text(test, signed=True)}".rstrip()
+    if test.get("p") is not None:
+        text += f" p={test['p']:.2g}"
+    if test.get("p_holm") is not None:
+        text += f" (Holm {test['p_holm']:.2g})"
+    return text
+
+
+def _found(holder: dict | None, column: tuple[str, str]) -> dict | None:
+    return ((holder or {}).get(column[0]) or {}).get(column[1])
+
+
+def write_table(out_dir: Path, rows: Sequence[dict], comparisons: dict | None = None) -> None:
+    """table.json, table.csv, table.md and table.tex.
+
+    table.json holds ``rows`` (each cell's ``metrics`` ``{metric: {value: number}}``; ``intervals``
+    ``{metric: {value: {"low", "high", "se"}}}``; ``reference``, the controller its difference is to,
+    or null; ``paired`` ``{metric: {value: {"difference", "low", "high", "se", "p", "p_holm"}}}``,
+    null on a reference row and where nothing was compared), ``columns`` (each value's name, metric,
+    value and better way: the keys into a row's ``metrics``, ``intervals`` and ``paired``), ``best``
+    (the best value of each column per dataset and backbone) and ``comparisons`` (the test, resamples,
+    seed and correction; null without a bootstrap). table.csv has a column per value, then its
+    interval (``NAME low``, ``NAME high``) and, with comparisons, ``reference`` and each value's
+    ``NAME difference``, ``... low``, ``... high``, ``NAME p`` and ``NAME p holm``; table.md each value
+    with its interval and difference (the best in bold, ↓ where lower is better); table.tex
+    (:mod:`ctrlkit.sweep_tex`) the table a paper prints."""
     cols = columns(rows)
     higher = directions(metric for metric, _ in cols)
     ways = [better(name, higher[metric]) for metric, name in cols]
@@ -483,13 +541,25 @@ def write_table(out_dir: Path, rows: Sequence[dict]) -> None:
         "rows": list(rows),
         "columns": [{"name": name, "metric": metric, "value": value, "better": way}
                     for name, (metric, value), way in zip(labels, cols, ways)],
-        "best": bests})
+        "best": bests, "comparisons": comparisons})
+    with_intervals = any(row.get("intervals") for row in rows)
+    with_tests = any(row.get("paired") for row in rows)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["dataset", "backbone", "controller", *map(_csv_text, labels)])
+    writer.writerow(["dataset", "backbone", "controller", *map(_csv_text, labels),
+                     *(_csv_text(f"{name} {end}") for name in labels for end in ("low", "high") if with_intervals),
+                     *(["reference"] if with_tests else []),
+                     *(_csv_text(f"{name} {field}") for name in labels if with_tests
+                       for field in ("difference", "difference low", "difference high", "p", "p holm"))])
     for row in rows:
+        intervals = [_found(row.get("intervals"), column) or {} for column in cols] if with_intervals else []
+        tests = [_found(row.get("paired"), column) or {} for column in cols] if with_tests else []
         writer.writerow([*map(_csv_text, (row["dataset"], row["backbone"], row["controller"])),
-                         *("" if v is None else v for v in (row["metrics"].get(m, {}).get(n) for m, n in cols))])
+                         *("" if v is None else v for v in (_value(row, column) for column in cols)),
+                         *(_blank(found.get(end)) for found in intervals for end in ("low", "high")),
+                         *([_csv_text(row.get("reference") or "")] if with_tests else []),
+                         *(_blank(found.get(key)) for found in tests
+                           for key in ("difference", "low", "high", "p", "p_holm"))])
     atomic_write_text(out_dir / "table.csv", buffer.getvalue())
     group_best = {(group["dataset"], group["backbone"]): group["values"] for group in bests}
     body = []
@@ -499,10 +569,25 @@ def write_table(out_dir: Path, rows: Sequence[dict]) -> None:
             value = _value(row, column)
             text = "undefined" if value is None else f"{value:.0f}" if is_count(column[1]) else f"{value:.4f}"
             marked = value is not None and value == group_best[row["dataset"], row["backbone"]][name]
-            cells.append(f"**{text}**" if marked else text)
+            extra = " ".join(filter(None, (_interval_text(_found(row.get("intervals"), column)),
+                                           _difference_text(_found(row.get("paired"), column)))))
+            cells.append((f"**{text}**" if marked else text) + (f" {extra}" if extra else ""))
         body.append([escape_markdown(row[key]) for key in ("dataset", "backbone", "controller")] + cells)
     header = [escape_markdown(name) + (" ↓" if way == "lower" else "") for name, way in zip(labels, ways)]
     lines = markdown_table(["dataset", "backbone", "controller", *header], body, text_columns=3)
+    if comparisons:
+        lines += ["", escape_markdown(_md_note(comparisons))]
     atomic_write_text(out_dir / "table.md", "\n".join(lines) + "\n")
+    write_tex(out_dir, rows, cols, labels, ways, bests, comparisons)
 
 
+def _blank(value) -> Any:
+    return "" if value is None else value
+
+
+def _md_note(comparisons: dict) -> str:
+    return (f"Each value with its {comparisons['confidence']:.0%} bootstrap interval ({comparisons['resamples']} "
+            f"resamples of the examples, seed {comparisons['seed']}); beside it, on rows other than the reference "
+            f"(controller {comparisons['reference']}) of each dataset and backbone: the difference to the "
+            f"reference, its paired bootstrap interval, the paired permutation p and the p adjusted by Holm's "
+            f"method across the table's {comparisons['tests']} comparisons.")

@@ -21,10 +21,13 @@ from .secrets import is_secret
 logger = logging.getLogger("ctrlkit")
 
 SETTINGS_FILE = "sweep.json"
-TABLE_FILES = ("table.json", "table.csv", "table.md")
+TABLE_FILES = ("table.json", "table.csv", "table.md", "table.tex")
 CELLS = "cells"
 GROWING = ("controllers", "metrics", "backbones", "datasets")
 """Settings that may gain items: a sweep with more of them resumes the earlier one."""
+RECOMPUTED = ("bootstrap", "reference")
+"""May change: the table's comparisons are made again, and a cell recorded with another count of
+bootstrap resamples runs again (its generations come from the cache, so only the scoring is redone)."""
 VARIANTS = "variants"
 """May gain variants too (for the items added); one whose component or options changed is another setting."""
 
@@ -78,6 +81,8 @@ def changed_settings(before: dict, before_digests: dict, after: dict, digests: d
     changed = []
     for key, value in after.items():
         old = before.get(key)
+        if key in RECOMPUTED:
+            continue
         if key in GROWING:
             same = isinstance(old, list) and set(old) <= set(value)
         elif key == "data":
