@@ -206,6 +206,8 @@ def _load_sweep(folder: Path) -> Report:
         cell = folder / str(row.get("run", "")) / "results.json"
         if row.get("run") and cell.is_file():
             _add_cell_intervals(arm, cell)
+        if row.get("paired") is not None:  # the sweep's comparison with the reference row wins over the cell's own
+            arm.differences, arm.against = paired(row["paired"], path), str(row.get("reference") or "reference")
         directions.update(value_directions(row.get("metrics") or {}))
         counts |= count_labels(row.get("metrics") or {})
         if any(other.label == name for other in arms):
