@@ -88,7 +88,8 @@ def test_the_sweep_command(private_cache, tmp_path):
                          "-o", str(tmp_path / "out"), env={"CTRLKIT_CACHE_DIR": str(private_cache)})
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0].startswith("| dataset | backbone | controller | stas |")
-    assert [line.split("|")[3].strip() for line in result.stdout.splitlines()[2:]] == ["none", "prepend"]
+    rows = [line for line in result.stdout.splitlines() if line.startswith("|")][2:]  # a note follows the table
+    assert [line.split("|")[3].strip() for line in rows] == ["none", "prepend"]
 
 
 SLOW_PLUGIN = """

@@ -93,11 +93,11 @@ def test_overwrite_removes_the_earlier_sweep_and_says_what(tmp_path, private_cac
     caplog.set_level(logging.WARNING, logger="ctrlkit")
     rows = sweep(out=str(out), controllers=["prepend"], metrics=["stas"], limit=3, overwrite=True)
     assert ("--overwrite: removing the earlier sweep in " f"{out}: 2 cells in cells/, sweep.json, table.json, "
-            "table.csv, table.md, report.html, report.md") in caplog.text
+            "table.csv, table.md, table.tex, report.html, report.md") in caplog.text
     assert [row["controller"] for row in rows] == ["prepend"]
     assert sorted(path.name for path in (out / "cells").iterdir()) == ["sample--extractive--prepend"]
     assert sorted(path.name for path in out.iterdir()) == ["cells", "notes.txt", "sweep.json", "table.csv",
-                                                          "table.json", "table.md"]
+                                                          "table.json", "table.md", "table.tex"]
     assert (out / "notes.txt").read_text() == "mine"
     assert json.loads((out / "sweep.json").read_text())["settings"]["controllers"] == ["prepend"]
 
@@ -161,13 +161,16 @@ def test_each_cell_records_the_baseline_as_run_does(tmp_path, private_cache):
 def test_a_cell_without_the_baseline_asked_for_is_not_reused():
     config = {"dataset": "sample", "controller": "tag", "backbone": "extractive", "metrics": ["rouge"], "judge": None,
               "limit": 2, "seed": 0, "batch_size": 16, "split": "test", "options": {}, "baseline": None,
-              "data_digest": None, "topics_digest": None, "backbone_digest": "b", "data": None, "topics": None}
+              "data_digest": None, "topics_digest": None, "backbone_digest": "b", "data": None, "topics": None,
+              "bootstrap": {"resamples": 1000, "seed": 0}}
     arguments = {key: config[key] for key in ("dataset", "controller", "backbone", "metrics", "judge", "limit", "seed",
                                               "batch_size", "split", "options", "data", "topics")}
+    arguments["bootstrap"] = 1000
     digests = {"data": None, "topics": None, "backbone": "b"}
     assert _same_configuration(config, {**arguments, "baseline": None}, digests)
     assert _same_configuration(config, {**arguments, "baseline": "tag"}, digests)  # the controller itself
     assert not _same_configuration(config, {**arguments, "baseline": "none"}, digests)
+    assert not _same_configuration(config, {**arguments, "baseline": None, "bootstrap": 200}, digests)  # rescored
 
 
 class _DeviceModel(ctrlkit.Backbone):

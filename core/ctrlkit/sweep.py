@@ -586,8 +586,11 @@ def _blank(value) -> Any:
 
 
 def _md_note(comparisons: dict) -> str:
-    return (f"Each value with its {comparisons['confidence']:.0%} bootstrap interval ({comparisons['resamples']} "
-            f"resamples of the examples, seed {comparisons['seed']}); beside it, on rows other than the reference "
+    intervals = (f"Each value with its {comparisons['confidence']:.0%} bootstrap interval ({comparisons['resamples']} "
+                 f"resamples of the examples, seed {comparisons['seed']})")
+    if not comparisons["tests"]:
+        return intervals + "."
+    return (intervals + "; beside it, on rows other than the reference "
             f"(controller {comparisons['reference']}) of each dataset and backbone: the difference to the "
             f"reference, its paired bootstrap interval, the paired permutation p and the p adjusted by Holm's "
             f"method across the table's {comparisons['tests']} comparisons.")
