@@ -166,7 +166,10 @@ def sweep(
     seed, as :func:`ctrlkit.run` does (every cell of a dataset gets the same ones), where ``limit``
     takes the first N; not both. Without ``metrics``, each dataset's cells score rouge, and stas when
     some example of that dataset (of those the cells read) has a topic: a dataset without topics
-    drops stas, in one line, rather than failing its cells."""
+    drops stas, in one line, rather than failing its cells. ``bootstrap`` (default 1000, 0 skips)
+    is each cell's count of resamples; ``reference`` names the controller each (dataset, backbone)
+    compares its other rows with (:mod:`ctrlkit.sweep_compare`; default ``none``). Changing either
+    resumes the sweep (:data:`ctrlkit.sweep_folder.RECOMPUTED`)."""
     given = {"controllers": controllers, "metrics": metrics, "backbones": backbones, "datasets": datasets,
              "data": data, "split": split, "topics": topics, "only_topics": only_topics,
              "topic_source": topic_source, "options": options, "variants": variants,
