@@ -51,14 +51,16 @@ def test_meta_evaluation_on_fd(fd_files, tmp_path):
     result = evaluate(predictions=str(fd_files / "predictions.jsonl"), dataset="jsonl",
                       data=str(fd_files / "data.jsonl"), metrics=["rouge"],
                       options={"rouge": {"types": "rougeL", "use_stemmer": False}})
-    report = meta_evaluate(result.samples, "given.human", ["scores.rouge.rougeL", "given.bert"])
+    report = meta_evaluate(result.samples, "given.human", ["scores.rouge.rougeL", "given.bert"], levels=["global"],
+                           resamples=0)["correlations"]
     human = [s["given"]["human"] for s in result.samples]
     for path, values in (("scores.rouge.rougeL", [s["scores"]["rouge"]["rougeL"] for s in result.samples]),
                          ("given.bert", [s["given"]["bert"] for s in result.samples])):
-        assert report[path]["n"] == 200 and report[path]["left_out"] == 0
-        assert report[path]["spearman"]["r"] == pytest.approx(stats.spearmanr(human, values).statistic)
-        assert report[path]["kendall"]["r"] == pytest.approx(stats.kendalltau(human, values).statistic)
-        assert report[path]["pearson"]["p"] == pytest.approx(stats.pearsonr(human, values).pvalue)
+        pooled = report[path]["global"]
+        assert pooled["n"] == 200 and pooled["left_out"] == 0
+        assert pooled["spearman"]["r"] == pytest.approx(stats.spearmanr(human, values).statistic)
+        assert pooled["kendall"]["r"] == pytest.approx(stats.kendalltau(human, values).statistic)
+        assert pooled["pearson"]["p"] == pytest.approx(stats.pearsonr(human, values).pvalue)
 
 
 def test_meta_eval_command_prints_and_writes(fd_files, tmp_path):
@@ -67,16 +69,16 @@ def test_meta_eval_command_prints_and_writes(fd_files, tmp_path):
     result = run_ctrlkit("meta-eval", tmp_path / "e" / "samples.jsonl", "--human", "given.human",
                          "-o", tmp_path / "meta.json")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[1].split()[:2] == ["scores.rouge.rougeL", "200"]
+    assert result.stdout.splitlines()[2].split()[:2] == ["scores.rouge.rougeL", "200"]
     report = json.loads((tmp_path / "meta.json").read_text())
-    assert report["human"] == "given.human" and "scores.rouge.rougeL" in report["correlations"]
+    assert report["settings"]["human"] == "given.human" and "scores.rouge.rougeL" in report["correlations"]
 
 
 def test_undefined_correlations_say_why():
     assert correlate([1, 2], [3, 4]) == {"n": 2, "undefined": "fewer than 3 pairs"}
     assert correlate([1, 1, 1], [1, 2, 3])["undefined"] == "a constant series has no correlation"
     rows = [{"h": 1, "s": {"m": 1}}, {"h": None, "s": {"m": 2}}, {"h": 2, "s": {"m": 2}}, {"h": 3, "s": {"m": 5}}]
-    assert meta_evaluate(rows, "h", ["s.m"])["s.m"]["left_out"] == 1
+    assert meta_evaluate(rows, "h", ["s.m"], resamples=0)["correlations"]["s.m"]["global"]["left_out"] == 1
 
 
 def test_predictions_must_match_the_examples(tmp_path):
@@ -117,7 +119,8 @@ def test_meta_eval_without_score_finds_scores_present_in_any_row():
             {"given": {"h": 3.0}, "scores": {"rouge": {"rougeL": 0.3}, "sr": {"sr": 0.25}}},
             {"given": {"h": 4.0}, "scores": {"rouge": {"rougeL": 0.5}, "sr": {"sr": 1.0}}},
             {"given": {"h": 5.0}, "scores": {"rouge": {"rougeL": 0.4}, "sr": {"sr": 0.75}, "new": {"x": 1}}}]
-    report = meta_evaluate(rows, "given.h")
+    report = {path: levels["global"] for path, levels in
+              meta_evaluate(rows, "given.h", resamples=0)["correlations"].items()}
     assert list(report) == ["scores.rouge.rougeL", "scores.sr.sr", "scores.new.x"]
     assert report["scores.rouge.rougeL"]["n"] == 4 and report["scores.rouge.rougeL"]["left_out"] == 1
     assert report["scores.sr.sr"]["n"] == 4 and report["scores.sr.sr"]["left_out"] == 1
