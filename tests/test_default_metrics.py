@@ -95,4 +95,5 @@ def test_a_sweep_without_metrics_decides_per_dataset_and_resumes(untopical, tmp_
     assert caplog.text.count("default metrics are rouge only (give --metrics to choose)") == 1
     assert json.loads((out / "sweep.json").read_text())["settings"]["metrics"] == ["rouge", "stas"]
     assert [row["reused"] for row in sweep(**settings)] == [True, True]
-    assert (out / "table.md").read_text().splitlines()[-1].endswith("| undefined | undefined |")
+    table_lines = [line for line in (out / "table.md").read_text().splitlines() if line.startswith("|")]
+    assert table_lines[-1].endswith("| undefined | undefined |")
