@@ -178,9 +178,10 @@ def test_fd_evaluates_and_meta_evaluates_without_a_predictions_file(tmp_path):
             assert sample["scores"]["rouge"][name] == pytest.approx(sample["given"][name], abs=1e-6)
     from ctrlkit.meta_evaluation import meta_evaluate
 
-    report = meta_evaluate(result.samples, "given.human", ["scores.rouge.rougeL", "given.bert"])
-    assert report["scores.rouge.rougeL"]["spearman"]["r"] == pytest.approx(0.2584, abs=1e-4)
-    assert report["given.bert"]["spearman"]["r"] == pytest.approx(0.2457, abs=1e-4)
+    report = meta_evaluate(result.samples, "given.human", ["scores.rouge.rougeL", "given.bert"], levels=["global"],
+                           resamples=0)["correlations"]
+    assert report["scores.rouge.rougeL"]["global"]["spearman"]["r"] == pytest.approx(0.2584, abs=1e-4)
+    assert report["given.bert"]["global"]["spearman"]["r"] == pytest.approx(0.2457, abs=1e-4)
 
 
 def test_fd_correlations_with_the_default_rouge_are_the_ones_the_readme_quotes():
@@ -188,9 +189,10 @@ def test_fd_correlations_with_the_default_rouge_are_the_ones_the_readme_quotes()
                       options={"rouge": {"types": "rouge1,rougeL"}})
     from ctrlkit.meta_evaluation import meta_evaluate
 
-    report = meta_evaluate(result.samples, "given.human", ["scores.rouge.rougeL", "scores.rouge.rouge1"])
-    assert report["scores.rouge.rougeL"]["spearman"]["r"] == pytest.approx(0.287, abs=5e-4)
-    assert report["scores.rouge.rouge1"]["spearman"]["r"] == pytest.approx(0.325, abs=5e-4)
+    report = meta_evaluate(result.samples, "given.human", ["scores.rouge.rougeL", "scores.rouge.rouge1"],
+                           levels=["global"], resamples=0)["correlations"]
+    assert report["scores.rouge.rougeL"]["global"]["spearman"]["r"] == pytest.approx(0.287, abs=5e-4)
+    assert report["scores.rouge.rouge1"]["global"]["spearman"]["r"] == pytest.approx(0.325, abs=5e-4)
 
 
 def test_fd_names_a_missing_field(tmp_path):
