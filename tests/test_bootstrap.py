@@ -2,6 +2,7 @@
 a paired cluster bootstrap written here as a plain loop; and what a run records of them."""
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -285,3 +286,61 @@ def test_samples_keep_parts_only_where_they_differ_from_the_per_example_values()
     scores = score([Counted(), ctrlkit.get_metric("rouge")], [e.document for e in examples], examples)
     assert [set(parts) for parts in scores.per_example_parts] == [{"counted"}] * 4
     assert scores.per_example_parts[0]["counted"]["words"] == len(examples[0].document.split())
+
+
+# --- a metric whose aggregate is faulty --------------------------------------------------------------
+
+class _Faulty(Metric):
+    """Scores as a mean does; its aggregate is replaced by each test."""
+
+    name = "faulty"
+
+    def compute(self, predictions, examples):
+        words = [float(len(p.split())) for p in predictions]
+        return MetricResult({self.name: words}, {self.name: float(np.mean(words))})
+
+
+class _Raising(_Faulty):
+    name = "raising"
+
+    def aggregate(self, parts, weights):
+        raise ZeroDivisionError("oops")
+
+
+class _Scalar(_Faulty):
+    name = "scalar"
+
+    def aggregate(self, parts, weights):
+        return {"scalar": float(np.mean(parts["scalar"]))}  # one number, not one per row of weights
+
+
+class _Faults:
+    @ctrlkit.hookimpl
+    def register_metrics(self, register):
+        register("raising", _Raising)
+        register("scalar", _Scalar)
+
+
+@pytest.mark.parametrize("name, said", [("raising", "aggregate failed: ZeroDivisionError: oops"),
+                                        ("scalar", "aggregate's 'scalar' has shape (), not (")])
+def test_a_faulty_aggregate_costs_its_intervals_only(name, said, throwaway_plugins, tmp_path, caplog):
+    throwaway_plugins(_Faults(), "faulty-aggregate-test")
+    with caplog.at_level(logging.WARNING, logger="ctrlkit"):
+        result = ctrlkit.run(controller="tag", metrics=["rouge", name], limit=8, bootstrap=50, out=str(tmp_path))
+    warnings = [r.getMessage() for r in caplog.records if f"metric '{name}'" in r.getMessage()]
+    assert len(warnings) == 3 and all(said in w for w in warnings), warnings  # run, baseline, paired
+    written = json.loads((tmp_path / "results.json").read_text())
+    assert written["metrics"][name][name] == result.metrics[name][name] is not None
+    for found in (written["intervals"], written["baseline"]["intervals"], written["paired"]):
+        assert name not in found and set(found["rouge"]) == {"rouge1", "rouge2", "rougeL", "rougeLsum"}
+
+
+def test_aggregate_rows_of_the_wrong_length_are_refused_not_summarized():
+    from ctrlkit.bootstrap import AggregateError
+
+    class Short(Mean):
+        def aggregate(self, parts, weights):
+            return {"mean": super().aggregate(parts, weights)["mean"][:-1]}
+
+    with pytest.raises(AggregateError, match=r"metric 'mean': aggregate's 'mean' has shape \(9,\), not \(10,\)"):
+        intervals(Short(), {"mean": np.arange(6.0)}, np.arange(6), resamples=10)

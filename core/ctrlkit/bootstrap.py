@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .errors import CtrlkitError
+
 if TYPE_CHECKING:
     from .components import Dataset, Metric
     from .types import Example
@@ -98,7 +100,7 @@ def intervals(metric: "Metric", parts: Mapping[str, Sequence[float | None]], gro
     ``resamples`` cluster-bootstrap resamples of the examples. Resamples on which a value is
     undefined (NaN) are left out of its interval; a value undefined on all gets none."""
     arrays = _checked(parts, groups)
-    drawn = _stacked(metric.aggregate(arrays, weights) for weights in _weight_chunks(groups, resamples, seed))
+    drawn = _stacked(aggregated(metric, arrays, weights) for weights in _weight_chunks(groups, resamples, seed))
     return {name: summary for name, values in drawn.items()
             if (summary := _summary(values, confidence)) is not None}
 
@@ -115,10 +117,10 @@ def paired(metric: "Metric", parts_a: Mapping[str, Sequence[float | None]],
     left out)."""
     arrays_a, arrays_b = _checked(parts_a, groups), _checked(parts_b, groups)
     n = len(groups)
-    observed = metric.aggregate(_joined(arrays_a, arrays_b), np.concatenate([
+    observed = aggregated(metric, _joined(arrays_a, arrays_b), np.concatenate([
         np.concatenate([np.ones(n), np.zeros(n)])[None], np.concatenate([np.zeros(n), np.ones(n)])[None]]))
     observed = {name: values[0] - values[1] for name, values in observed.items()}
-    differences = _stacked(_difference(metric.aggregate(arrays_a, weights), metric.aggregate(arrays_b, weights))
+    differences = _stacked(_difference(aggregated(metric, arrays_a, weights), aggregated(metric, arrays_b, weights))
                            for weights in _weight_chunks(groups, resamples, seed))
     permuted = _stacked(_permuted(metric, _joined(arrays_a, arrays_b), groups, resamples, seed))
     found = {}
@@ -133,6 +135,33 @@ def paired(metric: "Metric", parts_a: Mapping[str, Sequence[float | None]],
     return found
 
 
+class AggregateError(CtrlkitError):
+    """A metric's ``aggregate`` raised or returned something other than ``{value: array (R,)}``."""
+
+
+def aggregated(metric: "Metric", parts: Mapping[str, np.ndarray], weights: np.ndarray) -> dict[str, np.ndarray]:
+    """``metric.aggregate(parts, weights)`` as float arrays, one value per row of ``weights``; an
+    :class:`AggregateError` naming the metric when it raises or returns another shape."""
+    try:
+        found = metric.aggregate(parts, weights)
+    except Exception as exc:  # a plugin's code: any error is its aggregate's
+        raise AggregateError(f"metric '{metric.name}': aggregate failed: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(found, Mapping):
+        raise AggregateError(f"metric '{metric.name}': aggregate returned {type(found).__name__}, "
+                             "not {value name: array}")
+    arrays = {}
+    for name, values in found.items():
+        try:
+            array = np.asarray(values, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise AggregateError(f"metric '{metric.name}': aggregate's '{name}' is not numbers ({exc})") from exc
+        if array.shape != (len(weights),):
+            raise AggregateError(f"metric '{metric.name}': aggregate's '{name}' has shape {array.shape}, "
+                                 f"not ({len(weights)},) (one value per row of weights)")
+        arrays[name] = array
+    return arrays
+
+
 def _permuted(metric, joined, groups, resamples, seed) -> Iterator[dict[str, np.ndarray]]:
     """The differences of ``resamples`` random swaps of the arms (per group) of the 2N stacked parts."""
     codes, count = _compact(groups)
@@ -143,7 +172,7 @@ def _permuted(metric, joined, groups, resamples, seed) -> Iterator[dict[str, np.
         swapped = rng.integers(0, 2, (size, count))[:, codes].astype(float)
         kept = 1.0 - swapped
         weights = np.concatenate([np.hstack([kept, swapped]), np.hstack([swapped, kept])])
-        values = metric.aggregate(joined, weights)
+        values = aggregated(metric, joined, weights)
         yield {name: array[:size] - array[size:] for name, array in values.items()}
 
 

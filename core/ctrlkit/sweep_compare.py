@@ -102,6 +102,7 @@ def _paired(out_dir: Path, row: dict, base: dict, samples: list[dict] | None, re
     import numpy as np
 
     from .bootstrap import paired
+    from .uncertainty import unless_failing
 
     if samples is None or reference is None:
         return None
@@ -126,9 +127,11 @@ def _paired(out_dir: Path, row: dict, base: dict, samples: list[dict] | None, re
             values[i] is not None for parts in (parts_a, parts_b) for values in parts.values())]
         if not kept or set(parts_a) != set(parts_b):
             continue
-        tests = paired(metric, {k: [v[i] for i in kept] for k, v in parts_a.items()},
-                       {k: [v[i] for i in kept] for k, v in parts_b.items()}, np.asarray(groups)[kept],
-                       resamples, seed, CONFIDENCE)
+        tests = unless_failing(paired, metric, {k: [v[i] for i in kept] for k, v in parts_a.items()},
+                               {k: [v[i] for i in kept] for k, v in parts_b.items()}, np.asarray(groups)[kept],
+                               resamples, seed, CONFIDENCE)
+        if tests is None:
+            continue
         values = {value: {key: number(x) for key, x in tests[value].items()}
                   for value in row["metrics"][name] if value in tests and not is_count(value)}
         if values:

@@ -4,6 +4,7 @@ for each (``intervals``), and with a baseline, the paired difference (``paired``
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from .errors import OptionError
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 DEFAULT_RESAMPLES = 1000
 """Bootstrap resamples of a run or an evaluation unless told otherwise (``--bootstrap``)."""
 CONFIDENCE = 0.95
+logger = logging.getLogger("ctrlkit")
 
 
 def check_resamples(resamples) -> None:
@@ -42,9 +44,9 @@ def corpus_intervals(metrics: Sequence, scores: "Scores", groups: "np.ndarray", 
     for metric in metrics:
         positions, parts = scores.parts.get(metric.name, ([], {}))
         if positions:
-            values = intervals(metric, parts, groups[positions],
-                                         resamples, seed, CONFIDENCE)
-            found[metric.name] = _recorded(values, scores.corpus[metric.name])
+            values = unless_failing(intervals, metric, parts, groups[positions], resamples, seed, CONFIDENCE)
+            if values is not None:
+                found[metric.name] = _recorded(values, scores.corpus[metric.name])
         bar.update(1)
     return found
 
@@ -59,11 +61,24 @@ def paired_differences(metrics: Sequence, run: "Scores", baseline: "Scores", gro
         positions, parts = run.parts.get(metric.name, ([], {}))
         base_positions, base_parts = baseline.parts.get(metric.name, ([], {}))
         if positions and positions == base_positions:
-            values = paired(metric, parts, base_parts,
-                                      groups[positions], resamples, seed, CONFIDENCE)
-            found[metric.name] = _recorded(values, run.corpus[metric.name])
+            values = unless_failing(paired, metric, parts, base_parts, groups[positions], resamples, seed,
+                                    CONFIDENCE)
+            if values is not None:
+                found[metric.name] = _recorded(values, run.corpus[metric.name])
         bar.update(1)
     return found
+
+
+def unless_failing(engine, metric, *arguments):
+    """``engine(metric, *arguments)`` (:func:`ctrlkit.bootstrap.intervals` or ``paired``), or None with
+    one warning line when the metric's ``aggregate`` fails: intervals are extra, and a plugin's
+    faulty ``aggregate`` must not lose the scores already computed."""
+    from .bootstrap import AggregateError
+    try:
+        return engine(metric, *arguments)
+    except AggregateError as exc:
+        logger.warning("ctrlkit: %s; its values get no interval or paired test", exc)
+        return None
 
 
 def _recorded(values: Mapping[str, Mapping[str, float]], corpus: Mapping) -> dict:
