@@ -226,8 +226,10 @@ def test_a_run_with_a_baseline_records_the_paired_difference(sample_run):
     assert np.isclose(found["difference"], written["metrics"]["stas"]["stas"] - written["baseline"]["metrics"]["stas"]
                       ["stas"], rtol=1e-9)
     assert 1 / 301 <= found["p"] <= 1
+    from ctrlkit.results import p_text
+
     row = next(line for line in result.table().splitlines() if line.startswith("stas "))
-    assert f"p={found['p']:.2g}" in row and f"[{found['low']:+.4f}, {found['high']:+.4f}]" in row
+    assert f" {p_text(found)}" in row and f"[{found['low']:+.4f}, {found['high']:+.4f}]" in row
 
 
 def test_bootstrap_zero_records_no_intervals_and_a_bad_count_is_refused():
@@ -344,3 +346,48 @@ def test_aggregate_rows_of_the_wrong_length_are_refused_not_summarized():
 
     with pytest.raises(AggregateError, match=r"metric 'mean': aggregate's 'mean' has shape \(9,\), not \(10,\)"):
         intervals(Short(), {"mean": np.arange(6.0)}, np.arange(6), resamples=10)
+
+
+# --- resamples on which a value is undefined; p at its floor ------------------------------------------
+
+def test_resamples_where_a_value_is_undefined_are_counted_and_one_defined_value_is_no_interval():
+    trials = np.zeros(12)
+    trials[[0, 1]] = 1.0  # the ratio is defined only on resamples that draw example 0 or 1
+    parts = {"hits": np.ones(12), "trials": trials}
+    with np.errstate(divide="ignore"):
+        found = intervals(Ratio(), parts, np.arange(12), resamples=400, seed=5)["ratio"]
+    weights = resample_weights(np.arange(12), 400, seed=5)
+    drawn = weights[:, :2].sum(axis=1) > 0
+    ratios = weights[drawn] @ parts["hits"] / (weights[drawn] @ trials)
+    assert found["undefined_resamples"] == int((~drawn).sum()) > 0
+    assert np.allclose([found["low"], found["high"], found["se"]],
+                       [*np.percentile(ratios, [2.5, 97.5]), np.std(ratios, ddof=1)], rtol=1e-12)
+    assert "undefined_resamples" not in intervals(Mean(), {"mean": np.arange(12.0)}, np.arange(12), 50)["mean"]
+
+    class OneDefined(Mean):
+        def aggregate(self, parts, weights):
+            values = np.full(len(weights), np.nan)
+            values[0] = 1.0
+            return {"mean": values}
+
+    assert intervals(OneDefined(), {"mean": np.arange(12.0)}, np.arange(12), resamples=50) == {}
+
+
+def test_one_resample_is_refused():
+    with pytest.raises(OptionError, match="at least 2"):
+        ctrlkit.run(limit=2, bootstrap=1)
+
+
+def test_a_p_value_at_its_floor_is_printed_as_a_bound():
+    from ctrlkit.results import format_table, p_text
+
+    x = np.random.default_rng(2).random(30)
+    test = paired(Mean(), {"mean": x + 5}, {"mean": x}, np.arange(30), resamples=999, seed=1)["mean"]
+    assert test["permutations"] == 999 and test["p"] == 1 / 1000
+    assert p_text(test) == "p<=0.001"
+    assert p_text({"p": 2 / 1000, "permutations": 999}) == "p=0.002"
+    assert p_text({"p": 1 / 1000}) == "p=0.001"  # written before permutations were recorded: no bound known
+    results = {"config": {"controller": "c"}, "n_examples": 30, "metrics": {"mean": {"mean": 5.5}},
+               "baseline": {"controller": "none", "metrics": {"mean": {"mean": 0.5}}},
+               "paired": {"mean": {"mean": test}}}
+    assert "+5.0000 [+5.0000, +5.0000] p<=0.001" in format_table(results)

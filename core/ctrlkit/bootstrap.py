@@ -98,7 +98,8 @@ def intervals(metric: "Metric", parts: Mapping[str, Sequence[float | None]], gro
     """``{value: {"low", "high", "se"}}``: the percentile interval at ``confidence`` and the standard
     error (standard deviation, ddof=1) of each corpus value ``metric.aggregate`` returns, over
     ``resamples`` cluster-bootstrap resamples of the examples. Resamples on which a value is
-    undefined (NaN) are left out of its interval; a value undefined on all gets none."""
+    undefined (NaN) are left out of its interval and counted (``undefined_resamples``, only when
+    some are); a value defined on fewer than two gets none."""
     arrays = _checked(parts, groups)
     drawn = _stacked(aggregated(metric, arrays, weights) for weights in _weight_chunks(groups, resamples, seed))
     return {name: summary for name, values in drawn.items()
@@ -114,7 +115,7 @@ def paired(metric: "Metric", parts_a: Mapping[str, Sequence[float | None]],
     cluster bootstrap); ``p`` from a paired approximate-randomization test: each of ``resamples``
     permutations swaps the two arms' parts of each group with probability 1/2, and ``p = (1 +
     #(|d_perm| >= |d|)) / (1 + R)`` (two-sided; permutations on which the value is undefined are
-    left out)."""
+    left out: ``permutations`` is how many counted, and ``1 / (1 + permutations)`` the smallest p)."""
     arrays_a, arrays_b = _checked(parts_a, groups), _checked(parts_b, groups)
     n = len(groups)
     observed = aggregated(metric, _joined(arrays_a, arrays_b), np.concatenate([
@@ -131,7 +132,8 @@ def paired(metric: "Metric", parts_a: Mapping[str, Sequence[float | None]],
         null = permuted[name][np.isfinite(permuted[name])]
         tolerance = 100 * np.finfo(float).eps * abs(difference)
         extreme = int(np.count_nonzero(np.abs(null) >= abs(difference) - tolerance))
-        found[name] = {"difference": float(difference), **summary, "p": (1 + extreme) / (1 + len(null))}
+        found[name] = {"difference": float(difference), **summary, "p": (1 + extreme) / (1 + len(null)),
+                       "permutations": len(null)}
     return found
 
 
@@ -194,16 +196,18 @@ def _stacked(chunks) -> dict[str, np.ndarray]:
 
 
 def _summary(values: np.ndarray | None, confidence: float) -> dict[str, float] | None:
-    """The percentile interval and standard error of the defined resampled values, or None."""
+    """The percentile interval and standard error of the defined resampled values, and how many
+    resamples left the value undefined when some did; None with fewer than two defined (one value
+    has no spread)."""
     if values is None:
         return None
-    values = values[np.isfinite(values)]
-    if not len(values):
+    defined = values[np.isfinite(values)]
+    if len(defined) < 2:
         return None
     alpha = (1 - confidence) / 2
-    low, high = np.percentile(values, [100 * alpha, 100 * (1 - alpha)])
-    se = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-    return {"low": float(low), "high": float(high), "se": se}
+    low, high = np.percentile(defined, [100 * alpha, 100 * (1 - alpha)])
+    found = {"low": float(low), "high": float(high), "se": float(np.std(defined, ddof=1))}
+    return found if len(defined) == len(values) else {**found, "undefined_resamples": len(values) - len(defined)}
 
 
 def _checked(parts: Mapping[str, Sequence[float | None]], groups: np.ndarray) -> dict[str, np.ndarray]:

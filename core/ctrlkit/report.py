@@ -305,14 +305,15 @@ def intervals(data, where, field: str = "intervals") -> dict:
 
 
 def paired(data, where) -> dict:
-    """``{metric: {value: {"difference", "low", "high", "se", "p"}}}`` (results.json's ``paired``)
-    as ``{label: {"difference", "low", "high", "p"}}``, for the values with a difference."""
+    """``{metric: {value: {"difference", "low", "high", "se", "p", "permutations"}}}`` (results.json's
+    ``paired``) as ``{label: {"difference", "low", "high", "p", "permutations"}}``, for the values with a
+    difference (``permutations`` is None in a results.json written before it was recorded)."""
     found = {}
     for metric, values in _object(data, where, "paired").items():
         for name, test in _object(values, where, f"paired.{metric}").items():
             test = _object(test, where, f"paired.{metric}.{name}")
             numbers = {key: _checked(test.get(key), where, f"paired.{metric}.{name}.{key}")
-                       for key in ("difference", "low", "high", "p")}
+                       for key in ("difference", "low", "high", "p", "permutations")}
             if numbers["difference"] is not None:
                 found[label(metric, name)] = numbers
     return found
@@ -439,12 +440,14 @@ def describe_interval(interval) -> str:
 
 def describe_difference(test: dict | None) -> str:
     """A difference to the baseline as the run table shows it: ``+0.0040 [-0.0012, +0.0093] p=0.21``."""
+    from .results import p_text  # results imports this module
+
     if not test:
         return ""
     text = f"{test['difference']:+.4f}"
     if test.get("low") is not None and test.get("high") is not None:
         text += f" [{test['low']:+.4f}, {test['high']:+.4f}]"
-    return text + (f" p={test['p']:.2g}" if test.get("p") is not None else "")
+    return text + (f" {p_text(test)}" if test.get("p") is not None else "")
 
 
 @dataclass

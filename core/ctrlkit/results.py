@@ -7,6 +7,7 @@ import platform
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Mapping
 
 from .files import atomic_write_json, atomic_write_jsonl
 from .markdown import visible
@@ -100,7 +101,16 @@ def _paired(results: dict, metric: str, name: str) -> str:
     found = ((results.get("paired") or {}).get(metric) or {}).get(name)
     if not found or any(found.get(key) is None for key in ("difference", "low", "high", "p")):
         return ""
-    return f"{found['difference']:+.4f} [{found['low']:+.4f}, {found['high']:+.4f}] p={found['p']:.2g}"
+    return f"{found['difference']:+.4f} [{found['low']:+.4f}, {found['high']:+.4f}] {p_text(found)}"
+
+
+def p_text(test: Mapping) -> str:
+    """``p=0.21``, or ``p<=0.001`` where no permutation was as extreme as the observed difference
+    (p is then its floor ``1 / (1 + permutations)``, an upper bound, not an estimate); the run
+    table, a sweep's table.md and the report print p this way."""
+    p, permutations = test["p"], test.get("permutations")
+    floor = permutations is not None and p * (1 + permutations) < 1.5
+    return f"p{'<=' if floor else '='}{p:.2g}"
 
 
 def _by_rank(by_rank: dict) -> str:

@@ -36,7 +36,7 @@ from .plugins import get_registry
 from .outputs import check_output, leaves_no_empty_folder, slug
 from .progress import say
 from .quiet import quietly
-from .results import versions
+from .results import p_text, versions
 from .sampling import draw_sample
 from .secrets import mask_secrets
 from .sweep_folder import SETTINGS_FILE, check_earlier_sweep
@@ -511,7 +511,7 @@ def _difference_text(test: dict | None) -> str:
         return ""
     text = f"{test['difference']:+.4f} {_interval_text(test, signed=True)}".rstrip()
     if test.get("p") is not None:
-        text += f" p={test['p']:.2g}"
+        text += f" {p_text(test)}"
     if test.get("p_holm") is not None:
         text += f" (Holm {test['p_holm']:.2g})"
     return text

@@ -24,9 +24,10 @@ logger = logging.getLogger("ctrlkit")
 
 
 def check_resamples(resamples) -> None:
-    """``bootstrap`` is a whole number of resamples, 0 to skip the intervals."""
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
-        raise OptionError(f"bootstrap must be a whole number of resamples (0 skips the intervals), got {resamples!r}")
+    """``bootstrap`` is a whole number of resamples, 0 to skip the intervals; one resample has no spread."""
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0 or resamples == 1:
+        raise OptionError(f"bootstrap must be a whole number of resamples, at least 2 (0 skips the intervals), "
+                          f"got {resamples!r}")
 
 
 def recorded(resamples: int, seed: int, dataset) -> dict:
