@@ -75,7 +75,8 @@ def test_the_cli_run_gives_the_library_run(tag_run, tmp_path):
     assert first.split() == [
         "stas", f"{stas:.4f}", f"[{run['low']:.4f},", f"{run['high']:.4f}]", f"{baseline_stas:.4f}",
         f"[{base['low']:.4f},", f"{base['high']:.4f}]", f"{stas - baseline_stas:+.4f}", f"[{paired['low']:+.4f},",
-        f"{paired['high']:+.4f}]", f"p={paired['p']:.2g}"]
+        f"{paired['high']:+.4f}]",
+        f"p{'<=' if paired['p'] == 1 / (1 + paired['permutations']) else '='}{paired['p']:.2g}"]  # a floor: a bound
 
 
 def test_a_run_without_baseline_or_output_folder(tmp_path):
