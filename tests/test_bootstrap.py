@@ -387,6 +387,9 @@ def test_a_p_value_at_its_floor_is_printed_as_a_bound():
     assert p_text(test) == "p<=0.001"
     assert p_text({"p": 2 / 1000, "permutations": 999}) == "p=0.002"
     assert p_text({"p": 1 / 1000}) == "p=0.001"  # written before permutations were recorded: no bound known
+    # a bound is rounded up, never below the floor: 1/151 = 0.006623 is "<=0.0067", not "<=0.0066"
+    assert p_text({"p": 1 / 151, "permutations": 150}) == "p<=0.0067"
+    assert p_text({"p": 0.2137, "permutations": 999}) == "p=0.214"  # three significant digits
     results = {"config": {"controller": "c"}, "n_examples": 30, "metrics": {"mean": {"mean": 5.5}},
                "baseline": {"controller": "none", "metrics": {"mean": {"mean": 0.5}}},
                "paired": {"mean": {"mean": test}}}

@@ -99,8 +99,8 @@ def test_the_tables_carry_intervals_differences_and_p_values(compared):
     assert next(line for line in lines if line["controller"] == "none")["stas difference"] == ""
     markdown = (out / "table.md").read_text()
     assert f"[{interval['low']:.4f}, {interval['high']:.4f}]" in markdown
-    assert f"{test['difference']:+.4f} [{test['low']:+.4f}, {test['high']:+.4f}] p={test['p']:.2g} " \
-           f"(Holm {test['p_holm']:.2g})" in markdown
+    assert f"{test['difference']:+.4f} [{test['low']:+.4f}, {test['high']:+.4f}] p={test['p']:.3g} " \
+           f"(Holm {test['p_holm']:.3g})" in markdown
     assert "Holm's method across the table's 12 comparisons" in markdown
 
 

@@ -109,8 +109,15 @@ def p_text(test: Mapping) -> str:
     (p is then its floor ``1 / (1 + permutations)``, an upper bound, not an estimate); the run
     table, a sweep's table.md and the report print p this way."""
     p, permutations = test["p"], test.get("permutations")
-    floor = permutations is not None and p * (1 + permutations) < 1.5
-    return f"p{'<=' if floor else '='}{p:.2g}"
+    if permutations is not None and p * (1 + permutations) < 1.5:
+        return f"p<={_rounded_up(p)}"
+    return f"p={p:.3g}"
+
+
+def _rounded_up(p: float) -> str:
+    """``p`` to two significant digits, rounded up, so that a bound stays a bound (1/1001: 0.001)."""
+    scale = 10 ** (1 - math.floor(math.log10(p)))
+    return f"{math.ceil(p * scale - 1e-9) / scale:.2g}"
 
 
 def _by_rank(by_rank: dict) -> str:

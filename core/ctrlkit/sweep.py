@@ -513,7 +513,7 @@ def _difference_text(test: dict | None) -> str:
     if test.get("p") is not None:
         text += f" {p_text(test)}"
     if test.get("p_holm") is not None:
-        text += f" (Holm {test['p_holm']:.2g})"
+        text += f" (Holm {test['p_holm']:.3g})"
     return text
 
 
