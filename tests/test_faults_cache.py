@@ -33,6 +33,7 @@ from test_faults import OPENAI_FAULT, FaultyChat, _start
 RUN = dict(controller="tag", metrics=["stas"], baseline=None, limit=8, batch_size=2)
 CLI = ["run", "-c", "tag", "-m", "stas", "--limit", "8", "--batch-size", "2", "--no-baseline"]
 PAGE = 4096
+FILLER_ROWS = 18
 
 
 @pytest.fixture(scope="module")
@@ -426,8 +427,12 @@ def test_a_file_size_limit_refusing_writes_mid_run_is_one_warning_in_a_fresh_pro
     """The operating system refuses the cache's writes mid-run (RLIMIT_FSIZE: EFBIG, as a full disk
     refuses them with ENOSPC), root included; the outputs, smaller than the limit, are written."""
     path = _populate(folder, limit=4)
-    limit = 32 * 1024  # the -shm index needs 32 KiB; the cache file outgrows it at about 45 rows
-    command = [sys.executable, "-m", "ctrlkit", *CLI, "--limit", "60", "-o", str(tmp_path / "run")]
+    filler = cache_module.Cache("filler")  # other entries, so the file nears the limit before the run
+    for number in range(FILLER_ROWS):
+        filler.put(["filler", number], "x" * 1000)
+    del filler
+    limit = 32 * 1024  # the -shm index needs 32 KiB
+    command = [sys.executable, "-m", "ctrlkit", *CLI, "--limit", "20", "-o", str(tmp_path / "run")]
     result = subprocess.run(command, env={**os.environ, "CTRLKIT_CACHE_DIR": str(folder)}, capture_output=True,
                             text=True, timeout=120,
                             preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
@@ -436,9 +441,9 @@ def test_a_file_size_limit_refusing_writes_mid_run_is_one_warning_in_a_fresh_pro
     assert warnings == [f"ctrlkit: warning: the cache {path} cannot be written (disk I/O error); going on, "
                         "reading it but storing nothing new in it for this run"]
     written = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert written["n_examples"] == 60 and written["cache"] == {"hits": 4, "misses": 56}
-    assert written["metrics"] == ctrlkit.run(**{**RUN, "limit": 60}, cache=False).metrics
-    assert 4 < _rows(path) < 60
+    assert written["n_examples"] == 20 and written["cache"] == {"hits": 4, "misses": 16}
+    assert written["metrics"] == ctrlkit.run(**{**RUN, "limit": 20}, cache=False).metrics
+    assert 4 < _rows(path) < 20
 
 
 def test_a_lock_held_past_the_busy_timeout_is_one_warning_and_the_run_completes(folder, uncached, caplog,
