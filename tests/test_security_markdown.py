@@ -158,7 +158,9 @@ def test_a_sweep_table_of_hostile_names_renders_as_text(throwaway_plugins, tmp_p
                  metrics=[METRIC], limit=2)
     assert len(rows) == 2
     text = (tmp_path / "s" / "table.md").read_text(encoding="utf-8")
-    assert len(text.splitlines()) == 4  # header, rule, two rows: no name broke a line
+    table_part, _, note = text.partition("\n\n")
+    assert len(table_part.splitlines()) == 4  # header, rule, two rows: no name broke a line
+    assert note.startswith("Each value with its 95% bootstrap interval") and "|" not in note
     tables = _tables(_render(text))
     assert len(tables) == 1
     header, *body = tables[0]
