@@ -83,6 +83,16 @@ class Configurable:
         (prompt: ``system_file_digest``), so a run proves which text it used and not only its path."""
         return {**self.options, **self.file_digests}
 
+    def read_option_file(self, option: str, where: str) -> str:
+        """The text of the file that ``option`` names (:func:`ctrlkit.files.read_text_file`: an
+        OptionError starting with ``where`` when it cannot be read), its digest recorded in
+        ``file_digests`` as ``OPTION_digest``."""
+        from .files import read_text_file
+
+        text, digest = read_text_file(self.options[option], where)
+        self.file_digests = {**self.file_digests, f"{option}_digest": digest}
+        return text
+
 
 def resolve_options(owner: str, declared: tuple[Option, ...], given: Mapping[str, Any]) -> dict[str, Any]:
     """Defaults overlaid with ``given``, each value checked; unknown names are refused."""

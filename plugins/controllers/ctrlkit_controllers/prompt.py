@@ -42,10 +42,10 @@ import logging
 import math
 import random
 import string
+from typing import Callable
 
 from ctrlkit import ConfigurationError, Controller, CtrlkitError, Option, OptionError
 from ctrlkit.controls import given
-from ctrlkit.files import read_text_file
 
 SYSTEM = "You summarize documents. Follow every requirement given for the summary and reply with the summary only."
 INSTRUCTION = "Summarize the following document."
@@ -94,9 +94,8 @@ class Prompt(Controller):
         self.selected = tuple(dict.fromkeys(n.strip() for n in self.options["controls"].split(",") if n.strip()))
         self.needs_train_examples = self.template == "few-shot"
         self.pieces: list[tuple[str, str | None]] = []
-        self.file_digests: dict[str, str] = {}  # recorded beside the options: which text a file gave
         if self.template == "file":
-            self.pieces = load_template(self.options["template_file"], self.file_digests)
+            self.pieces = load_template(self.options["template_file"], self.read_option_file)
         elif self.options["template_file"]:
             raise OptionError("option 'prompt.template_file' is used only with prompt.template=file")
         if self.options["layout"] != "turns" and self.template != "few-shot":
@@ -111,7 +110,7 @@ class Prompt(Controller):
         self.plain = False  # set by prepare: the hard prompt as plain text, for a seq2seq backbone
         self.length = LengthPhrasing(self.options["length_as"], self.options["length_bin"],
                                      self.options["length_top_bin"])
-        self.system = system_message(self.options["system"], self.options["system_file"], self.file_digests)
+        self.system = system_message(self.options["system"], self.options["system_file"], self.read_option_file)
         self.seed = 0 if self.options["seed"] is None else self.options["seed"]
 
     def use_seed(self, seed):
@@ -279,22 +278,22 @@ def word_count(value) -> str | None:
     return str(int(number)) if number.is_integer() else str(number)
 
 
-def system_message(text: str, path: str, digests: dict | None = None) -> str:
-    """The system message: ``text``, the file at ``path``, or ctrlkit's own when neither is given.
-    The file's digest goes into ``digests`` as ``system_file_digest``."""
+def system_message(text: str, path: str, read: Callable[[str, str], str]) -> str:
+    """The system message: ``text``, the file at ``path`` (the ``system_file`` option, read by
+    ``read``, the controller's ``read_option_file``), or ctrlkit's own when neither is given."""
     if text and path:
         raise OptionError("options 'prompt.system' and 'prompt.system_file' both set the system message; give one")
     if not path:
         return text or SYSTEM
-    written = read_file(path, "system", digests)
+    written = read("system_file", f"prompt system file '{path}'")
     if not written.strip():
         raise OptionError(f"prompt system file '{path}' is empty")
     return written
 
 
-def load_template(path: str, digests: dict | None = None) -> list[tuple[str, str | None]]:
-    """The file's ``(literal text, field name or None)`` pieces; its digest goes into ``digests``
-    as ``template_file_digest``.
+def load_template(path: str, read: Callable[[str, str], str]) -> list[tuple[str, str | None]]:
+    """The ``(literal text, field name or None)`` pieces of the file at ``path`` (the
+    ``template_file`` option, read by ``read``, the controller's ``read_option_file``).
 
     Only plain ``{name}`` fields are allowed: no ``{document.__class__}``, ``{keywords[0]}``,
     conversion or format spec, so a template can only place values, never reach into them.
@@ -302,7 +301,7 @@ def load_template(path: str, digests: dict | None = None) -> list[tuple[str, str
     """
     if not path:
         raise OptionError("option 'prompt.template_file' is required with prompt.template=file")
-    text = read_file(path, "template", digests)
+    text = read("template_file", f"prompt template file '{path}'")
     try:
         parsed = list(string.Formatter().parse(text))
     except ValueError as exc:
@@ -317,12 +316,3 @@ def load_template(path: str, digests: dict | None = None) -> list[tuple[str, str
     if not any(field == "document" for _, field in pieces):
         raise OptionError(f"prompt template file '{path}' has no {{document}} field")
     return pieces
-
-
-def read_file(path: str, kind: str, digests: dict | None) -> str:
-    """The text of the ``kind`` file at ``path`` (``ctrlkit.files.read_text_file``); its digest goes
-    into ``digests`` as ``{kind}_file_digest``."""
-    text, digest = read_text_file(path, f"prompt {kind} file '{path}'")
-    if digests is not None:
-        digests[f"{kind}_file_digest"] = digest
-    return text

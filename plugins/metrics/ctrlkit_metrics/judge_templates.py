@@ -15,29 +15,15 @@ from __future__ import annotations
 import string
 
 from ctrlkit import OptionError
-from ctrlkit.files import read_text_file
 
 from .judging import Messages, messages
 
 
-class JudgeTemplate:
-    """A checked template: ``fill(values)`` is its text with the placeholders filled; ``digest``
-    (``sha256:...`` of the file's bytes) names the text a run used."""
-
-    def __init__(self, path: str, text: str, digest: str):
-        self.path = path
-        self.template = string.Template(text)
-        self.digest = digest
-
-    def fill(self, values: dict[str, str]) -> str:
-        return self.template.substitute(values)
-
-
 class JudgePrompt:
-    """A judge prompt as the user's files leave it: ``system`` and ``user`` are the templates
-    replacing our system and user messages (None: ours)."""
+    """A judge prompt as the user's files leave it: ``system`` and ``user`` are the checked
+    templates (:func:`load_template`) replacing our system and user messages (None: ours)."""
 
-    def __init__(self, system: JudgeTemplate | None = None, user: JudgeTemplate | None = None):
+    def __init__(self, system: string.Template | None = None, user: string.Template | None = None):
         self.system = system
         self.user = user
 
@@ -46,18 +32,16 @@ class JudgePrompt:
         template without a system file is the one message."""
         if self.system is None and self.user is None:
             return messages(our_system, our_user)
-        user = our_user if self.user is None else self.user.fill(values)
+        user = our_user if self.user is None else self.user.substitute(values)
         if self.system is None:
             return ({"role": "user", "content": user},)
-        return ({"role": "system", "content": self.system.fill(values)}, {"role": "user", "content": user})
+        return ({"role": "system", "content": self.system.substitute(values)}, {"role": "user", "content": user})
 
 
-def load_template(option: str, path: str, known: tuple[str, ...], required: tuple[str, ...]) -> JudgeTemplate:
-    """The template at ``path`` (given as ``option``, e.g. ``fm.rate_template_file``), or a one-line
-    OptionError naming the file and the problem: unreadable, not UTF-8, empty, a ``$`` that starts
-    no placeholder, a placeholder outside ``known``, or a ``required`` one missing."""
-    where = f"{option} file '{path}'"
-    text, digest = read_text_file(path, where)
+def load_template(where: str, text: str, known: tuple[str, ...], required: tuple[str, ...]) -> string.Template:
+    """The template ``text`` (read from the file ``where`` names, e.g. ``fm.rate_template_file file
+    'x.txt'``), or a one-line OptionError naming the file and the problem: empty, a ``$`` that
+    starts no placeholder, a placeholder outside ``known``, or a ``required`` one missing."""
     if not text.strip():
         raise OptionError(f"{where} is empty")
     used = []
@@ -73,18 +57,18 @@ def load_template(option: str, path: str, known: tuple[str, ...], required: tupl
     for name in required:
         if name not in used:
             raise OptionError(f"{where} lacks placeholder ${name}, which the judge needs")
-    return JudgeTemplate(path, text, digest)
+    return string.Template(text)
 
 
-def template_option(metric, option: str, known: tuple[str, ...], required: tuple[str, ...]) -> JudgeTemplate | None:
-    """The metric's template for ``option`` when set, its digest recorded beside the path
-    (``OPTION_digest`` in the metric's ``file_digests``, which a run's config keeps); None when unset."""
+def template_option(metric, option: str, known: tuple[str, ...], required: tuple[str, ...]) -> string.Template | None:
+    """The metric's template for ``option`` when set (unreadable, not UTF-8 or too large: one
+    OptionError), its digest recorded beside the path (``OPTION_digest`` in the metric's
+    ``file_digests``, which a run's config keeps); None when unset."""
     path = metric.options[option]
     if not path:
         return None
-    template = load_template(f"{metric.name}.{option}", path, known, required)
-    metric.file_digests = {**metric.file_digests, f"{option}_digest": template.digest}
-    return template
+    where = f"{metric.name}.{option} file '{path}'"
+    return load_template(where, metric.read_option_file(option, where), known, required)
 
 
 def prompt_option(metric, system_option: str, user_option: str, known: tuple[str, ...],
