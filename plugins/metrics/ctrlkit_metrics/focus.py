@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ctrlkit import ConfigurationError, CtrlkitError, DatasetError, Metric, MetricResult, Option
+from ctrlkit.components import weighted_mean
 from ctrlkit.files import atomic_write_json, read_jsonl, require_text
 
 from .judge_templates import JudgePrompt, prompt_option
@@ -117,10 +118,9 @@ class Focus(Metric):
             errors = weights @ (done * (predicted + wanted - 2 * predicted * wanted))  # false positives + negatives
             denominator = 2 * true_positives + errors
             found[f"f1_{label}"] = 2 * true_positives / np.where(denominator > 0, denominator, 1.0)
-        labelled_weight = weights @ done.astype(float)
-        some = labelled_weight > 0
         found["f1_macro"] = (found["f1_empirical"] + found["f1_conceptual"]) / 2
-        found["accuracy"] = weights @ (done * (labelled == requested)) / np.where(some, labelled_weight, 1.0)
+        found["accuracy"] = weighted_mean(np.where(done, labelled == requested, np.nan), weights)
+        some = ~np.isnan(found["accuracy"])  # the row weighs some labelled example
         return {name: np.where(some, value, np.nan) for name, value in found.items()}
 
     def _label(self, predictions: list[str]) -> tuple[list[str | None], list[dict]]:

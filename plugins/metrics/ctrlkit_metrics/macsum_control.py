@@ -331,16 +331,12 @@ class ControlCorrelation(Metric):
             first, second = _pairs(pairing, level)
             step = level[first] - level[second]
             pair_weights = weights[:, first] * weights[:, second]
-            weighed = pair_weights.sum(axis=1)
-            some = weighed > 0
-            weighed = np.where(some, weighed, 1.0)
-            slopes = (parts[attribute][first] - parts[attribute][second]) / step
-            found[attribute] = np.where(some, pair_weights @ slopes / weighed, np.nan)
+            found[attribute] = weighted_mean((parts[attribute][first] - parts[attribute][second]) / step, pair_weights)
             gold = parts[f"gold_{attribute}"]
             gold_slopes = (gold[first] - gold[second]) / step
+            # a pair weighed without a gold measure leaves the gold CC undefined, not smaller
             missing = pair_weights @ np.isnan(gold_slopes).astype(float) > 0
-            gold_cc = pair_weights @ np.nan_to_num(gold_slopes) / weighed
-            found[f"gold_{attribute}"] = np.where(some & ~missing, gold_cc, np.nan)
+            found[f"gold_{attribute}"] = np.where(missing, np.nan, weighted_mean(gold_slopes, pair_weights))
             found[f"{attribute}_gap"] = np.abs(found[attribute] - found[f"gold_{attribute}"])
         return found
 
