@@ -63,19 +63,27 @@ def resample_weights(groups: np.ndarray, resamples: int, seed: int) -> np.ndarra
     return np.concatenate(chunks) if chunks else np.zeros((0, len(groups)))
 
 
-def _weight_chunks(groups: np.ndarray, resamples: int, seed: int, factor: int = 1) -> Iterator[np.ndarray]:
-    """:func:`resample_weights` in chunks of rows (``factor``: how many copies of each chunk the
-    caller makes, so that they too fit ``CHUNK_CELLS``)."""
+def _weight_chunks(groups: np.ndarray, resamples: int, seed: int) -> Iterator[np.ndarray]:
+    """:func:`resample_weights` in chunks of rows."""
     codes, count = _compact(groups)
     alone = count == len(codes)  # each example its own group: the counts are the weights
     rng = np.random.default_rng(seed)
-    rows = max(1, CHUNK_CELLS // max(1, factor * len(codes)))
-    for start in range(0, resamples, rows):
-        size = min(rows, resamples - start)
-        drawn = rng.integers(0, count, (size, count))
-        drawn += (np.arange(size) * count)[:, None]
-        counts = np.bincount(drawn.ravel(), minlength=size * count).reshape(size, count).astype(float)
+    for size in _chunk_sizes(resamples, len(codes)):
+        counts = row_counts(rng.integers(0, count, (size, count)), count).astype(float)
         yield counts if alone else counts[:, codes]
+
+
+def row_counts(drawn: np.ndarray, n: int) -> np.ndarray:
+    """How many times each of ``n`` indices occurs in each row of ``drawn`` (rows x draws)."""
+    offsets = np.arange(len(drawn))[:, None] * n
+    return np.bincount((drawn + offsets).reshape(-1), minlength=len(drawn) * n).reshape(len(drawn), n)
+
+
+def _chunk_sizes(total: int, row_cells: int) -> Iterator[int]:
+    """The sizes of the chunks of ``total`` rows of ``row_cells`` cells each that fit ``CHUNK_CELLS``."""
+    rows = max(1, CHUNK_CELLS // max(1, row_cells))
+    for start in range(0, total, rows):
+        yield min(rows, total - start)
 
 
 def _compact(groups: np.ndarray) -> tuple[np.ndarray, int]:
@@ -168,9 +176,7 @@ def _permuted(metric, joined, groups, resamples, seed) -> Iterator[dict[str, np.
     """The differences of ``resamples`` random swaps of the arms (per group) of the 2N stacked parts."""
     codes, count = _compact(groups)
     rng = np.random.default_rng(seed + PERMUTATION_STREAM)
-    rows = max(1, CHUNK_CELLS // (4 * len(codes)))
-    for start in range(0, resamples, rows):
-        size = min(rows, resamples - start)
+    for size in _chunk_sizes(resamples, 4 * len(codes)):  # 2 arms x 2N weights a row
         swapped = rng.integers(0, 2, (size, count))[:, codes].astype(float)
         kept = 1.0 - swapped
         weights = np.concatenate([np.hstack([kept, swapped]), np.hstack([swapped, kept])])

@@ -30,6 +30,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from .bootstrap import row_counts
 from .correlations import CORRELATIONS, correlate_arrays, correlate_weighted
 from .errors import CtrlkitError
 
@@ -135,15 +136,10 @@ def global_resamples(name: str, human: np.ndarray, metric: np.ndarray, draws: Dr
     drawn (its input's count times its system's) instead of on the copies. Missing scores are
     left out."""
     valid = (np.isfinite(human) & np.isfinite(metric)).reshape(-1)
-    counts = _counts(draws.inputs, human.shape[0])[:, :, None] * _counts(draws.systems, human.shape[1])[:, None, :]
+    n_inputs, n_systems = human.shape
+    counts = row_counts(draws.inputs, n_inputs)[:, :, None] * row_counts(draws.systems, n_systems)[:, None, :]
     return correlate_weighted(name, human.reshape(-1)[valid], metric.reshape(-1)[valid],
                               counts.reshape(len(counts), -1)[:, valid])
-
-
-def _counts(drawn: np.ndarray, n: int) -> np.ndarray:
-    """How many times each of ``n`` indices occurs in each row of ``drawn`` (resamples x draws)."""
-    offsets = np.arange(len(drawn))[:, None] * n
-    return np.bincount((drawn + offsets).reshape(-1), minlength=len(drawn) * n).reshape(len(drawn), n)
 
 
 def _level(level, name, human, metric):
