@@ -210,10 +210,17 @@ def _summary(values: np.ndarray | None, confidence: float) -> dict[str, float] |
     defined = values[np.isfinite(values)]
     if len(defined) < 2:
         return None
+    low, high, se = percentile_interval(defined, confidence)
+    found = {"low": low, "high": high, "se": se}
+    return found if len(defined) == len(values) else {**found, "undefined_resamples": len(values) - len(defined)}
+
+
+def percentile_interval(defined: np.ndarray, confidence: float) -> tuple[float, float, float]:
+    """``(low, high, se)``: the percentile interval at ``confidence`` and the standard error
+    (standard deviation, ddof=1) of two or more resampled values, all defined."""
     alpha = (1 - confidence) / 2
     low, high = np.percentile(defined, [100 * alpha, 100 * (1 - alpha)])
-    found = {"low": float(low), "high": float(high), "se": float(np.std(defined, ddof=1))}
-    return found if len(defined) == len(values) else {**found, "undefined_resamples": len(values) - len(defined)}
+    return float(low), float(high), float(np.std(defined, ddof=1))
 
 
 def _checked(parts: Mapping[str, Sequence[float | None]], groups: np.ndarray) -> dict[str, np.ndarray]:

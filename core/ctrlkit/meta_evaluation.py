@@ -30,7 +30,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .bootstrap import row_counts
+from .bootstrap import percentile_interval, row_counts
 from .correlations import CORRELATIONS, correlate_arrays, correlate_weighted
 from .errors import CtrlkitError
 
@@ -291,9 +291,8 @@ def _interval(values: np.ndarray) -> dict:
     out: dict[str, Any] = {"undefined_resamples": int(len(values) - len(defined))}
     if len(defined) < 2:
         return {**out, "ci": None, "se": None}
-    tail = (1 - CONFIDENCE) / 2 * 100
-    low, high = np.percentile(defined, [tail, 100 - tail])
-    return {**out, "ci": [float(low), float(high)], "se": float(np.std(defined, ddof=1))}
+    low, high, se = percentile_interval(defined, CONFIDENCE)
+    return {**out, "ci": [low, high], "se": se}
 
 
 def _permutation_p(observed: float, permuted: np.ndarray) -> dict:
