@@ -13,7 +13,7 @@ from .files import atomic_write_json, atomic_write_jsonl
 from .markdown import visible
 from .metric_values import is_count, label
 from .plugins import plugin_versions
-from .report import remove_stale_report
+from .report import describe_difference, describe_interval, remove_stale_report
 
 
 def versions() -> dict:
@@ -93,7 +93,7 @@ def _interval(holder: dict, metric: str, name: str) -> str:
     found = ((holder.get("intervals") or {}).get(metric) or {}).get(name)
     if not found or found.get("low") is None or found.get("high") is None:
         return ""
-    return f" [{found['low']:.4f}, {found['high']:.4f}]"
+    return " " + describe_interval((found["low"], found["high"]))
 
 
 def _paired(results: dict, metric: str, name: str) -> str:
@@ -101,7 +101,7 @@ def _paired(results: dict, metric: str, name: str) -> str:
     found = ((results.get("paired") or {}).get(metric) or {}).get(name)
     if not found or any(found.get(key) is None for key in ("difference", "low", "high", "p")):
         return ""
-    return f"{found['difference']:+.4f} [{found['low']:+.4f}, {found['high']:+.4f}] {p_text(found)}"
+    return describe_difference(found)
 
 
 def p_text(test: Mapping) -> str:
