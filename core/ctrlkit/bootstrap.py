@@ -137,12 +137,17 @@ def paired(metric: "Metric", parts_a: Mapping[str, Sequence[float | None]],
         summary = _summary(differences.get(name), confidence)
         if summary is None or not np.isfinite(difference):
             continue
-        null = permuted[name][np.isfinite(permuted[name])]
-        tolerance = 100 * np.finfo(float).eps * abs(difference)
-        extreme = int(np.count_nonzero(np.abs(null) >= abs(difference) - tolerance))
-        found[name] = {"difference": float(difference), **summary, "p": (1 + extreme) / (1 + len(null)),
-                       "permutations": len(null)}
+        p, counted = permutation_p(difference, permuted[name], 100 * np.finfo(float).eps * abs(difference))
+        found[name] = {"difference": float(difference), **summary, "p": p, "permutations": counted}
     return found
+
+
+def permutation_p(observed: float, permuted: np.ndarray, tolerance: float) -> tuple[float, int]:
+    """``(p, permutations)``: the two-sided ``(1 + #(|permuted| >= |observed| - tolerance)) / (1 +
+    permutations)`` over the permuted values that are defined (``permutations`` counts them)."""
+    null = permuted[np.isfinite(permuted)]
+    extreme = int(np.count_nonzero(np.abs(null) >= abs(observed) - tolerance))
+    return (1 + extreme) / (1 + len(null)), len(null)
 
 
 class AggregateError(CtrlkitError):

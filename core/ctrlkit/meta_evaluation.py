@@ -30,7 +30,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .bootstrap import percentile_interval, row_counts
+from .bootstrap import percentile_interval, permutation_p, row_counts
 from .correlations import CORRELATIONS, correlate_arrays, correlate_weighted
 from .errors import CtrlkitError
 
@@ -296,9 +296,8 @@ def _interval(values: np.ndarray) -> dict:
 
 
 def _permutation_p(observed: float, permuted: np.ndarray) -> dict:
-    defined = permuted[np.isfinite(permuted)]
-    extreme = int((np.abs(defined) >= abs(observed) - 1e-12).sum())
-    return {"p": (1 + extreme) / (1 + len(defined)), "undefined_permutations": int(len(permuted) - len(defined))}
+    p, counted = permutation_p(observed, permuted, 1e-12)
+    return {"p": p, "undefined_permutations": len(permuted) - counted}
 
 
 def format_report(report: dict) -> str:
