@@ -14,7 +14,7 @@ from ctrlkit import correlations
 from ctrlkit.cli import cli
 from ctrlkit.errors import CtrlkitError
 from ctrlkit.files import read_jsonl
-from ctrlkit.meta_evaluation import draw, global_resamples, level_statistic, meta_evaluate
+from ctrlkit.meta_evaluation import draw, global_resamples, meta_evaluate
 
 from conftest import shared_file
 
@@ -124,6 +124,27 @@ def test_each_weighted_correlation_equals_scipy_on_the_data_written_out_with_its
     assert np.isnan(weighted[:3]).all() and defined >= 55
 
 
+def test_weighted_pearson_equals_scipy_on_the_copies_and_needs_only_two_distinct_pairs():
+    """The length metric's PCC (``correlations.weighted_pearson``): no three-pair minimum."""
+    rng = np.random.default_rng(11)
+    x = rng.integers(0, 6, 12).astype(float)
+    y = 2 * x + rng.normal(0, 1, 12)
+    weights = rng.integers(0, 3, (40, 12))
+    weights[0] = 0  # weighs nothing
+    weights[1] = 0
+    weights[1, 4] = 3  # one pair, thrice: constant
+    weights[2] = 0
+    weights[2, np.flatnonzero(x != x[0])[0]] = weights[2, 0] = 1  # two distinct pairs: +-1
+    weighted = correlations.weighted_pearson(x, y, weights)
+    assert np.isnan(weighted[:2]).all() and abs(weighted[2]) == pytest.approx(1.0, abs=1e-12)
+    for row, value in zip(weights[2:], weighted[2:]):
+        copies_x, copies_y = np.repeat(x, row), np.repeat(y, row)
+        if len(set(copies_x)) < 2:
+            assert np.isnan(value)
+        else:
+            assert value == pytest.approx(stats.pearsonr(copies_x, copies_y)[0], abs=1e-12)
+
+
 @pytest.mark.parametrize("resample", ["inputs", "systems", "both"])
 def test_the_global_resamples_from_counts_equal_the_statistic_of_the_resampled_grids(resample):
     human, metric = (np.array(grid, float) for grid in _tiny())
@@ -131,8 +152,10 @@ def test_the_global_resamples_from_counts_equal_the_statistic_of_the_resampled_g
     human[5, 3] = np.nan
     draws = draw(6, 6, 4, resample, 300)
     for name in SCIPY:
-        expected = level_statistic("global", name, human[draws.inputs[:, :, None], draws.systems[:, None, :]],
-                                   metric[draws.inputs[:, :, None], draws.systems[:, None, :]])
+        drawn_human = human[draws.inputs[:, :, None], draws.systems[:, None, :]].reshape(300, -1)
+        drawn_metric = metric[draws.inputs[:, :, None], draws.systems[:, None, :]].reshape(300, -1)
+        expected = correlations.correlate_arrays(name, drawn_human, drawn_metric,
+                                                 np.isfinite(drawn_human) & np.isfinite(drawn_metric))
         computed = global_resamples(name, human, metric, draws)
         assert (np.isnan(computed) == np.isnan(expected)).all()
         assert computed == pytest.approx(expected, abs=1e-12, nan_ok=True)

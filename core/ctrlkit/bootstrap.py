@@ -63,19 +63,27 @@ def resample_weights(groups: np.ndarray, resamples: int, seed: int) -> np.ndarra
     return np.concatenate(chunks) if chunks else np.zeros((0, len(groups)))
 
 
-def _weight_chunks(groups: np.ndarray, resamples: int, seed: int, factor: int = 1) -> Iterator[np.ndarray]:
-    """:func:`resample_weights` in chunks of rows (``factor``: how many copies of each chunk the
-    caller makes, so that they too fit ``CHUNK_CELLS``)."""
+def _weight_chunks(groups: np.ndarray, resamples: int, seed: int) -> Iterator[np.ndarray]:
+    """:func:`resample_weights` in chunks of rows."""
     codes, count = _compact(groups)
     alone = count == len(codes)  # each example its own group: the counts are the weights
     rng = np.random.default_rng(seed)
-    rows = max(1, CHUNK_CELLS // max(1, factor * len(codes)))
-    for start in range(0, resamples, rows):
-        size = min(rows, resamples - start)
-        drawn = rng.integers(0, count, (size, count))
-        drawn += (np.arange(size) * count)[:, None]
-        counts = np.bincount(drawn.ravel(), minlength=size * count).reshape(size, count).astype(float)
+    for size in _chunk_sizes(resamples, len(codes)):
+        counts = row_counts(rng.integers(0, count, (size, count)), count).astype(float)
         yield counts if alone else counts[:, codes]
+
+
+def row_counts(drawn: np.ndarray, n: int) -> np.ndarray:
+    """How many times each of ``n`` indices occurs in each row of ``drawn`` (rows x draws)."""
+    offsets = np.arange(len(drawn))[:, None] * n
+    return np.bincount((drawn + offsets).reshape(-1), minlength=len(drawn) * n).reshape(len(drawn), n)
+
+
+def _chunk_sizes(total: int, row_cells: int) -> Iterator[int]:
+    """The sizes of the chunks of ``total`` rows of ``row_cells`` cells each that fit ``CHUNK_CELLS``."""
+    rows = max(1, CHUNK_CELLS // max(1, row_cells))
+    for start in range(0, total, rows):
+        yield min(rows, total - start)
 
 
 def _compact(groups: np.ndarray) -> tuple[np.ndarray, int]:
@@ -129,12 +137,17 @@ def paired(metric: "Metric", parts_a: Mapping[str, Sequence[float | None]],
         summary = _summary(differences.get(name), confidence)
         if summary is None or not np.isfinite(difference):
             continue
-        null = permuted[name][np.isfinite(permuted[name])]
-        tolerance = 100 * np.finfo(float).eps * abs(difference)
-        extreme = int(np.count_nonzero(np.abs(null) >= abs(difference) - tolerance))
-        found[name] = {"difference": float(difference), **summary, "p": (1 + extreme) / (1 + len(null)),
-                       "permutations": len(null)}
+        p, counted = permutation_p(difference, permuted[name], 100 * np.finfo(float).eps * abs(difference))
+        found[name] = {"difference": float(difference), **summary, "p": p, "permutations": counted}
     return found
+
+
+def permutation_p(observed: float, permuted: np.ndarray, tolerance: float) -> tuple[float, int]:
+    """``(p, permutations)``: the two-sided ``(1 + #(|permuted| >= |observed| - tolerance)) / (1 +
+    permutations)`` over the permuted values that are defined (``permutations`` counts them)."""
+    null = permuted[np.isfinite(permuted)]
+    extreme = int(np.count_nonzero(np.abs(null) >= abs(observed) - tolerance))
+    return (1 + extreme) / (1 + len(null)), len(null)
 
 
 class AggregateError(CtrlkitError):
@@ -168,9 +181,7 @@ def _permuted(metric, joined, groups, resamples, seed) -> Iterator[dict[str, np.
     """The differences of ``resamples`` random swaps of the arms (per group) of the 2N stacked parts."""
     codes, count = _compact(groups)
     rng = np.random.default_rng(seed + PERMUTATION_STREAM)
-    rows = max(1, CHUNK_CELLS // (4 * len(codes)))
-    for start in range(0, resamples, rows):
-        size = min(rows, resamples - start)
+    for size in _chunk_sizes(resamples, 4 * len(codes)):  # 2 arms x 2N weights a row
         swapped = rng.integers(0, 2, (size, count))[:, codes].astype(float)
         kept = 1.0 - swapped
         weights = np.concatenate([np.hstack([kept, swapped]), np.hstack([swapped, kept])])
@@ -204,10 +215,17 @@ def _summary(values: np.ndarray | None, confidence: float) -> dict[str, float] |
     defined = values[np.isfinite(values)]
     if len(defined) < 2:
         return None
+    low, high, se = percentile_interval(defined, confidence)
+    found = {"low": low, "high": high, "se": se}
+    return found if len(defined) == len(values) else {**found, "undefined_resamples": len(values) - len(defined)}
+
+
+def percentile_interval(defined: np.ndarray, confidence: float) -> tuple[float, float, float]:
+    """``(low, high, se)``: the percentile interval at ``confidence`` and the standard error
+    (standard deviation, ddof=1) of two or more resampled values, all defined."""
     alpha = (1 - confidence) / 2
     low, high = np.percentile(defined, [100 * alpha, 100 * (1 - alpha)])
-    found = {"low": float(low), "high": float(high), "se": float(np.std(defined, ddof=1))}
-    return found if len(defined) == len(values) else {**found, "undefined_resamples": len(values) - len(defined)}
+    return float(low), float(high), float(np.std(defined, ddof=1))
 
 
 def _checked(parts: Mapping[str, Sequence[float | None]], groups: np.ndarray) -> dict[str, np.ndarray]:

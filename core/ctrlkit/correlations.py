@@ -32,12 +32,14 @@ def correlate_arrays(name: str, x: np.ndarray, y: np.ndarray, valid: np.ndarray)
 
 
 def _undefined(x: np.ndarray, y: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """Fewer than three valid pairs, or a constant series (compared exactly, not by its variance,
-    which rounding leaves a hair above zero)."""
-    def constant(values):
-        return np.where(valid, values, -np.inf).max(-1) == np.where(valid, values, np.inf).min(-1)
+    """Fewer than three valid pairs, or a constant series."""
+    return (valid.sum(-1) < MINIMUM_PAIRS) | _constant(x, valid) | _constant(y, valid)
 
-    return (valid.sum(-1) < MINIMUM_PAIRS) | constant(x) | constant(y)
+
+def _constant(values: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """Whether ``values`` are all equal where ``kept`` (compared exactly, not by their variance,
+    which rounding leaves a hair above zero); false where nothing is kept."""
+    return np.where(kept, values, -np.inf).max(-1) == np.where(kept, values, np.inf).min(-1)
 
 
 def _pearson(x, y, valid):
@@ -104,13 +106,20 @@ def correlate_weighted(name: str, x: np.ndarray, y: np.ndarray, weights: np.ndar
     return np.where(_weighted_undefined(x, y, weights), np.nan, r)
 
 
+def weighted_pearson(x, y, weights) -> np.ndarray:
+    """The Pearson correlation of ``x`` and ``y`` (N,) under each row of ``weights`` (R, N), a pair
+    counted as often as its weight (what scipy's pearsonr gives on the pairs repeated); NaN for a
+    row on which either side is constant or that weighs nothing. Unlike :func:`correlate_weighted`,
+    two distinct pairs are enough (the ``length`` metric's PCC)."""
+    x, y, weights = np.asarray(x, dtype=float), np.asarray(y, dtype=float), np.asarray(weights, dtype=float)
+    drawn = weights > 0
+    r = _weighted_pearson(x[None], y[None], weights)
+    return np.where(_constant(x, drawn) | _constant(y, drawn), np.nan, r)
+
+
 def _weighted_undefined(x, y, weights):
     drawn = weights > 0
-
-    def constant(values):
-        return np.where(drawn, values, -np.inf).max(-1) == np.where(drawn, values, np.inf).min(-1)
-
-    return (weights.sum(-1) < MINIMUM_PAIRS) | constant(x) | constant(y)
+    return (weights.sum(-1) < MINIMUM_PAIRS) | _constant(x, drawn) | _constant(y, drawn)
 
 
 def _weighted_pearson(x, y, weights):

@@ -30,6 +30,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from .bootstrap import percentile_interval, permutation_p, row_counts
 from .correlations import CORRELATIONS, correlate_arrays, correlate_weighted
 from .errors import CtrlkitError
 
@@ -117,11 +118,12 @@ def draw(seed: int, n_inputs: int, n_systems: int, resample: str, count: int) ->
 
 
 def level_statistic(level: str, name: str, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
-    """The ``level`` correlation ``name`` of grids ``human`` and ``metric`` (... x inputs x systems,
-    NaN where a score is missing), one per leading index; NaN where undefined."""
+    """The ``level`` (summary or system) correlation ``name`` of grids ``human`` and ``metric``
+    (... x inputs x systems, NaN where a score is missing), one per leading index; NaN where
+    undefined. The global level is :func:`correlate` and :func:`global_resamples`."""
     out = np.empty(human.shape[:-2])
     flat_h, flat_m, flat_out = human.reshape(-1, *human.shape[-2:]), metric.reshape(-1, *metric.shape[-2:]), out.reshape(-1)
-    cells = (human.shape[-2] * human.shape[-1]) ** 2 if level == "global" else human.shape[-2] * human.shape[-1] ** 2
+    cells = human.shape[-2] * human.shape[-1] ** 2
     step = max(1, _CHUNK_CELLS // cells)
     for start in range(0, len(flat_h), step):
         flat_out[start:start + step] = _level(level, name, flat_h[start:start + step], flat_m[start:start + step])
@@ -129,27 +131,19 @@ def level_statistic(level: str, name: str, human: np.ndarray, metric: np.ndarray
 
 
 def global_resamples(name: str, human: np.ndarray, metric: np.ndarray, draws: Draws) -> np.ndarray:
-    """The global correlation ``name`` of every resample of the grids (inputs x systems): equal to
-    ``level_statistic("global", ...)`` on the resampled grids, computed from how many times each
-    pair is drawn (its input's count times its system's) instead of on the copies. Missing
-    scores are left out."""
+    """The global correlation ``name`` of every resample of the grids (inputs x systems): the
+    correlation of the resampled grids' pairs pooled, computed from how many times each pair is
+    drawn (its input's count times its system's) instead of on the copies. Missing scores are
+    left out."""
     valid = (np.isfinite(human) & np.isfinite(metric)).reshape(-1)
-    counts = _counts(draws.inputs, human.shape[0])[:, :, None] * _counts(draws.systems, human.shape[1])[:, None, :]
+    n_inputs, n_systems = human.shape
+    counts = row_counts(draws.inputs, n_inputs)[:, :, None] * row_counts(draws.systems, n_systems)[:, None, :]
     return correlate_weighted(name, human.reshape(-1)[valid], metric.reshape(-1)[valid],
                               counts.reshape(len(counts), -1)[:, valid])
 
 
-def _counts(drawn: np.ndarray, n: int) -> np.ndarray:
-    """How many times each of ``n`` indices occurs in each row of ``drawn`` (resamples x draws)."""
-    offsets = np.arange(len(drawn))[:, None] * n
-    return np.bincount((drawn + offsets).reshape(-1), minlength=len(drawn) * n).reshape(len(drawn), n)
-
-
 def _level(level, name, human, metric):
     valid = np.isfinite(human) & np.isfinite(metric)
-    if level == "global":
-        return correlate_arrays(name, human.reshape(len(human), -1), metric.reshape(len(metric), -1),
-                                valid.reshape(len(valid), -1))
     if level == "summary":
         per_input = correlate_arrays(name, human, metric, valid)
         defined = np.isfinite(per_input)
@@ -297,15 +291,13 @@ def _interval(values: np.ndarray) -> dict:
     out: dict[str, Any] = {"undefined_resamples": int(len(values) - len(defined))}
     if len(defined) < 2:
         return {**out, "ci": None, "se": None}
-    tail = (1 - CONFIDENCE) / 2 * 100
-    low, high = np.percentile(defined, [tail, 100 - tail])
-    return {**out, "ci": [float(low), float(high)], "se": float(np.std(defined, ddof=1))}
+    low, high, se = percentile_interval(defined, CONFIDENCE)
+    return {**out, "ci": [low, high], "se": se}
 
 
 def _permutation_p(observed: float, permuted: np.ndarray) -> dict:
-    defined = permuted[np.isfinite(permuted)]
-    extreme = int((np.abs(defined) >= abs(observed) - 1e-12).sum())
-    return {"p": (1 + extreme) / (1 + len(defined)), "undefined_permutations": int(len(permuted) - len(defined))}
+    p, counted = permutation_p(observed, permuted, 1e-12)
+    return {"p": p, "undefined_permutations": len(permuted) - counted}
 
 
 def format_report(report: dict) -> str:

@@ -21,6 +21,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from .errors import CtrlkitError
 from .figures import FORMATS, Bar, bar_chart, distribution_chart, heatmap, inline_svg, save, show
@@ -440,14 +441,28 @@ def describe_interval(interval) -> str:
 
 def describe_difference(test: dict | None) -> str:
     """A difference to the baseline as the run table shows it: ``+0.0040 [-0.0012, +0.0093] p=0.21``."""
-    from .results import p_text  # results imports this module
-
     if not test:
         return ""
     text = f"{test['difference']:+.4f}"
     if test.get("low") is not None and test.get("high") is not None:
         text += f" [{test['low']:+.4f}, {test['high']:+.4f}]"
     return text + (f" {p_text(test)}" if test.get("p") is not None else "")
+
+
+def p_text(test: Mapping) -> str:
+    """``p=0.21``, or ``p<=0.001`` where no permutation was as extreme as the observed difference
+    (p is then its floor ``1 / (1 + permutations)``, an upper bound, not an estimate); the run
+    table, a sweep's table.md and the report print p this way."""
+    p, permutations = test["p"], test.get("permutations")
+    if permutations is not None and p * (1 + permutations) < 1.5:
+        return f"p<={_rounded_up(p)}"
+    return f"p={p:.3g}"
+
+
+def _rounded_up(p: float) -> str:
+    """``p`` to two significant digits, rounded up, so that a bound stays a bound (1/1001: 0.001)."""
+    scale = 10 ** (1 - math.floor(math.log10(p)))
+    return f"{math.ceil(p * scale - 1e-9) / scale:.2g}"
 
 
 @dataclass

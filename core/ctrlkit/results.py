@@ -7,13 +7,12 @@ import platform
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Mapping
 
 from .files import atomic_write_json, atomic_write_jsonl
 from .markdown import visible
 from .metric_values import is_count, label
 from .plugins import plugin_versions
-from .report import remove_stale_report
+from .report import describe_difference, describe_interval, remove_stale_report
 
 
 def versions() -> dict:
@@ -93,7 +92,7 @@ def _interval(holder: dict, metric: str, name: str) -> str:
     found = ((holder.get("intervals") or {}).get(metric) or {}).get(name)
     if not found or found.get("low") is None or found.get("high") is None:
         return ""
-    return f" [{found['low']:.4f}, {found['high']:.4f}]"
+    return " " + describe_interval((found["low"], found["high"]))
 
 
 def _paired(results: dict, metric: str, name: str) -> str:
@@ -101,23 +100,7 @@ def _paired(results: dict, metric: str, name: str) -> str:
     found = ((results.get("paired") or {}).get(metric) or {}).get(name)
     if not found or any(found.get(key) is None for key in ("difference", "low", "high", "p")):
         return ""
-    return f"{found['difference']:+.4f} [{found['low']:+.4f}, {found['high']:+.4f}] {p_text(found)}"
-
-
-def p_text(test: Mapping) -> str:
-    """``p=0.21``, or ``p<=0.001`` where no permutation was as extreme as the observed difference
-    (p is then its floor ``1 / (1 + permutations)``, an upper bound, not an estimate); the run
-    table, a sweep's table.md and the report print p this way."""
-    p, permutations = test["p"], test.get("permutations")
-    if permutations is not None and p * (1 + permutations) < 1.5:
-        return f"p<={_rounded_up(p)}"
-    return f"p={p:.3g}"
-
-
-def _rounded_up(p: float) -> str:
-    """``p`` to two significant digits, rounded up, so that a bound stays a bound (1/1001: 0.001)."""
-    scale = 10 ** (1 - math.floor(math.log10(p)))
-    return f"{math.ceil(p * scale - 1e-9) / scale:.2g}"
+    return describe_difference(found)
 
 
 def _by_rank(by_rank: dict) -> str:

@@ -27,7 +27,7 @@ from .files import atomic_write_json, atomic_write_text, read_json
 from .markdown import escape_markdown, markdown_table
 from .metric_values import best, better, directions, is_count, label
 from .options import Option
-from .report import flatten, remove_stale_report
+from .report import flatten, p_text, remove_stale_report
 from .api import backbone_name, get_dataset
 from .component_options import RunOptions, qualified
 from .controls import carries
@@ -36,7 +36,7 @@ from .plugins import get_registry
 from .outputs import check_output, leaves_no_empty_folder, slug
 from .progress import say
 from .quiet import quietly
-from .results import p_text, versions
+from .results import versions
 from .sampling import draw_sample
 from .secrets import mask_secrets
 from .sweep_folder import SETTINGS_FILE, check_earlier_sweep

@@ -97,6 +97,8 @@ class Length(Metric):
         )
 
     def aggregate(self, parts, weights):
+        from ctrlkit.correlations import weighted_pearson
+
         return {"mad": weighted_mean(parts["abs_bin_error"], weights),
                 "pcc": weighted_pearson(parts["generated"], parts["requested"], weights),
                 "word_mad": weighted_mean(parts["abs_word_error"], weights)}
@@ -145,35 +147,6 @@ class Length(Metric):
         if value != int(value):
             raise ConfigurationError(f"{where} requests bin {value!r}, which is not a whole number")
         return int(value), "bin"
-
-
-def weighted_pearson(x, y, weights):
-    """The Pearson correlation of ``x`` and ``y`` (N,) under each row of ``weights`` (R, N), an
-    example counted as often as its weight (what scipy's pearsonr gives on the examples repeated);
-    NaN for a row on which either side is constant."""
-    import numpy as np
-
-    # centred first: the correlation does not change, and the sums of squares lose no digits
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    x, y = x - x.mean(), y - y.mean()
-    weighed = weights > 0
-    varies = (_spread(x, weighed) > 0) & (_spread(y, weighed) > 0)
-    total = np.where(varies, weights.sum(axis=1), 1.0)
-    mean_x, mean_y = weights @ x / total, weights @ y / total
-    cov = weights @ (x * y) / total - mean_x * mean_y
-    var_x = weights @ (x * x) / total - mean_x ** 2
-    var_y = weights @ (y * y) / total - mean_y ** 2
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(varies, cov / np.sqrt(var_x * var_y), np.nan)
-
-
-def _spread(values, weighed):
-    """max - min of ``values`` over the examples each row weighs (0 for a row weighing at most one value)."""
-    import numpy as np
-
-    highest = np.where(weighed, values, -np.inf).max(axis=1)
-    lowest = np.where(weighed, values, np.inf).min(axis=1)
-    return np.where(weighed.any(axis=1), highest - lowest, 0.0)
 
 
 def _parse_levels(text: str) -> dict[str, float]:
