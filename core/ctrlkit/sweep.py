@@ -250,7 +250,7 @@ def sweep(
     reusable = sum(done is not None for *_, done in cells)
     if progress and reusable:
         say(f"sweep: resuming: {reusable} of {len(cells)} cells already done")
-    rows = []
+    rows, recorded_options = [], {}
     for number, (folder, arguments, labels, record, results) in enumerate(cells, 1):
         shown = mask_secrets({name: labels[name] for name in ("controller", "backbone", "dataset")})
         reused = results is not None
@@ -270,7 +270,9 @@ def sweep(
                                                            else {})})
         rows.append({**shown, "run": folder, "metrics": results["metrics"], "intervals": results.get("intervals"),
                      "cache": results.get("cache"), "reused": reused})
-    compare(out_dir, rows, reference, {e.label: e.spec for e in axes["controllers"]}, bootstrap, seed)
+        recorded_options[folder] = results["config"]["options"]  # the metrics compare() makes again
+    compare(out_dir, rows, reference, {e.label: e.spec for e in axes["controllers"]}, bootstrap, seed,
+            recorded_options)
     write_table(out_dir, rows, _comparisons(rows, reference, bootstrap, seed))
     if not all(row["reused"] for row in rows):
         remove_stale_report(out_dir, "the sweep's earlier cells")
