@@ -27,7 +27,7 @@ from .files import atomic_write_json, atomic_write_text, read_json
 from .markdown import escape_markdown, markdown_table
 from .metric_values import best, better, directions, is_count, label
 from .options import Option
-from .report import flatten, remove_stale_report
+from .report import describe_difference, describe_interval, flatten, remove_stale_report
 from .api import backbone_name, get_dataset
 from .component_options import RunOptions, qualified
 from .controls import carries
@@ -36,7 +36,7 @@ from .plugins import get_registry
 from .outputs import check_output, leaves_no_empty_folder, slug
 from .progress import say
 from .quiet import quietly
-from .results import p_text, versions
+from .results import versions
 from .sampling import draw_sample
 from .secrets import mask_secrets
 from .sweep_folder import SETTINGS_FILE, check_earlier_sweep
@@ -500,20 +500,17 @@ def _comparisons(rows: Sequence[dict], reference: str | None, resamples: int, se
             "correction": "holm", "family": "every (cell, metric value) comparison of the table", "tests": tests}
 
 
-def _interval_text(found: dict | None, signed: bool = False) -> str:
+def _interval_text(found: dict | None) -> str:
     if not found or found.get("low") is None or found.get("high") is None:
         return ""
-    shape = "+.4f" if signed else ".4f"
-    return f"[{found['low']:{shape}}, {found['high']:{shape}}]"
+    return describe_interval((found["low"], found["high"]))
 
 
 def _difference_text(test: dict | None) -> str:
-    """``+0.0040 [-0.0012, +0.0093] p=0.21 (Holm 0.63)``, or nothing."""
+    """``+0.0040 [-0.0012, +0.0093] p=0.21 (Holm 0.63)``: the report's difference with its Holm p, or nothing."""
     if not test or test.get("difference") is None:
         return ""
-    text = f"{test['difference']:+.4f} {_interval_text(test, signed=True)}".rstrip()
-    if test.get("p") is not None:
-        text += f" {p_text(test)}"
+    text = describe_difference(test)
     if test.get("p_holm") is not None:
         text += f" (Holm {test['p_holm']:.3g})"
     return text
