@@ -36,7 +36,7 @@ from .plugins import get_registry
 from .outputs import check_output, leaves_no_empty_folder, slug
 from .progress import say
 from .quiet import quietly
-from .results import versions
+from .results import value_text, versions
 from .sampling import draw_sample
 from .secrets import mask_secrets
 from .sweep_folder import SETTINGS_FILE, check_earlier_sweep
@@ -569,7 +569,7 @@ def write_table(out_dir: Path, rows: Sequence[dict], comparisons: dict | None = 
         cells = []
         for column, name in zip(cols, labels):
             value = _value(row, column)
-            text = "undefined" if value is None else f"{value:.0f}" if is_count(column[1]) else f"{value:.4f}"
+            text = value_text(value, is_count(column[1]))
             marked = value is not None and value == group_best[row["dataset"], row["backbone"]][name]
             extra = " ".join(filter(None, (_interval_text(_found(row.get("intervals"), column)),
                                            _difference_text(_found(row.get("paired"), column)))))
