@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 from .api import backbone_name
 from .component_options import split_key
 from .errors import ConfigurationError, OptionError
-from .pipeline import MAX_SEED
+from .pipeline import MAX_SEED, _names
 from .secrets import MASK, is_secret
 from .sweep_variants import AXES
 
@@ -138,7 +138,7 @@ def _variants(value: Any) -> dict[str, dict[str, Any]]:
             of = one_line(variant["of"])
         except Refused as refused:
             raise Refused(str(refused), f".{name}.of") from None
-        links = [link.strip() for link in of.split("+")]
+        links = _names(of)
         options = variant.get("options", {})
         if not isinstance(options, dict):
             raise Refused(f"must be a table of options, got {_kind(options)}", f".{name}.options")
@@ -265,7 +265,7 @@ def _yielding(variants: Mapping, given: Mapping, settings: Mapping) -> dict:
     yielded = {}
     for name, variant in variants.items():
         of, options = variant["of"], variant["options"]
-        links = [link.strip() for link in of.split("+")]
+        links = _names(of)
         chain = len(links) > 1
         if not chain:  # a backbone's options are set by its name without its argument (hf:PATH: hf)
             links = list(dict.fromkeys([links[0], backbone_name(links[0])]))
