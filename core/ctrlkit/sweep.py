@@ -41,7 +41,7 @@ from .sampling import draw_sample
 from .secrets import mask_secrets
 from .sweep_folder import SETTINGS_FILE, check_earlier_sweep
 from .sweep_compare import CONFIDENCE, DEFAULT_REFERENCE, compare
-from .sweep_settings import DEFAULT_DATASETS, check_settings
+from .sweep_settings import DEFAULT_BACKBONES, DEFAULT_DATASETS, check_settings, sweep_components
 from .sweep_tex import write_tex
 from .uncertainty import DEFAULT_RESAMPLES
 from .sweep_variants import AXES, Entry, cell_options, check_variants, entries, recorded
@@ -179,7 +179,7 @@ def sweep(
         from .recipe import run_recipe
 
         return run_recipe(recipe, out=out, overwrite=overwrite, progress=progress, **given)
-    defaults = {"backbones": ("extractive",), "datasets": DEFAULT_DATASETS, "seed": 0, "batch_size": 16, "cache": True,
+    defaults = {"backbones": DEFAULT_BACKBONES, "datasets": DEFAULT_DATASETS, "seed": 0, "batch_size": 16, "cache": True,
                 "bootstrap": DEFAULT_RESAMPLES}
     given.update({key: value for key, value in defaults.items() if given[key] is None})
     if not controllers or (metrics is not None and not metrics) or not given["backbones"] or not given["datasets"]:
@@ -200,13 +200,7 @@ def sweep(
     if topic_source is not None:
         topic_count(topic_source)  # a bad value is refused before any cell
     # every option must fit a component of some cell (each cell takes those of its own components)
-    backbone_names = [backbone_name(spec) for spec in [*(e.spec for e in axes["backbones"]), *([judge] if judge else [])]]
-    RunOptions(options, [*(("datasets", e.spec) for e in axes["datasets"]),
-                         *(("backbones", name) for name in backbone_names),
-                         *(("controllers", name) for spec in [*(e.spec for e in axes["controllers"]),
-                                                              *([baseline] if baseline else [])]
-                           for name in _names(spec)),
-                         *(("metrics", name) for name in metrics or DEFAULT_METRICS), *_vectorizers()]).check_unused()
+    RunOptions(options, sweep_components(checked)).check_unused()
     out_dir = Path(out)
     check_output(out_dir)
     options = options or {}
