@@ -40,7 +40,7 @@ from .results import value_text, versions
 from .sampling import draw_sample
 from .secrets import mask_secrets
 from .sweep_folder import SETTINGS_FILE, check_earlier_sweep
-from .sweep_compare import CONFIDENCE, DEFAULT_REFERENCE, compare
+from .sweep_compare import CONFIDENCE, DEFAULT_REFERENCE, blocks, compare
 from .sweep_settings import DEFAULT_BACKBONES, DEFAULT_DATASETS, check_settings, sweep_components
 from .sweep_tex import write_tex
 from .uncertainty import DEFAULT_RESAMPLES
@@ -469,13 +469,10 @@ def best_values(rows: Sequence[dict], cols: Sequence[tuple[str, str]], ways: Seq
     """Per (dataset, backbone), in table order, the best value of each column among its controllers
     (None where there is none: no better way, or fewer than two values differ). Only outputs of one
     backbone for the same examples are compared."""
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for row in rows:
-        groups.setdefault((row["dataset"], row["backbone"]), []).append(row)
     return [{"dataset": dataset, "backbone": backbone,
              "values": {label(*column): best((_value(row, column) for row in members), way)
                         for column, way in zip(cols, ways)}}
-            for (dataset, backbone), members in groups.items()]
+            for (dataset, backbone), members in blocks(rows).items()]
 
 
 def _csv_text(text: str) -> str:

@@ -32,14 +32,20 @@ DEFAULT_REFERENCE = "none"
 CONFIDENCE = 0.95
 
 
+def blocks(rows: Sequence[dict]) -> dict[tuple[str, str], list[dict]]:
+    """The rows of each (dataset, backbone), in table order: outputs of one backbone for the same
+    examples, the only rows compared with each other."""
+    found: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        found.setdefault((row["dataset"], row["backbone"]), []).append(row)
+    return found
+
+
 def reference_rows(rows: Sequence[dict], reference: str | None, specs: Mapping[str, str]) -> dict:
     """``{(dataset, backbone): reference row or None}`` in table order; ``specs`` maps each
     controller's label to the controller (or chain) it runs, so a variant of ``none`` is found."""
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for row in rows:
-        groups.setdefault((row["dataset"], row["backbone"]), []).append(row)
     found = {}
-    for key, members in groups.items():
+    for key, members in blocks(rows).items():
         named = [row for row in members if row["controller"] == (reference or DEFAULT_REFERENCE)]
         if not named and reference is None:
             named = [row for row in members if specs.get(row["controller"]) == DEFAULT_REFERENCE]
