@@ -26,15 +26,12 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Mapping
 
-from .api import backbone_name
 from .component_options import split_key
 from .digest import data_digest
 from .errors import ConfigurationError, OptionError, UnknownComponentError
 from .files import atomic_write_json, atomic_write_text
 from .markdown import escape_markdown, markdown_table
-from .pipeline import DEFAULT_METRICS, _names
-from .plugins import get_registry
-from .sweep_settings import DEFAULT_DATASETS, Refused, check_settings, name_list, one_line, overlay
+from .sweep_settings import DEFAULT_DATASETS, Refused, check_settings, name_list, one_line, overlay, sweep_components
 from .sweep_variants import check_variants
 
 KINDS = ("sweep", "meta-eval")
@@ -194,20 +191,10 @@ def _overlaid(recipe: Recipe, given: dict) -> dict:
 
 def _component_names(settings: Mapping) -> dict[str, set[str]]:
     """The registered names each kind of component of ``settings`` has (through its variants)."""
-    variants = settings.get("variants") or {}
-
-    def specs(kind, default=()):
-        return [variants[name]["of"] if name in variants else name for name in settings.get(kind) or default]
-
-    return {
-        "controllers": {link for spec in [*specs("controllers"), *([settings["baseline"]] if settings.get("baseline")
-                                                                  else [])] for link in _names(spec)},
-        "backbones": {backbone_name(spec) for spec in [*specs("backbones", ("extractive",)),
-                                                       *([settings["judge"]] if settings.get("judge") else [])]},
-        "datasets": set(specs("datasets", DEFAULT_DATASETS)),
-        "metrics": set(settings.get("metrics") or DEFAULT_METRICS),
-        "vectorizers": set(get_registry("vectorizers").names()),
-    }
+    named: dict[str, set[str]] = {}
+    for kind, name in sweep_components(settings):
+        named.setdefault(kind, set()).add(name)
+    return named
 
 
 def _named(key: str, named: dict[str, set[str]]) -> bool:

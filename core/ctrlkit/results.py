@@ -71,11 +71,11 @@ def format_table(results: dict) -> str:
         count = f" (n={scored} of {total})" if scored != total else ""
         for name, value in values.items():
             counted = is_count(name)
-            row = [label(metric, name) + count, _show(value, counted) + _interval(results, metric, name)]
+            row = [label(metric, name) + count, value_text(value, counted) + _interval(results, metric, name)]
             if baseline:
                 other = baseline["metrics"][metric][name]
                 difference = None if value is None or other is None else value - other
-                row += [_show(other, counted) + _interval(baseline, metric, name),
+                row += [value_text(other, counted) + _interval(baseline, metric, name),
                         _paired(results, metric, name) or ("" if difference is None else
                                                           f"{difference:+.0f}" if counted else f"{difference:+.4f}")]
             rows.append(row)
@@ -114,7 +114,7 @@ def _by_rank(by_rank: dict) -> str:
         for part in by_rank.values():
             value = part["metrics"].get(metric, {}).get(name)
             scored = part["scored"].get(metric, part["n_examples"])
-            row.append(_show(value, is_count(name)) + (f" (n={scored} of {part['n_examples']})"
+            row.append(value_text(value, is_count(name)) + (f" (n={scored} of {part['n_examples']})"
                                                        if scored != part["n_examples"] else ""))
         rows.append(row)
     return _aligned(rows)
@@ -128,7 +128,8 @@ def _aligned(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _show(value, counted: bool = False) -> str:
+def value_text(value, counted: bool = False) -> str:
+    """A metric value as the tables print it: a count whole, any other value to 4 places."""
     if value is None:
         return "undefined"
     return f"{value:.0f}" if counted else f"{value:.4f}"

@@ -27,7 +27,7 @@ from .files import atomic_write_json, atomic_write_text, read_json
 from .markdown import escape_markdown, markdown_table
 from .metric_values import best, better, directions, is_count, label
 from .options import Option
-from .report import flatten, p_text, remove_stale_report
+from .report import describe_difference, describe_interval, flatten, remove_stale_report
 from .api import backbone_name, get_dataset
 from .component_options import RunOptions, qualified
 from .controls import carries
@@ -36,12 +36,12 @@ from .plugins import get_registry
 from .outputs import check_output, leaves_no_empty_folder, slug
 from .progress import say
 from .quiet import quietly
-from .results import versions
+from .results import value_text, versions
 from .sampling import draw_sample
 from .secrets import mask_secrets
 from .sweep_folder import SETTINGS_FILE, check_earlier_sweep
-from .sweep_compare import CONFIDENCE, DEFAULT_REFERENCE, compare
-from .sweep_settings import DEFAULT_DATASETS, check_settings
+from .sweep_compare import CONFIDENCE, DEFAULT_REFERENCE, blocks, compare
+from .sweep_settings import DEFAULT_BACKBONES, DEFAULT_DATASETS, check_settings, sweep_components
 from .sweep_tex import write_tex
 from .uncertainty import DEFAULT_RESAMPLES
 from .sweep_variants import AXES, Entry, cell_options, check_variants, entries, recorded
@@ -179,7 +179,7 @@ def sweep(
         from .recipe import run_recipe
 
         return run_recipe(recipe, out=out, overwrite=overwrite, progress=progress, **given)
-    defaults = {"backbones": ("extractive",), "datasets": DEFAULT_DATASETS, "seed": 0, "batch_size": 16, "cache": True,
+    defaults = {"backbones": DEFAULT_BACKBONES, "datasets": DEFAULT_DATASETS, "seed": 0, "batch_size": 16, "cache": True,
                 "bootstrap": DEFAULT_RESAMPLES}
     given.update({key: value for key, value in defaults.items() if given[key] is None})
     if not controllers or (metrics is not None and not metrics) or not given["backbones"] or not given["datasets"]:
@@ -200,13 +200,7 @@ def sweep(
     if topic_source is not None:
         topic_count(topic_source)  # a bad value is refused before any cell
     # every option must fit a component of some cell (each cell takes those of its own components)
-    backbone_names = [backbone_name(spec) for spec in [*(e.spec for e in axes["backbones"]), *([judge] if judge else [])]]
-    RunOptions(options, [*(("datasets", e.spec) for e in axes["datasets"]),
-                         *(("backbones", name) for name in backbone_names),
-                         *(("controllers", name) for spec in [*(e.spec for e in axes["controllers"]),
-                                                              *([baseline] if baseline else [])]
-                           for name in _names(spec)),
-                         *(("metrics", name) for name in metrics or DEFAULT_METRICS), *_vectorizers()]).check_unused()
+    RunOptions(options, sweep_components(checked)).check_unused()
     out_dir = Path(out)
     check_output(out_dir)
     options = options or {}
@@ -250,7 +244,7 @@ def sweep(
     reusable = sum(done is not None for *_, done in cells)
     if progress and reusable:
         say(f"sweep: resuming: {reusable} of {len(cells)} cells already done")
-    rows = []
+    rows, recorded_options = [], {}
     for number, (folder, arguments, labels, record, results) in enumerate(cells, 1):
         shown = mask_secrets({name: labels[name] for name in ("controller", "backbone", "dataset")})
         reused = results is not None
@@ -270,7 +264,9 @@ def sweep(
                                                            else {})})
         rows.append({**shown, "run": folder, "metrics": results["metrics"], "intervals": results.get("intervals"),
                      "cache": results.get("cache"), "reused": reused})
-    compare(out_dir, rows, reference, {e.label: e.spec for e in axes["controllers"]}, bootstrap, seed)
+        recorded_options[folder] = results["config"]["options"]  # the metrics compare() makes again
+    compare(out_dir, rows, reference, {e.label: e.spec for e in axes["controllers"]}, bootstrap, seed,
+            recorded_options)
     write_table(out_dir, rows, _comparisons(rows, reference, bootstrap, seed))
     if not all(row["reused"] for row in rows):
         remove_stale_report(out_dir, "the sweep's earlier cells")
@@ -473,13 +469,10 @@ def best_values(rows: Sequence[dict], cols: Sequence[tuple[str, str]], ways: Seq
     """Per (dataset, backbone), in table order, the best value of each column among its controllers
     (None where there is none: no better way, or fewer than two values differ). Only outputs of one
     backbone for the same examples are compared."""
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for row in rows:
-        groups.setdefault((row["dataset"], row["backbone"]), []).append(row)
     return [{"dataset": dataset, "backbone": backbone,
              "values": {label(*column): best((_value(row, column) for row in members), way)
                         for column, way in zip(cols, ways)}}
-            for (dataset, backbone), members in groups.items()]
+            for (dataset, backbone), members in blocks(rows).items()]
 
 
 def _csv_text(text: str) -> str:
@@ -498,20 +491,17 @@ def _comparisons(rows: Sequence[dict], reference: str | None, resamples: int, se
             "correction": "holm", "family": "every (cell, metric value) comparison of the table", "tests": tests}
 
 
-def _interval_text(found: dict | None, signed: bool = False) -> str:
+def _interval_text(found: dict | None) -> str:
     if not found or found.get("low") is None or found.get("high") is None:
         return ""
-    shape = "+.4f" if signed else ".4f"
-    return f"[{found['low']:{shape}}, {found['high']:{shape}}]"
+    return describe_interval((found["low"], found["high"]))
 
 
 def _difference_text(test: dict | None) -> str:
-    """``+0.0040 [-0.0012, +0.0093] p=0.21 (Holm 0.63)``, or nothing."""
+    """``+0.0040 [-0.0012, +0.0093] p=0.21 (Holm 0.63)``: the report's difference with its Holm p, or nothing."""
     if not test or test.get("difference") is None:
         return ""
-    text = f"{test['difference']:+.4f} {_interval_text(test, signed=True)}".rstrip()
-    if test.get("p") is not None:
-        text += f" {p_text(test)}"
+    text = describe_difference(test)
     if test.get("p_holm") is not None:
         text += f" (Holm {test['p_holm']:.3g})"
     return text
@@ -570,7 +560,7 @@ def write_table(out_dir: Path, rows: Sequence[dict], comparisons: dict | None = 
         cells = []
         for column, name in zip(cols, labels):
             value = _value(row, column)
-            text = "undefined" if value is None else f"{value:.0f}" if is_count(column[1]) else f"{value:.4f}"
+            text = value_text(value, is_count(column[1]))
             marked = value is not None and value == group_best[row["dataset"], row["backbone"]][name]
             extra = " ".join(filter(None, (_interval_text(_found(row.get("intervals"), column)),
                                            _difference_text(_found(row.get("paired"), column)))))

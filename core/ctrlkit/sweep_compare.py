@@ -32,14 +32,20 @@ DEFAULT_REFERENCE = "none"
 CONFIDENCE = 0.95
 
 
+def blocks(rows: Sequence[dict]) -> dict[tuple[str, str], list[dict]]:
+    """The rows of each (dataset, backbone), in table order: outputs of one backbone for the same
+    examples, the only rows compared with each other."""
+    found: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        found.setdefault((row["dataset"], row["backbone"]), []).append(row)
+    return found
+
+
 def reference_rows(rows: Sequence[dict], reference: str | None, specs: Mapping[str, str]) -> dict:
     """``{(dataset, backbone): reference row or None}`` in table order; ``specs`` maps each
     controller's label to the controller (or chain) it runs, so a variant of ``none`` is found."""
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for row in rows:
-        groups.setdefault((row["dataset"], row["backbone"]), []).append(row)
     found = {}
-    for key, members in groups.items():
+    for key, members in blocks(rows).items():
         named = [row for row in members if row["controller"] == (reference or DEFAULT_REFERENCE)]
         if not named and reference is None:
             named = [row for row in members if specs.get(row["controller"]) == DEFAULT_REFERENCE]
@@ -48,10 +54,12 @@ def reference_rows(rows: Sequence[dict], reference: str | None, specs: Mapping[s
 
 
 def compare(out_dir: Path, rows: list[dict], reference: str | None, specs: Mapping[str, str], resamples: int,
-            seed: int) -> None:
+            seed: int, options: Mapping[str, Mapping]) -> None:
     """Set each row's ``reference`` (the controller of its group's reference row, or None) and,
     for a non-reference row of a group with one, ``paired``: ``{metric: {value: {"difference",
-    "low", "high", "se", "p", "p_holm"}}}``. Nothing is compared when ``resamples`` is 0."""
+    "low", "high", "se", "p", "p_holm"}}}``. Nothing is compared when ``resamples`` is 0.
+    ``options`` maps each row's ``run`` to the options its results.json recorded (``config.options``),
+    which the sweep already holds: the metrics are made again with them."""
     references = reference_rows(rows, reference, specs)
     lacking = [key for key, row in references.items() if row is None]
     if lacking and resamples:
@@ -68,7 +76,8 @@ def compare(out_dir: Path, rows: list[dict], reference: str | None, specs: Mappi
         for cell in (row, base):
             if cell["run"] not in loaded:
                 loaded[cell["run"]] = _samples(out_dir / cell["run"] / "samples.jsonl")
-        row["paired"] = _paired(out_dir, row, base, loaded[row["run"]], loaded[base["run"]], resamples, seed)
+        row["paired"] = _paired(row, base, loaded[row["run"]], loaded[base["run"]], options[row["run"]], resamples,
+                                seed)
     tests = [test for row in rows for values in (row["paired"] or {}).values() for test in values.values()]
     for test, adjusted in zip(tests, holm([test["p"] for test in tests])):
         test["p_holm"] = adjusted
@@ -96,7 +105,7 @@ def _samples(path: Path) -> list[dict] | None:
         return None
 
 
-def _paired(out_dir: Path, row: dict, base: dict, samples: list[dict] | None, reference: list[dict] | None,
+def _paired(row: dict, base: dict, samples: list[dict] | None, reference: list[dict] | None, options: Mapping,
             resamples: int, seed: int) -> dict | None:
     """The row's cell minus its reference cell, per metric both scored; None when they cannot be paired."""
     import numpy as np
@@ -119,7 +128,7 @@ def _paired(out_dir: Path, row: dict, base: dict, samples: list[dict] | None, re
     for name in row["metrics"]:
         if name not in base["metrics"]:
             continue
-        metric = _metric(out_dir / row["run"] / "results.json", name, where)
+        metric = _metric(options, name, where)
         if metric is None:
             continue
         parts_a, parts_b = metric_parts(samples, name), metric_parts(reference, name)
@@ -148,15 +157,13 @@ def metric_parts(samples: Sequence[dict], metric: str) -> dict[str, list[float |
     return {name: [line.get(name) for line in lines] for name in names}
 
 
-def _metric(results_path: Path, name: str, where: str):
-    """Metric ``name`` made with the options the cell recorded (secrets and file digests left out),
-    or None (one warning line) when it cannot be made now."""
+def _metric(options: Mapping, name: str, where: str):
+    """Metric ``name`` made with the ``options`` the cell recorded (secrets and file digests left
+    out), or None (one warning line) when it cannot be made now."""
     from .api import get_metric
     from .component_options import qualified
-    from .files import read_json
 
     try:
-        options = (read_json(results_path, dict).get("config") or {}).get("options") or {}
         taken = options.get(qualified(("metrics", name)), options.get(name)) or {}
         return get_metric(name, **{option: value for option, value in taken.items()
                                    if not is_secret(option) and not option.endswith("_digest")})

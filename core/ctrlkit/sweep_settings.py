@@ -16,11 +16,13 @@ from typing import Any, Callable, Mapping
 from .api import backbone_name
 from .component_options import split_key
 from .errors import ConfigurationError, OptionError
-from .pipeline import MAX_SEED
+from .pipeline import DEFAULT_METRICS, MAX_SEED, _names
+from .plugins import get_registry
 from .secrets import MASK, is_secret
 from .sweep_variants import AXES
 
 DEFAULT_DATASETS = ("sample",)  # what ctrlkit.sweep.sweep runs when no datasets are given
+DEFAULT_BACKBONES = ("extractive",)  # and when no backbones are given
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
@@ -138,7 +140,7 @@ def _variants(value: Any) -> dict[str, dict[str, Any]]:
             of = one_line(variant["of"])
         except Refused as refused:
             raise Refused(str(refused), f".{name}.of") from None
-        links = [link.strip() for link in of.split("+")]
+        links = _names(of)
         options = variant.get("options", {})
         if not isinstance(options, dict):
             raise Refused(f"must be a table of options, got {_kind(options)}", f".{name}.options")
@@ -221,6 +223,26 @@ def check_settings(settings: Mapping, where: str) -> dict:
     return checked
 
 
+def sweep_components(settings: Mapping) -> list[tuple[str, str]]:
+    """Every component that checked ``settings`` name, through their variants and the defaults: the
+    datasets, the backbones (the judge too), the controllers' links (the baseline's too), the
+    metrics and every installed topic vectorizer (which ones a cell uses is known only once its
+    controller and metrics are made). The options a sweep is given must each fit one of them."""
+    variants = settings.get("variants") or {}
+
+    def specs(kind: str, default=()) -> list[str]:
+        return [variants[name]["of"] if name in variants else name for name in settings.get(kind) or default]
+
+    judge, baseline = settings.get("judge"), settings.get("baseline")
+    return [*(("datasets", spec) for spec in specs("datasets", DEFAULT_DATASETS)),
+            *(("backbones", backbone_name(spec)) for spec in [*specs("backbones", DEFAULT_BACKBONES),
+                                                              *([judge] if judge else [])]),
+            *(("controllers", name) for spec in [*specs("controllers"), *([baseline] if baseline else [])]
+              for name in _names(spec)),
+            *(("metrics", name) for name in settings.get("metrics") or DEFAULT_METRICS),
+            *(("vectorizers", name) for name in get_registry("vectorizers").names())]
+
+
 EXCLUSIVE = ("limit", "sample")
 """Two ways to choose the examples: one given over a file replaces the file's choice, whichever it was."""
 
@@ -265,7 +287,7 @@ def _yielding(variants: Mapping, given: Mapping, settings: Mapping) -> dict:
     yielded = {}
     for name, variant in variants.items():
         of, options = variant["of"], variant["options"]
-        links = [link.strip() for link in of.split("+")]
+        links = _names(of)
         chain = len(links) > 1
         if not chain:  # a backbone's options are set by its name without its argument (hf:PATH: hf)
             links = list(dict.fromkeys([links[0], backbone_name(links[0])]))

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from .files import atomic_write_text
 from .metric_values import is_count
+from .results import value_text
 
 SIGNIFICANCE = 0.05
 _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
@@ -55,7 +56,7 @@ def write_tex(out_dir: Path, rows: Sequence[dict], cols: Sequence[tuple[str, str
 def _cell(value: float | None, column: tuple[str, str], bold: bool, test: dict | None) -> str:
     if value is None:
         return "--"
-    text = f"{value:.0f}" if is_count(column[1]) else f"{value:.4f}"
+    text = value_text(value, is_count(column[1]))
     text = rf"\textbf{{{text}}}" if bold else text
     if test and test.get("difference") is not None:
         mark = r"$^\dagger$" if test.get("p_holm") is not None and test["p_holm"] < SIGNIFICANCE else ""
