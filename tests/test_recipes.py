@@ -158,6 +158,12 @@ def test_passali_newts_runs_its_four_controllers_as_standalone_runs_would(tmp_pa
     fewer = sweep(recipe="passali-newts", out=str(tmp_path / "fewer"), controllers=["none", "prepend"], data=data,
                   limit=3)
     assert [row["metrics"] for row in fewer] == [rows[0]["metrics"], rows[2]["metrics"]]
+    # names given in a call as one comma-separated string or a tuple are names, not letters: the
+    # recipe's option for tag is kept as with a list
+    for form in ("none,tag", ("none", "tag"), ["none", "tag"]):
+        folder = tmp_path / f"form-{type(form).__name__}"
+        sweep(recipe="passali-newts", out=str(folder), controllers=form, data=data, limit=3)
+        assert json.loads((folder / "sweep.json").read_text())["settings"]["options"] == {"tag": {"top_n": 100}}
     with pytest.raises(ctrlkit.OptionError, match="no component named 'tga'"):
         sweep(recipe="passali-newts", out=str(tmp_path / "typo"), data=data, limit=3, options={"tga": {"top_n": 5}})
 

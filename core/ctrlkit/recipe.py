@@ -31,7 +31,8 @@ from .digest import data_digest
 from .errors import ConfigurationError, OptionError, UnknownComponentError
 from .files import atomic_write_json, atomic_write_text
 from .markdown import escape_markdown, markdown_table
-from .sweep_settings import DEFAULT_DATASETS, Refused, check_settings, name_list, one_line, overlay, sweep_components
+from .sweep_settings import (SETTINGS, DEFAULT_DATASETS, Refused, check_settings, name_list, one_line, overlay,
+                             sweep_components)
 from .sweep_variants import check_variants
 
 KINDS = ("sweep", "meta-eval")
@@ -122,7 +123,6 @@ def _path(recipe: str | Path) -> Path:
 def _needs(value: Any, where: str) -> dict[str, str]:
     if not isinstance(value, dict):
         raise ConfigurationError(f"{where}: key 'needs' must be a table of setting = \"hint\"")
-    from .sweep_settings import SETTINGS
 
     needs = {}
     for setting, hint in value.items():
@@ -165,12 +165,22 @@ def run_recipe(recipe: str | Path | Recipe, *, out: str, overwrite: bool = False
     if not isinstance(recipe, Recipe):
         recipe = load_recipe(recipe)
     given = {key: value for key, value in given.items() if value is not None}
+    given.update(_name_lists(given))
     if recipe.kind == "meta-eval":
         return _meta_eval(recipe, out, given, progress)
     settings = _overlaid(recipe, given)
     from .sweep import sweep
 
     return sweep(out=out, overwrite=overwrite, progress=progress, recorded_recipe=recipe.record(), **settings)
+
+
+def _name_lists(given: Mapping) -> dict:
+    """The settings of ``given`` that name things, each as a list (a call may give one
+    comma-separated string or a tuple, as :func:`ctrlkit.sweep.sweep` takes them), checked as a
+    configuration's are: the recipe's settings are overlaid by list, never by letter."""
+    names = {key: list(value) if isinstance(value, tuple) else value for key, value in given.items()
+             if SETTINGS.get(key) is name_list}
+    return check_settings(names, "sweep")
 
 
 def _overlaid(recipe: Recipe, given: dict) -> dict:
