@@ -73,15 +73,18 @@ class _Handler(BaseHTTPRequestHandler):
         reply = chat.answer({"path": self.path, "headers": dict(self.headers), "body": body})
         try:
             time.sleep(reply.delay)
-            data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
-            self.send_response(reply.status)
-            for name, value in {"Content-Type": "application/json", **reply.headers}.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
         finally:
+            # counted out before the answer is sent: a client cannot send its next request before it
+            # has this answer, so a loaded machine that is slow to run this thread never shows one
+            # request too many in flight
             chat.done()
+        data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+        self.send_response(reply.status)
+        for name, value in {"Content-Type": "application/json", **reply.headers}.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def log_message(self, *args):
         pass
