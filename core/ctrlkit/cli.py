@@ -332,8 +332,8 @@ def recipes_command(name):
 @click.option("--warmup-ratio", type=float, metavar="R",
               help="The warmup as a fraction in [0, 1) of all optimizer steps, rounded up; not with --warmup-steps.")
 @click.option("--weight-decay", type=float, default=0.01, show_default=True,
-              help="AdamW's decoupled weight decay; the default, torch's own, is what trainings had before "
-                   "this option.")
+              help="AdamW's decoupled weight decay (the default is torch's: a training.json that records no "
+                   "weight_decay was trained with it).")
 @click.option("--max-grad-norm", type=float, default=0.0, show_default=True,
               help="Clip the gradients' global norm to this before each optimizer step (0: no clipping).")
 @click.option("--bf16", is_flag=True,

@@ -8,10 +8,11 @@ learned state: terms, topic index, ...; and the topics held out of training, whe
 atomically every ``save_every`` steps and at each epoch's end; running the same command again
 resumes from it.
 
-The optimizer is AdamW (``weight_decay`` 0.01 by default, torch's, which trainings before the option
-had), its learning rate following a schedule (:mod:`ctrlkit.schedules`) stepped once per optimizer
-step, the gradients clipped to a global norm when asked, and on CUDA the forward pass and loss
-optionally under bfloat16 autocast over the float32 weights.
+The optimizer is AdamW (``weight_decay`` 0.01 by default: torch's, so a ``training.json`` that
+records no weight decay was trained with it), its learning rate following a schedule
+(:mod:`ctrlkit.schedules`) stepped once per optimizer step, the gradients clipped to a global norm
+when asked, and on CUDA the forward pass and loss optionally under bfloat16 autocast over the
+float32 weights.
 """
 
 from __future__ import annotations
@@ -325,6 +326,7 @@ def _read_trainer_state(checkpoint: Path) -> dict:
 
 
 def _check_optimizer_options(weight_decay, max_grad_norm, bf16) -> None:
+    """One line for a negative, infinite or NaN decay or norm, or a bf16 that is not a bool."""
     for name, value in (("weight_decay", weight_decay), ("max_grad_norm", max_grad_norm)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:  # NaN too
             raise ConfigurationError(f"{name} must be a finite number, 0 or more, not {value!r}")
