@@ -6,8 +6,8 @@ import pytest
 import ctrlkit
 from ctrlkit.training import train
 
-STATE = {"settings": {}, "step": 2, "epoch": 0, "batch": 2, "losses": [1.0, 0.9], "eval_losses": [],
-         "best_eval": None, "bad_evals": 0, "done": False}
+STATE = {"settings": {}, "step": 2, "epoch": 0, "batch": 2, "losses": [1.0, 0.9], "learning_rates": [1e-4, 1e-4],
+         "eval_losses": [], "best_eval": None, "bad_evals": 0, "done": False}
 
 
 @pytest.mark.parametrize("content, says", [
@@ -15,6 +15,7 @@ STATE = {"settings": {}, "step": 2, "epoch": 0, "batch": 2, "losses": [1.0, 0.9]
     ("[1, 2]", "expected a JSON object"),
     (json.dumps({**STATE, "step": "2"}), "field 'step'"),
     (json.dumps({key: value for key, value in STATE.items() if key != "settings"}), "field 'settings'"),
+    (json.dumps({**STATE, "learning_rates": None}), "field 'learning_rates'"),
     (b"\xff\xfe{".decode("latin-1"), "cannot read"),
 ])
 def test_a_damaged_checkpoint_state_is_one_line(tmp_path, content, says):

@@ -11,6 +11,7 @@ import ast
 import json
 import os
 import pickle
+import re
 import uuid
 from html.parser import HTMLParser
 from pathlib import Path
@@ -399,6 +400,9 @@ def test_a_training_checkpoint_holding_code_is_refused(tmp_path):
     torch.save({"state": _Boom(proof)}, tmp_path / "optimizer.pt")
     source = (ROOT / "core" / "ctrlkit" / "training.py").read_text()
     assert 'torch.load(checkpoint / "optimizer.pt", weights_only=True)' in source
+    assert 'torch.load(checkpoint / "scheduler.pt", weights_only=True)' in source
+    loads = re.findall(r"torch\.load\([^)]*\)", source)
+    assert loads and all("weights_only=True" in load for load in loads), loads
     with pytest.raises(Exception) as refused:  # the exact call training.py makes on resume
         torch.load(tmp_path / "optimizer.pt", weights_only=True)
     assert not proof.exists() and "weights_only" in str(refused.value)

@@ -15,6 +15,7 @@ from .errors import CtrlkitError
 from .options import parse_assignments
 from .outputs import output_folder
 from .plugins import KINDS, add_plugin_commands, get_registry
+from .schedules import SCHEDULES
 
 
 class CtrlkitGroup(click.Group):
@@ -320,7 +321,24 @@ def recipes_command(name):
 @click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--max-steps", type=click.IntRange(min=0), default=0, show_default=True,
               help="Stop after this many optimizer steps (0: run all epochs).")
-@click.option("--lr", type=float, default=5e-5, show_default=True, help="AdamW learning rate.")
+@click.option("--lr", type=float, default=5e-5, show_default=True,
+              help="AdamW learning rate (the peak one, with --schedule linear or cosine).")
+@click.option("--schedule", type=click.Choice(SCHEDULES), default="constant", show_default=True,
+              help="Learning rate after the warmup: constant, or a linear or cosine decay to 0 at the end of the "
+                   "last optimizer step (max_steps, or epochs x steps per epoch).")
+@click.option("--warmup-steps", type=click.IntRange(min=0), metavar="N",
+              help="Raise the learning rate linearly from 0 to --lr over the first N optimizer steps, before "
+                   "any --schedule (default: no warmup).")
+@click.option("--warmup-ratio", type=float, metavar="R",
+              help="The warmup as a fraction in [0, 1) of all optimizer steps, rounded up; not with --warmup-steps.")
+@click.option("--weight-decay", type=float, default=0.01, show_default=True,
+              help="AdamW's decoupled weight decay (the default is torch's: a training.json that records no "
+                   "weight_decay was trained with it).")
+@click.option("--max-grad-norm", type=float, default=0.0, show_default=True,
+              help="Clip the gradients' global norm to this before each optimizer step (0: no clipping).")
+@click.option("--bf16", is_flag=True,
+              help="Run the forward pass and loss under bfloat16 autocast, the weights and optimizer staying "
+                   "float32 (CUDA with bfloat16 only).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option("--grad-accum", type=click.IntRange(min=1), default=1, show_default=True,
               help="Batches per optimizer step.")
@@ -334,8 +352,8 @@ def recipes_command(name):
 @DEVICE
 @STRICT_CONTROLS
 def train(backbone, out, controller, dataset, data, split, eval_split, topics, holdout_topics, assignments, epochs,
-          max_steps, lr, batch_size, grad_accum, patience, save_every, max_target_tokens, limit, seed, device,
-          strict_controls):
+          max_steps, lr, schedule, warmup_steps, warmup_ratio, weight_decay, max_grad_norm, bf16, batch_size,
+          grad_accum, patience, save_every, max_target_tokens, limit, seed, device, strict_controls):
     """Fine-tune a backbone with a controller applied to its training inputs (resumable)."""
     from .training import train as train_backbone
 
@@ -343,9 +361,10 @@ def train(backbone, out, controller, dataset, data, split, eval_split, topics, h
         backbone=backbone, out=out, controller=controller, dataset=dataset, data=data, split=split,
         eval_split=eval_split, topics=topics, holdout_topics=holdout_topics,
         options=_options(assignments, backbone, device), epochs=epochs,
-        max_steps=max_steps, lr=lr, batch_size=batch_size, grad_accum=grad_accum, patience=patience,
-        save_every=save_every, max_target_tokens=max_target_tokens, limit=limit, seed=seed,
-        strict_controls=strict_controls, progress=True,
+        max_steps=max_steps, lr=lr, schedule=schedule, warmup_steps=warmup_steps, warmup_ratio=warmup_ratio,
+        weight_decay=weight_decay, max_grad_norm=max_grad_norm, bf16=bf16, batch_size=batch_size,
+        grad_accum=grad_accum, patience=patience, save_every=save_every, max_target_tokens=max_target_tokens,
+        limit=limit, seed=seed, strict_controls=strict_controls, progress=True,
     )
     last = record["losses"][-1] if record["losses"] else None
     click.echo(f"{record['steps']} steps on {record['n_pairs']} pairs; last loss {last}; "

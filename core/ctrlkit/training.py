@@ -3,15 +3,23 @@ input, the training-time half of the published methods (prepend, tag, embed, gui
 
 The output folder holds the model, its tokenizer, ``ctrlkit_controller.json`` (the controller's
 learned state: terms, topic index, ...; and the topics held out of training, when any) and
-``training.json`` (config, versions, losses), so
+``training.json`` (config, versions, losses, learning rates), so
 ``ctrlkit run --backbone hf:DIR --controller C`` restores all of it. A checkpoint is written
 atomically every ``save_every`` steps and at each epoch's end; running the same command again
 resumes from it.
+
+The optimizer is AdamW (``weight_decay`` 0.01 by default: torch's, so a ``training.json`` that
+records no weight decay was trained with it), its learning rate following a schedule
+(:mod:`ctrlkit.schedules`) stepped once per optimizer step, the gradients clipped to a global norm
+when asked, and on CUDA the forward pass and loss optionally under bfloat16 autocast over the
+float32 weights.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import random
 import shutil
 import time
@@ -32,6 +40,7 @@ from .outputs import check_output, leaves_no_empty_folder
 from .progress import Progress, say
 from .quiet import quietly
 from .results import versions
+from .schedules import check_schedule, multiplier, warmup_of
 from .secrets import mask_secrets
 from .topic_selection import check_names, check_something_left, drop_topics, topic_names
 from .types import ModelInput
@@ -66,6 +75,12 @@ def train(
     epochs: int = 1,
     max_steps: int = 0,
     lr: float = 5e-5,
+    schedule: str = "constant",
+    warmup_steps: int | None = None,
+    warmup_ratio: float | None = None,
+    weight_decay: float = 0.01,
+    max_grad_norm: float = 0.0,
+    bf16: bool = False,
     batch_size: int = 8,
     grad_accum: int = 1,
     patience: int = 0,
@@ -85,7 +100,14 @@ def train(
     ``topic`` or ``topic_id``) leaves every example of those topics out of training, of the eval
     split and of what the controller fits on, for zero-shot evaluation
     (``run(only_topics=...)``); the topic space keeps them, as a topic's terms (tag) and vector
-    (STAS) come from its topic documents, not from the training pairs. The model's folder records them."""
+    (STAS) come from its topic documents, not from the training pairs. The model's folder records them.
+
+    The learning rate ``lr`` follows ``schedule`` (``constant``, ``linear`` or ``cosine`` decay to 0;
+    :mod:`ctrlkit.schedules`) after a linear warmup of ``warmup_steps`` optimizer steps or of
+    ``warmup_ratio`` of them all (one or neither); ``training.json`` records the rate of every step.
+    ``weight_decay`` is AdamW's (0.01, torch's default); ``max_grad_norm`` clips the gradients'
+    global norm before each optimizer step (0: never). ``bf16`` runs the forward pass and loss
+    under bfloat16 autocast, the weights and optimizer staying float32; CUDA only."""
     require_hf_libraries("ctrlkit train")
     import torch
 
@@ -95,7 +117,11 @@ def train(
     if min(epochs, batch_size, grad_accum) < 1 or not 0 < lr < float("inf"):  # NaN too
         raise ConfigurationError("epochs, batch size and gradient accumulation must be at least 1, "
                                  "lr a finite number above 0")
+    check_schedule(schedule, warmup_steps, warmup_ratio)
+    _check_optimizer_options(weight_decay, max_grad_norm, bf16)
     holdout = topic_names(holdout_topics, "holdout_topics")
+    optimisation = {"schedule": schedule, "warmup_steps": warmup_steps, "warmup_ratio": warmup_ratio,
+                    "weight_decay": weight_decay, "max_grad_norm": max_grad_norm, "bf16": bf16}
     options = with_data(options, dataset, data)
     routed = RunOptions(options, components(dataset=dataset, controllers=_names(controller), backbone=backbone))
     check_output(out_dir)
@@ -108,9 +134,9 @@ def train(
     settings = mask_secrets({"backbone": backbone, "controller": controller, "dataset": dataset, "data": data,
                              "split": split, "eval_split": eval_split, "topics": topics, "holdout_topics": holdout,
                              "options": options,
-                             "epochs": epochs, "max_steps": max_steps, "lr": lr, "batch_size": batch_size,
-                             "grad_accum": grad_accum, "patience": patience, "max_target_tokens": max_target_tokens,
-                             "limit": limit, "seed": seed})
+                             "epochs": epochs, "max_steps": max_steps, "lr": lr, **optimisation,
+                             "batch_size": batch_size, "grad_accum": grad_accum, "patience": patience,
+                             "max_target_tokens": max_target_tokens, "limit": limit, "seed": seed})
     if resuming:
         saved_settings = _read_trainer_state(checkpoint)["settings"]
         changed = sorted(key for key in settings if json.dumps(settings[key]) != json.dumps(saved_settings.get(key)))
@@ -121,6 +147,8 @@ def train(
     model = get_backbone(name if resuming else backbone, **backbone_options)
     if "training" not in model.capabilities:
         raise ConfigurationError(f"backbone '{name}' cannot be trained")
+    if bf16:
+        _check_bf16(model)
     source = get_dataset(dataset, **routed.of("datasets", dataset))
     steering = create_controller(controller, routed.names("controllers"))
     vectorizers = create_vectorizers([steering] if steering.topic_vectorizer else [], routed)
@@ -159,13 +187,20 @@ def train(
         raise ConfigurationError(f"{f'split {split!r}' if split else 'the data'} of dataset '{dataset}' has no "
                                  "references to train on")
 
-    parameters = model.trainable_parameters()
-    optimizer = torch.optim.AdamW(parameters, lr=lr)
-    state = {"step": 0, "epoch": 0, "batch": 0, "losses": [], "eval_losses": [], "best_eval": None, "bad_evals": 0,
-             "done": False, "settings": settings}
+    batches_per_epoch = -(-len(pairs) // batch_size)
+    total = max_steps or epochs * -(-batches_per_epoch // grad_accum)
+    warmup = warmup_of(total, warmup_steps, warmup_ratio)
+    parameters = list(model.trainable_parameters())
+    optimizer = torch.optim.AdamW(parameters, lr=lr, weight_decay=weight_decay)
+    # stepped after each optimizer step: step s (from 0) runs at lr * multiplier(s)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier(schedule, total, warmup))
+    state = {"step": 0, "epoch": 0, "batch": 0, "losses": [], "learning_rates": [], "eval_losses": [],
+             "best_eval": None, "bad_evals": 0, "done": False, "settings": settings}
     if resuming:
         state = _read_trainer_state(checkpoint)
+        # the optimizer's state holds the rate of the next step; the scheduler's, its step count
         optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", weights_only=True))
+        scheduler.load_state_dict(torch.load(checkpoint / "scheduler.pt", weights_only=True))
 
     def save_checkpoint():
         temporary = out_dir / f".{CHECKPOINT}.tmp"
@@ -173,12 +208,11 @@ def train(
         model.save(temporary)
         save_controller(temporary, steering, holdout)
         torch.save(optimizer.state_dict(), temporary / "optimizer.pt")
+        torch.save(scheduler.state_dict(), temporary / "scheduler.pt")
         atomic_write_json(temporary / "trainer_state.json", state)
         shutil.rmtree(checkpoint, ignore_errors=True)
         temporary.rename(checkpoint)
 
-    batches_per_epoch = -(-len(pairs) // batch_size)
-    total = max_steps or epochs * -(-batches_per_epoch // grad_accum)
     if progress and resuming:
         say(f"train [{steering.name}]: resuming: {state['step']} of {total} steps already done ({checkpoint})")
     bar = Progress(f"train [{steering.name}]", total, "steps", enabled=progress, initial=state["step"])
@@ -190,12 +224,17 @@ def train(
             random.Random(seed + state["epoch"]).shuffle(order)
             while state["batch"] < batches_per_epoch:
                 chosen = [pairs[i] for i in order[state["batch"] * batch_size:(state["batch"] + 1) * batch_size]]
-                loss = model.loss([p[0] for p in chosen], [p[1] for p in chosen], max_target_tokens) / grad_accum
+                with autocast(bf16):
+                    loss = model.loss([p[0] for p in chosen], [p[1] for p in chosen], max_target_tokens) / grad_accum
                 loss.backward()
                 state["batch"] += 1
                 if state["batch"] % grad_accum and state["batch"] < batches_per_epoch:
                     continue
+                if max_grad_norm:
+                    torch.nn.utils.clip_grad_norm_(parameters, max_grad_norm)
+                state["learning_rates"].append(optimizer.param_groups[0]["lr"])
                 optimizer.step()
+                scheduler.step()
                 optimizer.zero_grad()
                 state["step"] += 1
                 state["losses"].append(round(loss.item() * grad_accum, 6))
@@ -209,7 +248,8 @@ def train(
                 state["epoch"] += 1
                 state["batch"] = 0
             if eval_pairs:
-                stop = _evaluate(model, eval_pairs, batch_size, max_target_tokens, state, patience, out_dir) or stop
+                with autocast(bf16):
+                    stop = _evaluate(model, eval_pairs, batch_size, max_target_tokens, state, patience, out_dir) or stop
             state["done"] = stop or (not max_steps and state["epoch"] >= epochs)
             save_checkpoint()
     model.train_mode(False)
@@ -222,8 +262,9 @@ def train(
         "config": mask_secrets({
             "backbone": backbone, "dataset": dataset, "data": data, "split": split, "eval_split": eval_split,
             "controller": steering.name, "topics": topics, "holdout_topics": holdout, "epochs": epochs,
-            "max_steps": max_steps, "lr": lr, "batch_size": batch_size, "grad_accum": grad_accum, "patience": patience,
-            "max_target_tokens": max_target_tokens, "limit": limit, "seed": seed, "strict_controls": strict_controls,
+            "max_steps": max_steps, "lr": lr, **optimisation, "batch_size": batch_size, "grad_accum": grad_accum,
+            "patience": patience, "max_target_tokens": max_target_tokens, "limit": limit, "seed": seed,
+            "strict_controls": strict_controls,
             "options": resolved_options(routed, datasets=[source], controllers=[steering], backbones=[model],
                                         vectorizers=vectorizers.values())}),
         "versions": versions(),
@@ -233,6 +274,8 @@ def train(
         "uncontrolled": left,
         "steps": state["step"],
         "losses": state["losses"],
+        "learning_rates": state["learning_rates"],
+        "schedule_steps": {"warmup": warmup, "total": total},
         "eval_losses": state["eval_losses"],
         "best_eval_loss": state["best_eval"],
         "resumed": resuming,
@@ -273,10 +316,40 @@ def _read_trainer_state(checkpoint: Path) -> dict:
     """The checkpoint's training state; a damaged one is one line saying how to start over."""
     path = checkpoint / "trainer_state.json"
     state = read_json(path, dict, what="a training checkpoint's state")
-    kinds = {"settings": dict, "step": int, "epoch": int, "batch": int, "losses": list, "eval_losses": list,
-             "bad_evals": int, "done": bool}
+    kinds = {"settings": dict, "step": int, "epoch": int, "batch": int, "losses": list, "learning_rates": list,
+             "eval_losses": list, "bad_evals": int, "done": bool}
     wrong = [key for key, kind in kinds.items() if not isinstance(state.get(key), kind)]
     if wrong:
         raise CtrlkitError(f"{path}: damaged checkpoint (field {wrong[0]!r} missing or of the wrong type); "
                            f"remove {checkpoint} to train from the start")
     return state
+
+
+def _check_optimizer_options(weight_decay, max_grad_norm, bf16) -> None:
+    """One line for a negative, infinite or NaN decay or norm, or a bf16 that is not a bool."""
+    for name, value in (("weight_decay", weight_decay), ("max_grad_norm", max_grad_norm)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:  # NaN too
+            raise ConfigurationError(f"{name} must be a finite number, 0 or more, not {value!r}")
+    if not isinstance(bf16, bool):
+        raise ConfigurationError(f"bf16 must be True or False, not {bf16!r}")
+
+
+def _check_bf16(model) -> None:
+    """bf16 autocast keeps float32 master weights on a CUDA device that computes in bfloat16."""
+    import torch
+
+    dtypes = sorted({str(parameter.dtype).removeprefix("torch.") for parameter in model.trainable_parameters()})
+    if dtypes != ["float32"]:
+        raise ConfigurationError(f"bf16 autocasts float32 weights, but backbone '{model.name}' holds "
+                                 f"{', '.join(dtypes)} ones: drop the backbone's dtype option")
+    device = getattr(model, "device", None)
+    if getattr(device, "type", None) != "cuda" or not torch.cuda.is_bf16_supported():
+        raise ConfigurationError(f"bf16 needs a CUDA device that supports bfloat16; backbone '{model.name}' is on "
+                                 f"{device or 'no torch device'}")
+
+
+def autocast(bf16: bool):
+    """The context the forward pass and loss run in: bfloat16 autocast on CUDA, or nothing."""
+    import torch
+
+    return torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
