@@ -107,26 +107,40 @@ class HFBackbone(Backbone):
             self.tokenizer.add_tokens(new, special_tokens=True)
             self.model.resize_token_embeddings(len(self.tokenizer), mean_resizing=False)
 
-    def input_limit(self) -> int:
-        """The most input tokens: the option, else the smaller of the tokenizer's and the model's limits."""
-        if self.options["max_input_tokens"]:
-            return self.options["max_input_tokens"]
+    def position_limit(self) -> int | None:
+        """The most tokens the model takes: the smaller of the tokenizer's and the model's limits
+        (None when neither gives a sensible one)."""
         limits = [self.tokenizer.model_max_length, getattr(self.model.config, "max_position_embeddings", None)]
         sensible = [limit for limit in limits if isinstance(limit, int) and 0 < limit < 1_000_000]
-        return min(sensible) if sensible else 1024
+        return min(sensible) if sensible else None
+
+    def input_limit(self) -> int:
+        """The most input tokens: the option, else the model's limit (1024 when it gives none)."""
+        if self.options["max_input_tokens"]:
+            return self.options["max_input_tokens"]
+        return self.position_limit() or 1024
 
     def tokenize(self, texts: list[str], add_special_tokens: bool = True):
         """Pad and truncate a batch to the input limit, counting truncations (the caller reports
         them once for all its batches, not once a batch)."""
         limit = self.input_limit()
+        self._count_truncations(texts, add_special_tokens, limit)
+        batch = self.tokenizer(texts, truncation=True, max_length=limit, padding=True, return_tensors="pt",
+                               add_special_tokens=add_special_tokens)
+        return {key: value.to(self.device) for key, value in batch.items()}
+
+    def token_ids(self, texts: list[str], add_special_tokens: bool, limit: int) -> list[list[int]]:
+        """The token ids of each text, cut to ``limit`` as :meth:`tokenize` cuts (and counts), unpadded."""
+        self._count_truncations(texts, add_special_tokens, limit)
+        return self.tokenizer(texts, truncation=True, max_length=limit, add_special_tokens=add_special_tokens,
+                              verbose=False)["input_ids"]
+
+    def _count_truncations(self, texts: list[str], add_special_tokens: bool, limit: int) -> None:
         lengths = [len(ids) for ids in self.tokenizer(texts, truncation=False, verbose=False,
                                                       add_special_tokens=add_special_tokens)["input_ids"]]
         self.tokenized += len(texts)
         self.truncated += sum(length > limit for length in lengths)
         self.truncated_to = limit
-        batch = self.tokenizer(texts, truncation=True, max_length=limit, padding=True, return_tensors="pt",
-                               add_special_tokens=add_special_tokens)
-        return {key: value.to(self.device) for key, value in batch.items()}
 
     def generation_options(self) -> dict:
         o = self.options

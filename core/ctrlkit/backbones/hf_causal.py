@@ -5,18 +5,23 @@ flattened to plain text; a plain source becomes ``source + "\\nTL;DR:"``. A base
 template) counts as one that only flattens messages, so the prompt controller's hard prompt
 reaches it as plain text, not as a ``System:``/``User:`` transcript. Batches are padded
 on the left so every prompt ends where generation starts, and only the new tokens are returned.
+
+Trainable: a training example is the prompt generation would feed, then the reference summary
+and EOS; the loss counts the summary and EOS tokens only.
 """
 
 from __future__ import annotations
 
 from ..chat import flatten_messages
+from ..errors import ConfigurationError
 from .hf_base import HFBackbone
 
 
 class HFCausal(HFBackbone):
-    """Any transformers decoder-only model, by path or hub id (hf-causal:PATH); chat template when present."""
+    """Any transformers decoder-only model, by path or hub id (hf-causal:PATH); chat template when
+    present; trainable."""
 
-    capabilities = frozenset({"text", "messages"})
+    capabilities = frozenset({"text", "messages", "training"})
     auto_model_class = "AutoModelForCausalLM"
 
     @property
@@ -46,14 +51,67 @@ class HFCausal(HFBackbone):
             return flatten_messages(model_input.messages)
         return f"{model_input.source}\nTL;DR:"
 
+    def prompts(self, inputs) -> tuple[list[str], bool]:
+        """The prompt of each input, and whether the tokenizer adds its special tokens to them: not
+        when a chat template wrote its own (BOS)."""
+        templated = bool(getattr(self.tokenizer, "chat_template", None)) and any(i.messages for i in inputs)
+        return [self.prompt(model_input) for model_input in inputs], not templated
+
     def generate(self, inputs):
         import torch
 
-        # a chat template writes its own special tokens (BOS); the tokenizer must not add more
-        templated = bool(getattr(self.tokenizer, "chat_template", None)) and any(i.messages for i in inputs)
-        batch = self.tokenize([self.prompt(model_input) for model_input in inputs], add_special_tokens=not templated)
+        texts, add_special_tokens = self.prompts(inputs)
+        batch = self.tokenize(texts, add_special_tokens=add_special_tokens)
         with torch.inference_mode():
             output = self.model.generate(**batch, **self.generation_options(),
                                          pad_token_id=self.tokenizer.pad_token_id)
         new_tokens = output[:, batch["input_ids"].shape[1]:]
         return [text.strip() for text in self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
+
+    def training_prompt_limit(self, max_target_tokens: int) -> int:
+        """The input limit generation uses, lowered where the model's positions leave less room
+        beside ``max_target_tokens`` target tokens."""
+        positions = self.position_limit()
+        if positions is None:
+            return self.input_limit()
+        if max_target_tokens >= positions:
+            raise ConfigurationError(f"backbone '{self.name}': --max-target-tokens {max_target_tokens} leaves no "
+                                     f"room for the prompt in the model's {positions} positions")
+        return min(self.input_limit(), positions - max_target_tokens)
+
+    def training_batch(self, inputs, targets: list[str], max_target_tokens: int) -> dict:
+        """What :meth:`loss` feeds the model: each row is the prompt generation would feed (cut from
+        the left), then the target's first tokens and EOS, ``max_target_tokens`` at most; rows are
+        padded on the left, as in generation. ``labels`` are the token ids of the target and EOS,
+        -100 on the prompt and the padding; ``position_ids`` count from each row's first real
+        token, as ``generate`` counts them, where the model takes them."""
+        import inspect
+
+        import torch
+
+        texts, add_special_tokens = self.prompts(inputs)
+        prompts = self.token_ids(texts, add_special_tokens, self.training_prompt_limit(max_target_tokens))
+        eos = self.tokenizer.eos_token_id
+        end = [] if eos is None else [eos]
+        answers = [ids[:max_target_tokens - len(end)] + end
+                   for ids in self.tokenizer(list(targets), add_special_tokens=False, verbose=False)["input_ids"]]
+        rows = [prompt + answer for prompt, answer in zip(prompts, answers)]
+        width = max(len(row) for row in rows)
+        pad = self.tokenizer.pad_token_id
+        attention_mask = torch.tensor([[0] * (width - len(row)) + [1] * len(row) for row in rows])
+        batch = {"input_ids": torch.tensor([[pad] * (width - len(row)) + row for row in rows]),
+                 "attention_mask": attention_mask,
+                 "labels": torch.tensor([[-100] * (width - len(answer)) + answer for answer in answers])}
+        if "position_ids" in inspect.signature(self.model.forward).parameters:
+            batch["position_ids"] = (attention_mask.cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
+        return {key: value.to(self.device) for key, value in batch.items()}
+
+    def loss(self, inputs, targets: list[str], max_target_tokens: int):
+        """Mean token cross-entropy of ``targets`` (and EOS) after the prompts (for ``ctrlkit train``)."""
+        return self.model(**self.training_batch(inputs, targets, max_target_tokens)).loss
+
+    def trainable_parameters(self):
+        return list(self.model.parameters())
+
+    def train_mode(self, training: bool) -> None:
+        self.model.train(training)

@@ -1,0 +1,195 @@
+"""``ctrlkit train`` of the decoder-only backbone (hf-causal), on a tiny GPT-2 built offline."""
+
+import json
+import shutil
+
+import pytest
+
+pytest.importorskip("torch", reason="the causal training tests need torch")
+pytest.importorskip("transformers", reason="the causal training tests need transformers")
+
+import torch  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+import ctrlkit  # noqa: E402
+import ctrlkit.training  # noqa: E402
+from ctrlkit import ModelInput  # noqa: E402
+from ctrlkit.cli import cli  # noqa: E402
+from ctrlkit.controls import apply_control  # noqa: E402
+from ctrlkit.pipeline import fit_or_restore  # noqa: E402
+
+import tiny_models  # noqa: E402
+
+CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
+                 "{% if add_generation_prompt %}<assistant>{% endif %}")
+GREEDY = {"max_new_tokens": 8, "num_beams": 1}
+
+
+@pytest.fixture(scope="session")
+def gpt2(tmp_path_factory):
+    return tiny_models.build_gpt2(tmp_path_factory.mktemp("causal") / "gpt2")
+
+
+@pytest.fixture(scope="session")
+def chat_gpt2(gpt2, tmp_path_factory):
+    """The same model, its tokenizer given a chat template."""
+    from transformers import AutoTokenizer
+
+    folder = shutil.copytree(gpt2, tmp_path_factory.mktemp("causal") / "chat")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def invoke(*args):
+    result = CliRunner().invoke(cli, [str(arg) for arg in args])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    return result
+
+
+def with_bos(backbone):
+    """Make the tokenizer add a BOS to plain text, as Llama's does, so that a prompt the chat
+    template wrote (its own BOS) and a plain one are tokenized differently."""
+    from tokenizers import processors
+
+    bos = backbone.tokenizer.bos_token_id
+    backbone.tokenizer._tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{backbone.tokenizer.bos_token} $A", special_tokens=[(backbone.tokenizer.bos_token, bos)])
+    return bos
+
+
+@pytest.mark.parametrize("chat", [False, True])
+def test_the_labels_count_the_summary_and_eos_only_after_the_prompt_generation_feeds(gpt2, chat, monkeypatch):
+    backbone = ctrlkit.get_backbone(f"hf-causal:{gpt2}")
+    tokenizer = backbone.tokenizer
+    bos = with_bos(backbone)
+    document = ctrlkit.get_dataset("sample").load("test")[0].document  # longer than the 128-token limit
+    if chat:
+        tokenizer.chat_template = CHAT_TEMPLATE
+        inputs = [ModelInput(source="x", messages=({"role": "user", "content": "Summarize: the coach won."},)),
+                  ModelInput(source="x", messages=({"role": "user", "content": document},))]
+        texts = [f"<|endoftext|><user>{m.messages[0]['content']}<assistant>" for m in inputs]
+        prompts = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
+    else:
+        inputs = [ModelInput(source="The coach won."), ModelInput(source=document)]
+        prompts = [[bos] + tokenizer(f"{m.source}\nTL;DR:", add_special_tokens=False)["input_ids"] for m in inputs]
+    limit = 256 - 128  # positions less the default max_new_tokens
+    assert len(prompts[1]) > limit
+    # cut from the left: the template's BOS is text and goes; the one the tokenizer adds stays
+    prompts[1] = prompts[1][-limit:] if chat else prompts[1][:1] + prompts[1][-(limit - 1):]
+    targets = ["The team won the final.", "Investors bought shares of the bank on Monday."]
+    eos = tokenizer.eos_token_id
+    answers = [tokenizer(target, add_special_tokens=False)["input_ids"][:5] + [eos] for target in targets]
+
+    batch = backbone.training_batch(inputs, targets, max_target_tokens=6)
+    width = max(len(p) + len(a) for p, a in zip(prompts, answers))
+    pad = tokenizer.pad_token_id
+    for row, (prompt, answer) in enumerate(zip(prompts, answers)):
+        padding = width - len(prompt) - len(answer)
+        assert batch["input_ids"][row].tolist() == [pad] * padding + prompt + answer
+        assert batch["attention_mask"][row].tolist() == [0] * padding + [1] * (len(prompt) + len(answer))
+        assert batch["labels"][row].tolist() == [-100] * (padding + len(prompt)) + answer
+    assert (backbone.tokenized, backbone.truncated, backbone.truncated_to) == (2, 1, limit)
+
+    seen = []  # the prompts generation feeds the model, each alone (no padding); nothing generated
+    monkeypatch.setattr(backbone.model, "generate", lambda **kw: seen.append(kw["input_ids"][0].tolist())
+                        or kw["input_ids"])
+    for model_input in inputs:
+        backbone.generate([model_input])
+    assert seen == prompts
+
+
+def row_losses(backbone, batch):
+    """Each row's mean token cross-entropy, from the model's logits."""
+    with torch.no_grad():
+        logits = backbone.model(**{k: v for k, v in batch.items() if k != "labels"}).logits
+    labels = batch["labels"][:, 1:]
+    losses = torch.nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), labels, reduction="none")
+    return (losses * (labels != -100)).sum(1) / (labels != -100).sum(1)
+
+
+def test_a_rows_loss_does_not_change_with_the_padding_a_longer_row_adds(gpt2):
+    backbone = ctrlkit.get_backbone(f"hf-causal:{gpt2}")
+    short, long = ModelInput(source="The coach won."), ModelInput(source="Investors bought shares of the bank " * 6)
+    targets = ["A win.", "Shares rose sharply on Monday after the results."]
+    with torch.no_grad():
+        alone = backbone.loss([short], targets[:1], 32)
+    batch = backbone.training_batch([short, long], targets, 32)
+    assert batch["attention_mask"][0].tolist().count(0) > 20  # the short row is padded well
+    together = row_losses(backbone, batch)
+    torch.testing.assert_close(together[0], alone)
+    torch.testing.assert_close(together[1], backbone.loss([long], targets[1:], 32).detach())
+    # the check can fail: with positions counted from the padding, the short row's loss moves
+    shifted = row_losses(backbone, {key: value for key, value in batch.items() if key != "position_ids"})
+    assert abs(shifted[0].item() - alone.item()) > 1e-3
+
+
+def test_trained_causal_model_lowers_its_loss_and_reloads_to_the_same_outputs(gpt2, tmp_path, monkeypatch):
+    """Python API: tag (its special token too) trained on the sample; ``run -b hf-causal:DIR``
+    gives what the trained model in memory gives."""
+    trained = []
+    original = ctrlkit.training.get_backbone
+    monkeypatch.setattr(ctrlkit.training, "get_backbone", lambda *a, **kw: trained.append(original(*a, **kw))
+                        or trained[-1])
+    out = tmp_path / "model"
+    record = ctrlkit.training.train(backbone=f"hf-causal:{gpt2}", out=str(out), controller="tag", split="test",
+                                    limit=8, max_steps=30, batch_size=4, lr=1e-3, max_target_tokens=32,
+                                    options={"hf-causal": GREEDY})
+    losses = record["losses"]
+    assert len(losses) == 30
+    assert sum(losses[-5:]) / 5 < 0.85 * sum(losses[:5]) / 5, losses
+
+    invoke("run", "-b", f"hf-causal:{out}", "-c", "tag", "--limit", 4, "-m", "rouge", "--no-baseline", "--no-cache",
+           "--batch-size", 1, "-o", tmp_path / "run", "--set", "hf-causal.max_new_tokens=8",
+           "--set", "hf-causal.num_beams=1")
+    predictions = [json.loads(line)["prediction"] for line in (tmp_path / "run" / "samples.jsonl").open()]
+
+    model = trained[0]
+    tag = ctrlkit.get_controller("tag")
+    tag.load_state(json.loads((out / "ctrlkit_controller.json").read_text())["state"])
+    examples = ctrlkit.get_dataset("sample").load("test")[:4]
+    expected = [model.generate([apply_control(tag, e, ModelInput(source=e.document))])[0] for e in examples]
+    assert predictions == expected and any(expected)
+
+    reloaded = ctrlkit.get_backbone(f"hf-causal:{out}")
+    restored = ctrlkit.get_controller("tag")
+    fit_or_restore(restored, reloaded, ctrlkit.get_dataset("sample"), topic_space=None)  # no space: restored
+    assert restored.state() == tag.state()
+    assert reloaded.tokenizer.tokenize("a [TAG] b").count("[TAG]") == 1
+    assert reloaded.model.get_output_embeddings().weight.shape[0] == len(reloaded.tokenizer) == len(model.tokenizer)
+    assert reloaded.tokenizer.padding_side == "left" and reloaded.tokenizer.pad_token_id is not None
+
+
+def test_the_cli_trains_a_chat_model_with_the_prompt_controller(chat_gpt2, tmp_path):
+    out = tmp_path / "model"
+    invoke("train", "-b", f"hf-causal:{chat_gpt2}", "-c", "prompt", "--split", "test", "--limit", 8,
+           "--max-steps", 30, "--batch-size", 4, "--lr", "1e-3", "--max-target-tokens", 32, "-o", out)
+    losses = json.loads((out / "training.json").read_text())["losses"]
+    assert sum(losses[-5:]) / 5 < 0.85 * sum(losses[:5]) / 5, losses
+    assert json.loads((out / "ctrlkit_controller.json").read_text())["controller"] == "prompt"
+    reloaded = ctrlkit.get_backbone(f"hf-causal:{out}")
+    assert reloaded.tokenizer.chat_template == CHAT_TEMPLATE
+    prompt = ctrlkit.get_controller("prompt")
+    prompt.prepare(reloaded)
+    example = ctrlkit.get_dataset("sample").load("test")[0]
+    assert reloaded.prompts([prompt.apply(example, ModelInput(source=example.document))])[0][0].startswith(
+        "<|endoftext|><system>")
+
+
+@pytest.mark.parametrize("controller, lacks", [("guidance", "guidance"), ("embed", "input_embeddings")])
+def test_a_controller_needing_what_hf_causal_lacks_is_refused_in_one_line(gpt2, tmp_path, controller, lacks):
+    with pytest.raises(ctrlkit.ConfigurationError) as refused:
+        ctrlkit.training.train(backbone=f"hf-causal:{gpt2}", out=str(tmp_path / "model"), controller=controller,
+                               split="test", limit=4, max_steps=1)
+    assert str(refused.value) == f"controller '{controller}' needs backbone capability {lacks}"
+    assert not (tmp_path / "model").exists()
+
+
+def test_a_target_as_long_as_the_model_is_refused_in_one_line(gpt2):
+    backbone = ctrlkit.get_backbone(f"hf-causal:{gpt2}")
+    with pytest.raises(ctrlkit.ConfigurationError, match="--max-target-tokens 256 leaves no room for the prompt "
+                                                         "in the model's 256 positions"):
+        backbone.loss([ModelInput(source="The coach won.")], ["A win."], 256)
+    assert backbone.training_prompt_limit(200) == 56  # below the 128 generation leaves
+    assert backbone.training_prompt_limit(100) == 128
