@@ -226,6 +226,7 @@ def test_a_run_with_a_baseline_records_the_paired_difference(sample_run):
     assert np.isclose(found["difference"], written["metrics"]["stas"]["stas"] - written["baseline"]["metrics"]["stas"]
                       ["stas"], rtol=1e-9)
     assert 1 / 301 <= found["p"] <= 1
+    assert found["permutations"] == 300 and isinstance(found["permutations"], int)  # a count: 300, not 300.0
     from ctrlkit.report import p_text
 
     row = next(line for line in result.table().splitlines() if line.startswith("stas "))
