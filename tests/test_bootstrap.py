@@ -226,6 +226,7 @@ def test_a_run_with_a_baseline_records_the_paired_difference(sample_run):
     assert np.isclose(found["difference"], written["metrics"]["stas"]["stas"] - written["baseline"]["metrics"]["stas"]
                       ["stas"], rtol=1e-9)
     assert 1 / 301 <= found["p"] <= 1
+    assert found["permutations"] == 300 and isinstance(found["permutations"], int)  # a count: 300, not 300.0
     from ctrlkit.report import p_text
 
     row = next(line for line in result.table().splitlines() if line.startswith("stas "))
@@ -316,11 +317,19 @@ class _Scalar(_Faulty):
         return {"scalar": float(np.mean(parts["scalar"]))}  # one number, not one per row of weights
 
 
+class _Listing(_Faulty):
+    name = "listing"
+
+    def aggregate(self, parts, weights):
+        return [np.mean(parts["listing"])]  # not {value name: array}
+
+
 class _Faults:
     @ctrlkit.hookimpl
     def register_metrics(self, register):
         register("raising", _Raising)
         register("scalar", _Scalar)
+        register("listing", _Listing)
 
 
 @pytest.mark.parametrize("name, said", [("raising", "aggregate failed: ZeroDivisionError: oops"),
@@ -335,6 +344,22 @@ def test_a_faulty_aggregate_costs_its_intervals_only(name, said, throwaway_plugi
     assert written["metrics"][name][name] == result.metrics[name][name] is not None
     for found in (written["intervals"], written["baseline"]["intervals"], written["paired"]):
         assert name not in found and set(found["rouge"]) == {"rouge1", "rouge2", "rougeL", "rougeLsum"}
+
+
+@pytest.mark.parametrize("name", ["raising", "scalar", "listing"])
+def test_the_conformance_kit_fails_a_faulty_aggregate_with_the_line_a_run_warns_with(name, throwaway_plugins,
+                                                                                      tmp_path, caplog):
+    from ctrlkit.testing import check_metric
+
+    throwaway_plugins(_Faults(), "faulty-aggregate-kit-test")
+    with caplog.at_level(logging.WARNING, logger="ctrlkit"):
+        # two resamples: as many rows of weights as the kit gives aggregate (all the examples, a subset)
+        ctrlkit.run(controller="tag", metrics=[name], limit=4, bootstrap=2, baseline=None, out=str(tmp_path))
+    [warning] = [r.getMessage() for r in caplog.records if f"metric '{name}'" in r.getMessage()]
+    with pytest.raises(AssertionError) as caught:
+        check_metric(name)
+    assert warning == f"ctrlkit: {caught.value}; its values get no interval or paired test"
+    assert str(caught.value).startswith(f"metric '{name}': aggregate") and "\n" not in str(caught.value)
 
 
 def test_aggregate_rows_of_the_wrong_length_are_refused_not_summarized():

@@ -3,9 +3,11 @@ in one line naming the file and the column or row; it never reads one silently w
 100 is never bin 100). Each variant is a small file written here."""
 
 import csv
+import hashlib
 import json
 import re
 import sys
+import unicodedata
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,9 +15,11 @@ from hypothesis import strategies as st
 
 import ctrlkit
 from ctrlkit import DatasetError
+from ctrlkit.bootstrap import groups_of, resample_weights
 from ctrlkit.testing import check_dataset
 from ctrlkit_datasets import ccsbench as module
 
+from conftest import shared_file
 from test_datasets_external import CCS_COLUMNS as COLUMNS, write_csv
 
 
@@ -209,7 +213,7 @@ def test_subset_folders_in_any_case(tmp_path):
     write_csv(tmp_path / "LENGTH" / "Test.csv", [row(length="4", keywords="", readability="", focus="")])
     [example] = ctrlkit.get_dataset("ccsbench", path=str(tmp_path)).load("test")
     assert example.meta == {"source": f"{tmp_path / 'Compositional' / 'test.csv'}:2", "subset": "compositional",
-                            "length_bin": 2}
+                            "length_bin": 2, "document_digest": module.document_digest(example.document)}
     [example] = ctrlkit.get_dataset("ccsbench", path=str(tmp_path), subset="length").load("test")
     assert example.controls == {"length": 225} and example.meta["subset"] == "length"
     assert ctrlkit.get_dataset("ccsbench", path=str(tmp_path)).subsets() == ["Compositional", "LENGTH"]
@@ -364,3 +368,58 @@ def test_the_length_metric_caps_at_ccsbenchs_top_bin_end_to_end(tmp_path):
     # requested bins 3, 4, 4 (capped); generated 180 -> 3, 400 -> 7 capped to 4, 230 -> 4
     assert [s["scores"]["length"]["abs_bin_error"] for s in result.samples] == [0, 0, 0]
     assert result.metrics["length"]["mad"] == 0
+
+
+# --- groups: the rows of one paper -----------------------------------------------------------------
+
+def _normal(text):
+    """A document as the group key reads it, written out here: NFC, white space runs as one space."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def _same_paper_same_group(examples, groups):
+    """Two examples share a group exactly when their documents are the same text up to white space."""
+    first_of = {}
+    for example, group in zip(examples, groups):
+        first_of.setdefault(_normal(example.document), group)
+    assert [first_of[_normal(example.document)] for example in examples] == list(groups)
+    assert len(set(groups)) == len(first_of)
+
+
+def test_rows_of_one_paper_share_a_group_and_other_papers_do_not(tmp_path):
+    """The release repeats a paper once per control setting and has no paper id: the group is a
+    digest of the document, so a resample draws a paper with all its rows."""
+    paper_a = "We propose a method.\nIt works on graphs."
+    paper_b = "We study speech. Accents matter."
+    texts = [paper_a, paper_b, "We propose a method. It works on graphs.",  # paper A, other line breaks
+             paper_a + "  ", "We propose a method. It works on trees.", paper_b, "Cafe\u0301 data.", "Caf\u00e9 data."]
+    path = write_csv(tmp_path / "test.csv", [row(text=text, length=str(i % 5)) for i, text in enumerate(texts)])
+    dataset = ctrlkit.get_dataset("ccsbench", path=str(path))
+    examples = dataset.load("test")
+    groups = groups_of(examples, dataset)
+    assert groups.tolist() == [0, 1, 0, 0, 2, 1, 3, 3]  # A, B, A, A, other paper, B, one NFC text twice
+    _same_paper_same_group(examples, groups)
+    digest = examples[0].meta["document_digest"]
+    assert digest == hashlib.sha256(b"We propose a method. It works on graphs.").hexdigest()[:16]
+    weights = resample_weights(groups, 50, 0)
+    assert (weights[:, [0, 2, 3]] == weights[:, [0]]).all() and (weights[:, 1] == weights[:, 5]).all()
+    assert not (weights[:, 0] == weights[:, 1]).all()
+
+
+def test_the_shared_release_groups_each_paper_s_rows():
+    root = shared_file("ccsbench")  # not part of ../shared/data yet: skips until it is added there
+    dataset = ctrlkit.get_dataset("ccsbench", path=str(root))
+    read = 0
+    for subset in dataset.subsets() or [dataset.options["subset"]]:
+        for split in ("train", "validation", "test"):
+            subset_dataset = ctrlkit.get_dataset("ccsbench", path=str(root), subset=subset)
+            try:
+                examples = subset_dataset.load(split)
+            except DatasetError as exc:
+                if f"no {split} file" in str(exc):
+                    continue
+                raise
+            groups = groups_of(examples, subset_dataset)
+            _same_paper_same_group(examples, groups)
+            read += 1
+    assert read, f"{root}: no CCSBench split file found"

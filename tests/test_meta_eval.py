@@ -203,7 +203,8 @@ def test_the_interval_equals_a_loop_over_the_same_resamples_with_scipy(resample,
         values = np.array(values)
         defined = values[~np.isnan(values)]
         assert result[name]["undefined_resamples"] == count - len(defined)
-        assert result[name]["ci"] == pytest.approx(list(np.percentile(defined, [2.5, 97.5])), abs=1e-9)
+        assert [result[name]["low"], result[name]["high"]] == pytest.approx(list(np.percentile(defined, [2.5, 97.5])),
+                                                                            abs=1e-9)
         assert result[name]["se"] == pytest.approx(np.std(defined, ddof=1), abs=1e-9)
 
 
@@ -223,6 +224,7 @@ def test_the_p_value_equals_a_loop_over_the_same_permutations(level):
         extreme = sum(abs(value) >= abs(observed) - 1e-12 for value in defined)
         assert result[name]["p"] == pytest.approx((1 + extreme) / (1 + len(defined)))
         assert result[name]["undefined_permutations"] == count - len(defined)
+        assert result[name]["permutations"] == len(defined)  # the p's floor is 1 / (1 + this)
 
 
 def test_a_metric_unrelated_to_the_human_scores_is_not_significant_and_a_close_one_is():
@@ -235,14 +237,24 @@ def test_a_metric_unrelated_to_the_human_scores_is_not_significant_and_a_close_o
         row["scores"]["noise"] = value
     summary = {path: levels["summary"] for path, levels in
                meta_evaluate(rows, "given.human", resamples=500)["correlations"].items()}
-    assert summary["scores.m"]["pearson"]["p"] < 0.01 and summary["scores.m"]["pearson"]["ci"][0] > 0.5
+    assert summary["scores.m"]["pearson"]["p"] < 0.01 and summary["scores.m"]["pearson"]["low"] > 0.5
     assert summary["scores.noise"]["pearson"]["p"] > 0.05
-    assert summary["scores.noise"]["pearson"]["ci"][0] < 0 < summary["scores.noise"]["pearson"]["ci"][1]
+    assert summary["scores.noise"]["pearson"]["low"] < 0 < summary["scores.noise"]["pearson"]["high"]
 
 
 # ---------------------------------------------------------------------------------------------
 # the command
 # ---------------------------------------------------------------------------------------------
+
+def expected_p(value):
+    """The p cell as runs print p, written out here: at the permutation floor 1 / (1 + N), ``<=``
+    and the floor rounded up to two significant digits; otherwise three significant digits."""
+    p, permutations = value["p"], value.get("permutations")
+    if permutations is not None and p == pytest.approx(1 / (1 + permutations), rel=1e-12):
+        digits = -int(np.floor(np.log10(p))) + 1
+        return f"<={np.ceil(p * 10 ** digits) / 10 ** digits:.{max(digits, 0)}f}".rstrip("0")
+    return f"{p:.3g}"
+
 
 def _samples(tmp_path, rows):
     samples = tmp_path / "samples.jsonl"
@@ -271,8 +283,8 @@ def test_the_cli_prints_each_level_with_intervals_and_p_values_and_records_the_s
         for index, name in enumerate(SCIPY):
             value = recorded["correlations"]["scores.m"][level][name]
             r, interval, p = cells[2 + 3 * index: 5 + 3 * index]
-            assert r == f"{value['r']:.4f}" and p == f"{value['p']:.3g}"
-            assert interval == f"[{value['ci'][0]:.4f},{value['ci'][1]:.4f}]"
+            assert r == f"{value['r']:.4f}" and p == expected_p(value)
+            assert interval == f"[{value['low']:.4f},{value['high']:.4f}]"
 
 
 def test_today_s_global_table_stays_available_with_scipys_r_and_p(tmp_path):
@@ -305,8 +317,8 @@ def test_without_input_and_system_keys_the_global_interval_resamples_rows():
     assert report["settings"]["resample"] == "rows" and report["settings"]["levels"] == ["global"]
     picks = np.random.default_rng(3).integers(0, 30, (100, 30))
     values = [stats.pearsonr([rows[i]["h"] for i in pick], [rows[i]["scores"]["m"] for i in pick])[0] for pick in picks]
-    assert report["correlations"]["scores.m"]["global"]["pearson"]["ci"] == pytest.approx(
-        list(np.percentile(values, [2.5, 97.5])), abs=1e-9)
+    found = report["correlations"]["scores.m"]["global"]["pearson"]
+    assert [found["low"], found["high"]] == pytest.approx(list(np.percentile(values, [2.5, 97.5])), abs=1e-9)
 
 
 def test_an_undefined_correlation_is_said_beside_the_p_value_columns(tmp_path):
@@ -332,3 +344,32 @@ def test_a_bad_key_is_a_one_line_error(tmp_path, arguments, error):
 def test_asking_for_the_summary_level_of_rows_without_inputs_is_refused():
     with pytest.raises(CtrlkitError, match="row 1 has no value at 'given.paper'"):
         meta_evaluate([{"h": 1, "scores": {"m": 1}}] * 3, "h", levels=["summary"])
+
+
+def test_a_permutation_p_at_its_floor_is_printed_as_a_bound_and_the_analytic_p_is_not(tmp_path):
+    """A metric that orders every input's systems as the humans do: no permutation is as extreme,
+    so the summary-level p is 1 / (1 + permutations), printed as runs print it. The analytic global
+    p, however small, has no floor and is printed to three significant digits."""
+    rng = random.Random(5)
+    human = [rng.sample([1.0, 2.0, 3.0, 4.0, 5.0], 4) for _ in range(20)]
+    metric = [[2 * h + 0.1 for h in row] for row in human]
+    rows = _grid_rows(human, metric)
+    report = meta_evaluate(rows, "given.human", resamples=150, seed=1)
+    levels = report["correlations"]["scores.m"]
+    assert expected_p({"p": 1 / 151, "permutations": 150}) == "<=0.0067"  # 0.006623 rounded up, a bound
+    assert expected_p({"p": 1 / 1001, "permutations": 1000}) == "<=0.001"
+    for name in SCIPY:
+        assert levels["summary"][name]["permutations"] == 150 and levels["summary"][name]["p"] == 1 / 151
+        assert levels["system"][name]["permutations"] == 150
+    assert all("permutations" not in levels["global"][name] for name in SCIPY)  # analytic: no floor
+    result = CliRunner().invoke(cli, ["meta-eval", _samples(tmp_path, rows), "--human", "given.human",
+                                      "--resamples", "150", "--seed", "1"])
+    assert result.exit_code == 0, result.output
+    for block, level in zip(result.output.strip().split("\n\n"), ("global", "summary", "system")):
+        cells = block.splitlines()[2].split()
+        printed = [cells[4 + 3 * index] for index in range(len(SCIPY))]
+        assert printed == [expected_p(levels[level][name]) for name in SCIPY]
+        if level == "summary":
+            assert printed == ["<=0.0067"] * 3
+        if level == "global":
+            assert not any(cell.startswith("<=") for cell in printed)

@@ -29,6 +29,7 @@ from ctrlkit_metrics.length import length_bin
 from ccs_release import write_release
 from chat_server import JsonHandler, serving
 from conftest import NEWTS_CSV, ROOT, run_ctrlkit, shared_file
+from test_meta_eval import expected_p
 
 NAMES = ["ccsbench", "entsum", "fd-meta-eval", "passali-newts"]
 
@@ -334,5 +335,16 @@ def test_fd_meta_eval_evaluates_then_correlates_with_the_human_scores(tmp_path, 
     assert recorded["correlations"]["scores.fm.fm"]["global"]["spearman"]["r"] == pytest.approx(spearman)
     table = [line for line in (out / "table.md").read_text().splitlines() if line.startswith("| ")]
     assert table[0].startswith("| score | level | n | pearson | 95% CI | p |") and len(table) == 1 + 3 * len(scores)
+    # intervals read from low and high, as runs write them; p printed as runs print it
+    cells = {tuple(cell.strip() for cell in line.strip("|").split("|")[:2]): [cell.strip() for cell in
+                                                                             line.strip("|").split("|")[3:]]
+             for line in table[1:]}
+    for score in ("scores.rouge.rouge1", "given.gpt4_fm"):
+        for level in ("global", "summary", "system"):
+            found = recorded["correlations"][score][level]
+            expected = [text for name in ("pearson", "spearman", "kendall") for text in (
+                f"{found[name]['r']:.4f}", f"[{found[name]['low']:.4f}, {found[name]['high']:.4f}]",
+                expected_p(found[name]))]
+            assert cells[score.replace("_", "\\_"), level] == expected, (score, level)
     with pytest.raises(ctrlkit.ConfigurationError, match="so --backbones does not apply"):
         sweep(recipe="fd-meta-eval", out=str(tmp_path / "x"), data=data, backbones=["extractive"])

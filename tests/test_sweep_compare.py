@@ -96,6 +96,12 @@ def test_the_tables_carry_intervals_differences_and_p_values(compared):
     assert float(line["stas low"]) == interval["low"] and float(line["stas high"]) == interval["high"]
     assert float(line["stas difference"]) == test["difference"] and float(line["stas p"]) == test["p"]
     assert float(line["stas p holm"]) == test["p_holm"] and line["reference"] == "none"
+    # how many permutations counted, a whole number in both, so a p at its floor 1 / (1 + N) is known
+    assert line["stas permutations"] == str(test["permutations"]) == str(RESAMPLES)
+    assert all(isinstance(test["permutations"], int) for row in table["rows"] for values in (row["paired"] or {}).values()
+               for test in values.values())
+    header = next(csv.reader((out / "table.csv").read_text().splitlines()))
+    assert header[header.index("stas p"):header.index("stas p") + 3] == ["stas p", "stas permutations", "stas p holm"]
     assert next(line for line in lines if line["controller"] == "none")["stas difference"] == ""
     markdown = (out / "table.md").read_text()
     assert f"[{interval['low']:.4f}, {interval['high']:.4f}]" in markdown

@@ -20,6 +20,11 @@ within each input": each permutation shuffles the metric's scores among the syst
 input independently, keeps the human scores, and recomputes the statistic; p is two-sided,
 (1 + #|permuted| >= |observed|) / (1 + #permutations). A resample or permutation whose
 correlation is undefined (a constant series, fewer than three pairs) is left out and counted.
+
+Each correlation records its interval as runs and sweeps do (``low``, ``high``, ``se``; None
+when fewer than two resamples are defined), and a permutation p the ``permutations`` it counted,
+so that a p at its floor 1 / (1 + permutations) is printed as the bound it is
+(:func:`ctrlkit.report.p_text`).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import numpy as np
 from .bootstrap import percentile_interval, permutation_p, row_counts
 from .correlations import CORRELATIONS, correlate_arrays, correlate_weighted
 from .errors import CtrlkitError
+from .report import p_value_text
 
 LEVELS = ("global", "summary", "system")
 RESAMPLING = ("inputs", "systems", "both")
@@ -290,19 +296,21 @@ def _interval(values: np.ndarray) -> dict:
     defined = values[np.isfinite(values)]
     out: dict[str, Any] = {"undefined_resamples": int(len(values) - len(defined))}
     if len(defined) < 2:
-        return {**out, "ci": None, "se": None}
+        return {"low": None, "high": None, "se": None, **out}
     low, high, se = percentile_interval(defined, CONFIDENCE)
-    return {**out, "ci": [low, high], "se": se}
+    return {"low": low, "high": high, "se": se, **out}
 
 
 def _permutation_p(observed: float, permuted: np.ndarray) -> dict:
+    """p and the permutations it counted (those with a defined correlation), so its floor is known."""
     p, counted = permutation_p(observed, permuted, 1e-12)
-    return {"p": p, "undefined_permutations": len(permuted) - counted}
+    return {"p": p, "permutations": counted, "undefined_permutations": len(permuted) - counted}
 
 
 def format_report(report: dict) -> str:
     """The report as text: one table per level, per score its n and each correlation's r, its
-    interval (when resampled) and p (three significant digits: 0.0123, 4.56e-08)."""
+    interval (when resampled) and p as runs print it (:func:`ctrlkit.report.p_value_text`: three
+    significant digits, 0.0123, 4.56e-08; ``<=0.001`` for a permutation p at its floor)."""
     settings, correlations = report["settings"], report["correlations"]
     blocks = []
     for level in settings["levels"]:
@@ -341,9 +349,9 @@ def _table(level: str, correlations: dict, intervals: bool) -> list[str]:
             value = result[name]
             cell = f"{value['r']:>8.4f}"
             if intervals:
-                interval = value.get("ci")
-                cell += f"  {'[' + f'{interval[0]:.4f},{interval[1]:.4f}' + ']' if interval else 'undefined':>17}"
-            cell += f"  {value['p']:>9.3g}" if value.get("p") is not None else f"  {'-':>9}"
+                low, high = value.get("low"), value.get("high")
+                cell += f"  {f'[{low:.4f},{high:.4f}]' if None not in (low, high) else 'undefined':>17}"
+            cell += f"  {p_value_text(value) if value.get('p') is not None else '-':>9}"
             cells.append(cell)
         note = f"  ({result['undefined_inputs']} inputs undefined)" if result.get("undefined_inputs") else ""
         lines.append(f"{path:<{width}}  {n:>7}  {'  '.join(cells)}{note}")

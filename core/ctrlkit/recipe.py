@@ -268,6 +268,9 @@ def _markdown(rows: list[dict], settings: dict) -> str:
 
 
 def _cells(value: dict) -> list[str]:
-    interval = value.get("ci")
-    return [f"{value['r']:.4f}", f"[{interval[0]:.4f}, {interval[1]:.4f}]" if interval else "",
-            f"{value['p']:.3g}" if value.get("p") is not None else ""]
+    """r, its interval and p (printed as runs print it, :func:`ctrlkit.report.p_value_text`)."""
+    from .report import p_value_text
+
+    low, high = value.get("low"), value.get("high")
+    return [f"{value['r']:.4f}", f"[{low:.4f}, {high:.4f}]" if None not in (low, high) else "",
+            p_value_text(value) if value.get("p") is not None else ""]

@@ -452,11 +452,19 @@ def describe_difference(test: dict | None) -> str:
 def p_text(test: Mapping) -> str:
     """``p=0.21``, or ``p<=0.001`` where no permutation was as extreme as the observed difference
     (p is then its floor ``1 / (1 + permutations)``, an upper bound, not an estimate); the run
-    table, a sweep's table.md and the report print p this way."""
+    table, a sweep's table.md, the report and meta-eval print p this way."""
+    value = p_value_text(test)
+    return "p" + (value if value.startswith("<=") else "=" + value)
+
+
+def p_value_text(test: Mapping) -> str:
+    """The p of :func:`p_text` without its ``p``, for a column headed p: ``<=0.001`` at its
+    permutation floor (``test["permutations"]`` given and p = 1 / (1 + permutations)), else
+    three significant digits (``0.214``, ``4.56e-08``; an analytic p has no ``permutations``)."""
     p, permutations = test["p"], test.get("permutations")
     if permutations is not None and p * (1 + permutations) < 1.5:
-        return f"p<={_rounded_up(p)}"
-    return f"p={p:.3g}"
+        return f"<={_rounded_up(p)}"
+    return f"{p:.3g}"
 
 
 def _rounded_up(p: float) -> str:

@@ -516,14 +516,16 @@ def write_table(out_dir: Path, rows: Sequence[dict], comparisons: dict | None = 
 
     table.json holds ``rows`` (each cell's ``metrics`` ``{metric: {value: number}}``; ``intervals``
     ``{metric: {value: {"low", "high", "se"}}}``; ``reference``, the controller its difference is to,
-    or null; ``paired`` ``{metric: {value: {"difference", "low", "high", "se", "p", "p_holm"}}}``,
-    null on a reference row and where nothing was compared), ``columns`` (each value's name, metric,
-    value and better way: the keys into a row's ``metrics``, ``intervals`` and ``paired``), ``best``
-    (the best value of each column per dataset and backbone) and ``comparisons`` (the test, resamples,
-    seed and correction; null without a bootstrap). table.csv has a column per value, then its
-    interval (``NAME low``, ``NAME high``) and, with comparisons, ``reference`` and each value's
-    ``NAME difference``, ``... low``, ``... high``, ``NAME p`` and ``NAME p holm``; table.md each value
-    with its interval and difference (the best in bold, ↓ where lower is better); table.tex
+    or null; ``paired`` ``{metric: {value: {"difference", "low", "high", "se", "p", "permutations",
+    "p_holm"}}}``, null on a reference row and where nothing was compared; ``permutations``, an int,
+    is how many counted, so a p at its floor 1 / (1 + permutations) can be told), ``columns`` (each
+    value's name, metric, value and better way: the keys into a row's ``metrics``, ``intervals`` and
+    ``paired``), ``best`` (the best value of each column per dataset and backbone) and
+    ``comparisons`` (the test, resamples, seed and correction; null without a bootstrap). table.csv
+    has a column per value, then its interval (``NAME low``, ``NAME high``) and, with comparisons,
+    ``reference`` and each value's ``NAME difference``, ``... low``, ``... high``, ``NAME p``,
+    ``NAME permutations`` and ``NAME p holm``; table.md each value with its interval and difference
+    (the best in bold, ↓ where lower is better); table.tex
     (:mod:`ctrlkit.sweep_tex`) the table a paper prints."""
     cols = columns(rows)
     higher = directions(metric for metric, _ in cols)
@@ -543,7 +545,8 @@ def write_table(out_dir: Path, rows: Sequence[dict], comparisons: dict | None = 
                      *(_csv_text(f"{name} {end}") for name in labels for end in ("low", "high") if with_intervals),
                      *(["reference"] if with_tests else []),
                      *(_csv_text(f"{name} {field}") for name in labels if with_tests
-                       for field in ("difference", "difference low", "difference high", "p", "p holm"))])
+                       for field in ("difference", "difference low", "difference high", "p", "permutations",
+                                     "p holm"))])
     for row in rows:
         intervals = [_found(row.get("intervals"), column) or {} for column in cols] if with_intervals else []
         tests = [_found(row.get("paired"), column) or {} for column in cols] if with_tests else []
@@ -552,7 +555,7 @@ def write_table(out_dir: Path, rows: Sequence[dict], comparisons: dict | None = 
                          *(_blank(found.get(end)) for found in intervals for end in ("low", "high")),
                          *([_csv_text(row.get("reference") or "")] if with_tests else []),
                          *(_blank(found.get(key)) for found in tests
-                           for key in ("difference", "low", "high", "p", "p_holm"))])
+                           for key in ("difference", "low", "high", "p", "permutations", "p_holm"))])
     atomic_write_text(out_dir / "table.csv", buffer.getvalue())
     group_best = {(group["dataset"], group["backbone"]): group["values"] for group in bests}
     body = []

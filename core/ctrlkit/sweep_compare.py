@@ -23,7 +23,6 @@ from typing import Mapping, Sequence
 from .errors import CtrlkitError
 from .files import read_jsonl
 from .metric_values import is_count
-from .results import number
 from .secrets import is_secret
 
 logger = logging.getLogger("ctrlkit")
@@ -111,7 +110,7 @@ def _paired(row: dict, base: dict, samples: list[dict] | None, reference: list[d
     import numpy as np
 
     from .bootstrap import paired
-    from .uncertainty import unless_failing
+    from .uncertainty import as_json, unless_failing
 
     if samples is None or reference is None:
         return None
@@ -141,8 +140,8 @@ def _paired(row: dict, base: dict, samples: list[dict] | None, reference: list[d
                                resamples, seed, CONFIDENCE)
         if tests is None:
             continue
-        values = {value: {key: number(x) for key, x in tests[value].items()}
-                  for value in row["metrics"][name] if value in tests and not is_count(value)}
+        values = {value: as_json(tests[value]) for value in row["metrics"][name]
+                  if value in tests and not is_count(value)}
         if values:
             found[name] = values
     return found

@@ -154,10 +154,12 @@ def check_metric(metric, predictions: Sequence[str] | None = None, examples: Seq
 
 def _check_aggregate(metric, name, result, predictions, examples) -> None:
     """``aggregate`` on the parts of ``result``, with a row of ones and a 0/1 row keeping every other
-    example, against ``compute`` on all the examples and on those kept."""
+    example, against ``compute`` on all the examples and on those kept. It is called as a run calls
+    it (:func:`ctrlkit.bootstrap.aggregated`), so an aggregate that raises or returns another shape
+    fails here with the one line a run warns with."""
     import numpy as np
 
-    from .bootstrap import as_parts
+    from .bootstrap import AggregateError, aggregated, as_parts
 
     parts = result.aggregation_parts()
     for part_name, values in parts.items():
@@ -172,17 +174,15 @@ def _check_aggregate(metric, name, result, predictions, examples) -> None:
     if len(weights) == 2:
         weights[1] = 0.0
         weights[1, kept] = 1.0
-    aggregated = metric.aggregate(as_parts(parts), weights)
-    _expect(isinstance(aggregated, dict), f"metric '{name}' aggregate returned {type(aggregated).__name__}, not a dict")
-    for value_name, values in aggregated.items():
-        _expect(np.shape(values) == (len(weights),), f"metric '{name}' aggregate returned '{value_name}' of shape "
-                                                    f"{np.shape(values)} for {len(weights)} rows of weights: one "
-                                                    "value per row")
-    wanted = [value_name for value_name in aggregated if value_name in result.corpus]
-    _expect_same(name, wanted, aggregated, 0, result.corpus, "all the examples")
+    try:
+        recomputed = aggregated(metric, as_parts(parts), weights)
+    except AggregateError as exc:
+        raise AssertionError(str(exc)) from exc
+    wanted = [value_name for value_name in recomputed if value_name in result.corpus]
+    _expect_same(name, wanted, recomputed, 0, result.corpus, "all the examples")
     if len(weights) == 2:
         subset = metric.compute([predictions[i] for i in kept], [examples[i] for i in kept])
-        _expect_same(name, [value_name for value_name in wanted if value_name in subset.corpus], aggregated, 1,
+        _expect_same(name, [value_name for value_name in wanted if value_name in subset.corpus], recomputed, 1,
                      subset.corpus, f"the subset of examples {kept}")
 
 

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 DEFAULT_RESAMPLES = 1000
 """Bootstrap resamples of a run or an evaluation unless told otherwise (``--bootstrap``)."""
 CONFIDENCE = 0.95
+COUNTS = ("permutations", "undefined_resamples")
+"""Keys of an interval or a paired test that count draws: written as whole numbers."""
 logger = logging.getLogger("ctrlkit")
 
 
@@ -85,5 +87,10 @@ def unless_failing(engine, metric, *arguments):
 def _recorded(values: Mapping[str, Mapping[str, float]], corpus: Mapping) -> dict:
     """The values that are corpus values of the metric and not counts, as JSON numbers, in the
     order the metric gave its corpus values."""
-    return {name: {key: number(x) for key, x in values[name].items()}
-            for name in corpus if name in values and not is_count(name)}
+    return {name: as_json(values[name]) for name in corpus if name in values and not is_count(name)}
+
+
+def as_json(summary: Mapping[str, float]) -> dict:
+    """An interval or a paired test as JSON numbers: the counts (:data:`COUNTS`) as ints, so
+    ``permutations`` reads 1000, not 1000.0; an undefined number as None."""
+    return {key: number(x, count=key in COUNTS) for key, x in summary.items()}

@@ -51,6 +51,12 @@ of the bin.) The subset of an example (``meta["subset"]``, and the attribute a s
 subset requires) is the folder its file is in when that folder is named after a subset, else the
 ``subset`` option.
 
+The release gives a paper several rows (one per combination of control values) and no paper id,
+so an example's group (``group_field``; intervals resample a group as one) is
+``meta["document_digest"]``: the first 16 hex digits of the SHA-256 of its document, Unicode NFC
+with every run of white space one space and the ends stripped, so two rows of one paper share it
+even when their copies differ in line breaks.
+
 Without ``--data`` the Hub copy is read with the ``datasets`` library (``ctrlkit-datasets[hf]``).
 ``ctrlkit data stats -d ccsbench --data FOLDER`` counts the rows of every subset and split, to
 check against the paper's Table 1.
@@ -58,9 +64,11 @@ check against the paper's Table 1.
 
 import ast
 import csv
+import hashlib
 import json
 import math
 import re
+import unicodedata
 from pathlib import Path
 
 from ctrlkit import Dataset, DatasetError, Example, Option, OptionError
@@ -82,6 +90,8 @@ LENGTH_UNITS = ("auto", "bin", "words", "range")
 READABILITY = {"normal": "normal", "high": "high"}
 FOCUS = {"low": "low", "high": "high", "conceptual": "low", "empirical": "high"}
 PARQUET_INSTALL = "pip install pyarrow (or 'ctrlkit-datasets[parquet]')"
+DOCUMENT_DIGEST = "document_digest"
+DIGEST_DIGITS = 16
 
 
 class CCSBench(Dataset):
@@ -92,6 +102,7 @@ class CCSBench(Dataset):
     controls = ()
     optional_controls = CONTROLS  # an empty cell is an absent control
     length_top_bin = TOP_BIN
+    group_field = DOCUMENT_DIGEST  # one paper, several rows (control settings); the release has no paper id
     options = (
         Option("path", str, "", "a CCSBench file, a subset folder, or the release folder holding the "
                                 "subset folders (--data); empty: the Hub copy"),
@@ -235,13 +246,22 @@ class CCSBench(Dataset):
             raise DatasetError(f"{where}: field '{field[subset]}' is missing (subset '{subset}')")
         if not controls:
             raise DatasetError(f"{where}: no control field ({', '.join(field[c] for c in CONTROLS)}) has a value")
+        document = require_text(row, field["document"], where)
+        meta[DOCUMENT_DIGEST] = document_digest(document)
         return Example(
             id=identifier,
-            document=require_text(row, field["document"], where),
+            document=document,
             references=[require_text(row, field["summary"], where)],
             controls={key: controls[key] for key in CONTROLS if key in controls},
             meta=meta,
         )
+
+
+def document_digest(document: str) -> str:
+    """The group key of a paper: the first 16 hex digits of the SHA-256 of ``document`` in Unicode
+    NFC with each run of white space one space and the ends stripped."""
+    normal = " ".join(unicodedata.normalize("NFC", document).split())
+    return hashlib.sha256(normal.encode("utf-8")).hexdigest()[:DIGEST_DIGITS]
 
 
 # --- files ---------------------------------------------------------------------------------------
