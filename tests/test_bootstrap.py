@@ -362,6 +362,18 @@ def test_the_conformance_kit_fails_a_faulty_aggregate_with_the_line_a_run_warns_
     assert str(caught.value).startswith(f"metric '{name}': aggregate") and "\n" not in str(caught.value)
 
 
+def test_a_plugin_error_spread_over_lines_is_reported_on_one():
+    from ctrlkit.bootstrap import AggregateError
+
+    class Raises(Mean):
+        def aggregate(self, parts, weights):
+            raise ValueError("first line\n  second line\n")
+
+    with pytest.raises(AggregateError) as caught:
+        intervals(Raises(), {"mean": np.arange(6.0)}, np.arange(6), resamples=10)
+    assert str(caught.value) == "metric 'mean': aggregate failed: ValueError: first line second line"
+
+
 def test_aggregate_rows_of_the_wrong_length_are_refused_not_summarized():
     from ctrlkit.bootstrap import AggregateError
 

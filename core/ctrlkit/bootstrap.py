@@ -164,7 +164,8 @@ def aggregated(metric: "Metric", parts: Mapping[str, np.ndarray], weights: np.nd
     try:
         found = metric.aggregate(parts, weights)
     except Exception as exc:  # a plugin's code: any error is its aggregate's
-        raise AggregateError(f"metric '{metric.name}': aggregate failed: {type(exc).__name__}: {exc}") from exc
+        detail = " ".join(str(exc).split())  # one line, whatever the plugin's message holds
+        raise AggregateError(f"metric '{metric.name}': aggregate failed: {type(exc).__name__}: {detail}") from exc
     if not isinstance(found, Mapping):
         raise AggregateError(f"metric '{metric.name}': aggregate returned {type(found).__name__}, "
                              "not {value name: array}")
@@ -173,7 +174,8 @@ def aggregated(metric: "Metric", parts: Mapping[str, np.ndarray], weights: np.nd
         try:
             array = np.asarray(values, dtype=float)
         except (TypeError, ValueError) as exc:
-            raise AggregateError(f"metric '{metric.name}': aggregate's '{name}' is not numbers ({exc})") from exc
+            raise AggregateError(f"metric '{metric.name}': aggregate's '{name}' is not numbers "
+                                 f"({' '.join(str(exc).split())})") from exc
         if array.shape != (len(weights),):
             raise AggregateError(f"metric '{metric.name}': aggregate's '{name}' has shape {array.shape}, "
                                  f"not ({len(weights)},) (one value per row of weights)")
