@@ -1,9 +1,10 @@
 """``ctrlkit train``: fine-tune a trainable backbone with a controller applied to every training
 input, the training-time half of the published methods (prepend, tag, embed, guidance).
 
-The output folder holds the model, its tokenizer, ``ctrlkit_controller.json`` (the controller's
-learned state: terms, topic index, ...; and the topics held out of training, when any) and
-``training.json`` (config, versions, losses), so
+The output folder holds the model (with ``peft``: the adapter only, :mod:`.backbones.adapters`),
+its tokenizer, ``ctrlkit_controller.json`` (the controller's learned state: terms, topic index,
+...; and the topics held out of training, when any) and ``training.json`` (config, versions,
+losses, trainable parameters), so
 ``ctrlkit run --backbone hf:DIR --controller C`` restores all of it. A checkpoint is written
 atomically every ``save_every`` steps and at each epoch's end; running the same command again
 resumes from it.
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .api import backbone_name, create_controller, get_backbone, get_dataset
+from .backbones.adapters import peft_settings
 from .backbones.hf_base import require_hf_libraries
 from .errors import ConfigurationError, CtrlkitError
 from .controls import apply_control, check_controls, uncontrolled
@@ -74,6 +76,12 @@ def train(
     limit: int | None = None,
     seed: int = 0,
     strict_controls: bool = False,
+    peft: str | None = None,
+    lora_rank: int | None = None,
+    lora_alpha: float | None = None,
+    lora_dropout: float | None = None,
+    lora_targets: Sequence[str] | str | None = None,
+    prefix_length: int | None = None,
     progress: bool = False,
 ) -> dict:
     """Fine-tune ``backbone`` (e.g. ``"hf:facebook/bart-base"``) on ``dataset``'s ``split`` (default:
@@ -85,7 +93,12 @@ def train(
     ``topic`` or ``topic_id``) leaves every example of those topics out of training, of the eval
     split and of what the controller fits on, for zero-shot evaluation
     (``run(only_topics=...)``); the topic space keeps them, as a topic's terms (tag) and vector
-    (STAS) come from its topic documents, not from the training pairs. The model's folder records them."""
+    (STAS) come from its topic documents, not from the training pairs. The model's folder records them.
+
+    ``peft`` (``"lora"`` or ``"prefix"``) trains an adapter instead of the whole model: LoRA of rank
+    ``lora_rank`` (8), scale ``lora_alpha`` (16), dropout ``lora_dropout`` (0.05) on the modules
+    ``lora_targets`` (names, or one comma-separated string; default: those peft knows for the
+    architecture), or a prefix of ``prefix_length`` (20) virtual tokens."""
     require_hf_libraries("ctrlkit train")
     import torch
 
@@ -96,6 +109,8 @@ def train(
         raise ConfigurationError("epochs, batch size and gradient accumulation must be at least 1, "
                                  "lr a finite number above 0")
     holdout = topic_names(holdout_topics, "holdout_topics")
+    adapter = peft_settings(peft, lora_rank=lora_rank, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
+                            lora_targets=lora_targets, prefix_length=prefix_length)
     options = with_data(options, dataset, data)
     routed = RunOptions(options, components(dataset=dataset, controllers=_names(controller), backbone=backbone))
     check_output(out_dir)
@@ -110,7 +125,7 @@ def train(
                              "options": options,
                              "epochs": epochs, "max_steps": max_steps, "lr": lr, "batch_size": batch_size,
                              "grad_accum": grad_accum, "patience": patience, "max_target_tokens": max_target_tokens,
-                             "limit": limit, "seed": seed})
+                             "limit": limit, "seed": seed, "peft": adapter})
     if resuming:
         saved_settings = _read_trainer_state(checkpoint)["settings"]
         changed = sorted(key for key in settings if json.dumps(settings[key]) != json.dumps(saved_settings.get(key)))
@@ -159,7 +174,9 @@ def train(
         raise ConfigurationError(f"{f'split {split!r}' if split else 'the data'} of dataset '{dataset}' has no "
                                  "references to train on")
 
+    peft_chose = model.attach_adapter(adapter) if adapter else None
     parameters = model.trainable_parameters()
+    counts = _parameter_counts(model, parameters)
     optimizer = torch.optim.AdamW(parameters, lr=lr)
     state = {"step": 0, "epoch": 0, "batch": 0, "losses": [], "eval_losses": [], "best_eval": None, "bad_evals": 0,
              "done": False, "settings": settings}
@@ -181,6 +198,9 @@ def train(
     total = max_steps or epochs * -(-batches_per_epoch // grad_accum)
     if progress and resuming:
         say(f"train [{steering.name}]: resuming: {state['step']} of {total} steps already done ({checkpoint})")
+    if progress:
+        say(f"train [{steering.name}]: {counts['trainable_parameters']:,} of {counts['total_parameters']:,} "
+            f"parameters trainable ({counts['trainable_share']:.2%})")
     bar = Progress(f"train [{steering.name}]", total, "steps", enabled=progress, initial=state["step"])
     stop = state["done"]
     model.train_mode(True)
@@ -224,10 +244,12 @@ def train(
             "controller": steering.name, "topics": topics, "holdout_topics": holdout, "epochs": epochs,
             "max_steps": max_steps, "lr": lr, "batch_size": batch_size, "grad_accum": grad_accum, "patience": patience,
             "max_target_tokens": max_target_tokens, "limit": limit, "seed": seed, "strict_controls": strict_controls,
+            "peft": {**adapter, **peft_chose} if adapter else None,
             "options": resolved_options(routed, datasets=[source], controllers=[steering], backbones=[model],
                                         vectorizers=vectorizers.values())}),
         "versions": versions(),
         "n_pairs": len(pairs),
+        **counts,
         "n_held_out": {"train": len(loaded) - len(kept), "eval": len(loaded_evaluation) - len(kept_evaluation)}
         if holdout else None,
         "uncontrolled": left,
@@ -241,6 +263,15 @@ def train(
     atomic_write_json(out_dir / "training.json", record)
     shutil.rmtree(checkpoint, ignore_errors=True)
     return record
+
+
+def _parameter_counts(model, trainable) -> dict:
+    """How many parameters training updates, of how many the model has (each shared tensor once;
+    with an adapter, the total counts the adapter's parameters too)."""
+    every = {id(parameter): parameter for parameter in [*model.model.parameters(), *trainable]}
+    count = sum(parameter.numel() for parameter in {id(p): p for p in trainable}.values())
+    total = sum(parameter.numel() for parameter in every.values())
+    return {"trainable_parameters": count, "total_parameters": total, "trainable_share": round(count / total, 6)}
 
 
 def _pairs(controller, examples) -> list[tuple[ModelInput, str]]:

@@ -1,5 +1,6 @@
 """What the transformers backbones share: lazy loading, device and dtype, special tokens,
-truncation to the model's limit (counted), and saving."""
+truncation to the model's limit (counted), training and saving, and adapters (peft): a model
+folder holding an adapter loads its base model with it (:mod:`.adapters`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ..hub import hub_unreachable, is_local, not_found_offline
 from ..options import Option
 from ..quiet import quiet_new_imports, quietly
 from ..secrets import scrub_text
+from . import adapters
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -45,6 +47,8 @@ class HFBackbone(Backbone):
         require_hf_libraries("the transformers backbones (hf, hf-causal)")
         self._model = None
         self._tokenizer = None
+        self._tokens_added = 0  # by controllers, since loading
+        self._added_rows = {}  # an adapter's base model's rows of those tokens (adapters.py)
 
     @property
     def model(self):
@@ -78,10 +82,16 @@ class HFBackbone(Backbone):
         name = self.options["model"]
         if name.startswith((".", "/", "~")) and not Path(name).expanduser().is_dir():
             raise ConfigurationError(f"backbone '{self.name}': no model folder at {name}")
+        adapter = Path(name).expanduser() if adapters.is_adapter_folder(name) else None
+        if adapter:
+            adapters.require_peft(f"backbone '{self.name}' with the adapter in {name}")
+            name = adapters.base_model(adapter, adapters.read_adapter_config(adapter), self.name)
+        # the tokenizer saved with an adapter has the tokens its controller added
+        vocabulary = adapter if adapter and (adapter / "tokenizer_config.json").is_file() else name
         # a Hub name with the Hub out of reach: the local Hub cache only, not a minute of retries
         offline = None if is_local(name) else hub_unreachable()
         try:
-            self._tokenizer = transformers.AutoTokenizer.from_pretrained(name, local_files_only=bool(offline))
+            self._tokenizer = transformers.AutoTokenizer.from_pretrained(vocabulary, local_files_only=bool(offline))
             model_class = getattr(transformers, self.auto_model_class)
             self._model = model_class.from_pretrained(name, dtype=getattr(torch, dtype),
                                                       local_files_only=bool(offline))
@@ -91,6 +101,9 @@ class HFBackbone(Backbone):
             raise ConfigurationError(scrub_text(f"backbone '{self.name}' cannot load {name!r}: "
                                                 f"{' '.join(str(exc).split())}")) \
                 from None
+        if adapter:
+            self._added_rows = adapters.restore_added_rows(self._model, adapter, len(self._tokenizer))
+            self._model = adapters.load_adapter(self._model, adapter, self.name)
         try:
             self._model.to(device)
         except (RuntimeError, AssertionError) as exc:  # no such device, or torch built without it
@@ -103,9 +116,51 @@ class HFBackbone(Backbone):
 
     def add_special_tokens(self, tokens):
         new = [token for token in tokens if token not in self.tokenizer.get_vocab()]
+        if new and self.has_adapter:
+            raise ConfigurationError(f"backbone '{self.name}': the adapter in {self.options['model']} was trained "
+                                     f"without the token {new[0]} this controller adds; train one with the controller")
         if new:
             self.tokenizer.add_tokens(new, special_tokens=True)
             self.model.resize_token_embeddings(len(self.tokenizer), mean_resizing=False)
+            self._tokens_added += len(new)
+
+    @property
+    def has_adapter(self) -> bool:
+        """True when the model is wrapped by peft (it loaded an adapter, or ``attach_adapter`` made one)."""
+        return hasattr(self.model, "peft_config")
+
+    @quietly
+    def attach_adapter(self, settings: dict) -> dict:
+        """Wrap the model in a new adapter (``ctrlkit train --peft``; :func:`.adapters.peft_settings`),
+        once the controller has added its tokens, which LoRA then trains; a model loaded with an
+        adapter of that method (a resumed training) goes on with it. Returns what peft chose."""
+        import peft
+
+        if self.has_adapter:
+            loaded = adapters.chosen(self.model)
+            if loaded["method"] != settings["method"]:
+                raise ConfigurationError(f"backbone '{self.name}': {self.options['model']} holds a {loaded['method']} "
+                                         f"adapter, not {settings['method']}")
+            return loaded
+        count, vocabulary = self._tokens_added, len(self.tokenizer)
+        self._added_rows = adapters.added_rows(self.model, count) if count else {}
+        config = adapters.peft_config(settings, adapters.TASK_TYPES[self.auto_model_class],
+                                      list(range(vocabulary - count, vocabulary)))
+        try:
+            self._model = peft.get_peft_model(self._model, config)
+        except (ValueError, TypeError) as exc:  # e.g. target modules the model does not have
+            raise ConfigurationError(f"backbone '{self.name}' cannot take a {settings['method']} adapter: "
+                                     f"{' '.join(str(exc).split())}") from None
+        for config in self._model.peft_config.values():
+            config.base_model_name_or_path = adapters.recorded_base(self.options["model"])
+        return adapters.chosen(self._model)
+
+    def trainable_parameters(self):
+        """What ``ctrlkit train`` updates: the model's parameters, or with an adapter the adapter's only."""
+        return [parameter for parameter in self.model.parameters() if parameter.requires_grad]
+
+    def train_mode(self, training: bool) -> None:
+        self.model.train(training)
 
     def input_limit(self) -> int:
         """The most input tokens: the option, else the smaller of the tokenizer's and the model's limits."""
@@ -140,12 +195,16 @@ class HFBackbone(Backbone):
 
     def identity(self):
         """Options, plus a fingerprint of a local model folder's files (names, sizes, times), so
-        that a model trained again into the same folder is not served its old outputs."""
+        that a model trained again into the same folder is not served its old outputs; for an
+        adapter, of its base model's folder too."""
         identity = super().identity()
-        folder = Path(self.options["model"])
+        folder = Path(self.options["model"]).expanduser()
         if folder.is_dir():
-            identity["files"] = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)
-                                       for p in folder.iterdir() if p.is_file())
+            identity["files"] = _fingerprint(folder)
+        if adapters.is_adapter_folder(self.options["model"]):
+            base = Path(str(adapters.read_adapter_config(folder).get("base_model_name_or_path", ""))).expanduser()
+            if base.is_dir():
+                identity["base_files"] = _fingerprint(base)
         return identity
 
     def saved_controller(self):
@@ -158,6 +217,17 @@ class HFBackbone(Backbone):
 
     @quietly
     def save(self, directory) -> None:
-        """Save weights and tokenizer (and whatever ctrlkit added) so that ``hf:DIRECTORY`` restores them."""
-        self.model.save_pretrained(directory)
+        """Save weights and tokenizer (and whatever ctrlkit added) so that ``hf:DIRECTORY`` restores
+        them; with an adapter, the adapter's weights only, in peft's format (the rows of tokens
+        a controller added in ctrlkit's file: :mod:`.adapters`)."""
+        if self.has_adapter:
+            # the added tokens' rows are LoRA's trainable tokens and ctrlkit's file, not whole embedding matrices
+            self.model.save_pretrained(directory, save_embedding_layers=False)
+            adapters.save_added_rows(self._added_rows, Path(directory))
+        else:
+            self.model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
+
+
+def _fingerprint(folder: Path) -> list:
+    return sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file())
