@@ -4,6 +4,7 @@ folder holding an adapter loads its base model with it (:mod:`.adapters`)."""
 
 from __future__ import annotations
 
+import functools
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from ..hub import hub_unreachable, is_local, not_found_offline
 from ..options import Option
 from ..quiet import quiet_new_imports, quietly
 from ..secrets import scrub_text
-from . import adapters
+from . import adapter_composition, adapters
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -39,6 +40,12 @@ class HFBackbone(Backbone):
         Option("num_beams", int, 4, "beam search width (1: greedy)", minimum=1),
         Option("no_repeat_ngram_size", int, 0, "forbid repeating n-grams of this size (0: allow)", minimum=0),
         Option("length_penalty", float, 1.0, "beam search length penalty"),
+        Option("adapters", str, "", "trained adapters (peft) composed on the model, NAME=DIR,NAME=DIR "
+                                    "(see combine)"),
+        Option("combine", str, "merge", "how adapters combine: merge (LoRA: one adapter, the weighted sum of "
+                                        "their weight changes) or sequence (each summarizes the previous one's "
+                                        "summary, in the order given)", choices=adapter_composition.COMBINE),
+        Option("adapter_weights", str, "", "merge weights, one per adapter, e.g. 0.7,0.3 (empty: equal)"),
     )
     auto_model_class = ""  # the transformers Auto class, by name
 
@@ -49,6 +56,27 @@ class HFBackbone(Backbone):
         self._tokenizer = None
         self._tokens_added = 0  # by controllers, since loading
         self._added_rows = {}  # an adapter's base model's rows of those tokens (adapters.py)
+        self._composition = None  # hf.adapters, parsed on first use: the registry names the backbone after __init__
+        self._in_stage = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "generate" in cls.__dict__:
+            cls.generate = _in_sequence(cls.__dict__["generate"])
+
+    @property
+    def composed(self) -> list[tuple[str, Path]]:
+        """The (name, folder) of each adapter ``hf.adapters`` composes on the model, checked."""
+        if self._composition is None:
+            self._composition = adapter_composition.parse(self.options, self.name)
+            if self._composition[1]:  # recorded as used: the default, equal weights, written out
+                self.options["adapter_weights"] = ",".join(map(repr, self._composition[1]))
+        return self._composition[0]
+
+    def recorded_options(self):
+        """The options, with the merge weights written out (the default, equal ones, too)."""
+        _ = self.composed
+        return super().recorded_options()
 
     @property
     def model(self):
@@ -86,8 +114,9 @@ class HFBackbone(Backbone):
         if adapter:
             adapters.require_peft(f"backbone '{self.name}' with the adapter in {name}")
             name = adapters.base_model(adapter, adapters.read_adapter_config(adapter), self.name)
-        # the tokenizer saved with an adapter has the tokens its controller added
-        vocabulary = adapter if adapter and (adapter / "tokenizer_config.json").is_file() else name
+        # an adapter's folder holds the tokenizer with the tokens its controller added, and their rows
+        saved = adapter or adapter_composition.tokenizer_folder(self.composed)
+        vocabulary = saved if saved and (saved / "tokenizer_config.json").is_file() else name
         # a Hub name with the Hub out of reach: the local Hub cache only, not a minute of retries
         offline = None if is_local(name) else hub_unreachable()
         try:
@@ -101,9 +130,14 @@ class HFBackbone(Backbone):
             raise ConfigurationError(scrub_text(f"backbone '{self.name}' cannot load {name!r}: "
                                                 f"{' '.join(str(exc).split())}")) \
                 from None
+        if saved:
+            self._added_rows = adapters.restore_added_rows(self._model, saved, len(self._tokenizer))
         if adapter:
-            self._added_rows = adapters.restore_added_rows(self._model, adapter, len(self._tokenizer))
             self._model = adapters.load_adapter(self._model, adapter, self.name)
+        elif self.composed:
+            adapter_composition.check_vocabularies(self.composed, self._tokenizer, name, bool(offline), self.name)
+            self._model = adapter_composition.load(self._model, self.composed, self.options["combine"],
+                                                   self._composition[1], self.name)
         try:
             self._model.to(device)
         except (RuntimeError, AssertionError) as exc:  # no such device, or torch built without it
@@ -136,6 +170,7 @@ class HFBackbone(Backbone):
         adapter of that method (a resumed training) goes on with it. Returns what peft chose."""
         import peft
 
+        self._refuse_composed_training()
         if self.has_adapter:
             loaded = adapters.chosen(self.model)
             if loaded["method"] != settings["method"]:
@@ -155,8 +190,14 @@ class HFBackbone(Backbone):
             config.base_model_name_or_path = adapters.recorded_base(self.options["model"])
         return adapters.chosen(self._model)
 
+    def _refuse_composed_training(self) -> None:
+        if self.composed:
+            raise ConfigurationError(f"option '{self.name}.adapters' composes trained adapters for a run; "
+                                     "ctrlkit train takes one model")
+
     def trainable_parameters(self):
         """What ``ctrlkit train`` updates: the model's parameters, or with an adapter the adapter's only."""
+        self._refuse_composed_training()
         return [parameter for parameter in self.model.parameters() if parameter.requires_grad]
 
     def train_mode(self, training: bool) -> None:
@@ -202,9 +243,14 @@ class HFBackbone(Backbone):
         if folder.is_dir():
             identity["files"] = _fingerprint(folder)
         if adapters.is_adapter_folder(self.options["model"]):
-            base = Path(str(adapters.read_adapter_config(folder).get("base_model_name_or_path", ""))).expanduser()
-            if base.is_dir():
-                identity["base_files"] = _fingerprint(base)
+            base = adapters.read_adapter_config(folder).get("base_model_name_or_path")
+            if isinstance(base, str) and base and Path(base).expanduser().is_dir():
+                identity["base_files"] = _fingerprint(Path(base).expanduser())
+        if self.composed:
+            identity["adapter_files"] = {name: _fingerprint(path) for name, path in self.composed}
+        else:  # without adapters, how they would combine changes nothing (nor the cache keys of earlier runs)
+            for option in ("adapters", "combine", "adapter_weights"):
+                identity["options"].pop(option)
         return identity
 
     def saved_controller(self):
@@ -227,6 +273,28 @@ class HFBackbone(Backbone):
         else:
             self.model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
+
+
+def _in_sequence(generate):
+    """A backbone's ``generate``, which with ``combine=sequence`` runs once per adapter, in order,
+    each stage's summaries the next stage's sources (:mod:`.adapter_composition`)."""
+
+    @functools.wraps(generate)
+    def staged(self, inputs):
+        if self._in_stage or not (self.composed and self.options["combine"] == "sequence"):
+            return generate(self, inputs)
+        self._in_stage = True  # a subclass's generate calling its parent's runs one stage, not a sequence
+        try:
+            for name, _ in self.composed:
+                self.model.set_adapter(name)
+                outputs = generate(self, inputs)
+                inputs = [model_input.replace(source=output, messages=None)
+                          for model_input, output in zip(inputs, outputs)]
+        finally:
+            self._in_stage = False
+        return outputs
+
+    return staged
 
 
 def _fingerprint(folder: Path) -> list:
