@@ -148,6 +148,9 @@ def test_lora_trains_only_the_adapter_saves_peft_format_and_reloads_to_the_same_
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["config"]["options"]["hf"]["model"] == str(out)
     _same_loss_and_not_the_base_models(ctrlkit.get_backbone(f"hf:{out}"), backbone, inputs[:1])
+    # a sweep reuses the adapter's outputs only while its base model's files are the same too
+    base_files = [(path.name, path.stat().st_size, path.stat().st_mtime_ns) for path in models[kind].iterdir()]
+    assert ctrlkit.get_backbone(f"hf:{out}").identity()["base_files"] == sorted(base_files)
 
 
 def _same_loss_and_not_the_base_models(reloaded, in_memory, inputs):
