@@ -376,6 +376,25 @@ def test_sequence_feeds_the_first_adapters_summary_to_the_second(models, two_ada
     assert final == focus.generate([ModelInput(source=summary) for summary in alone])
 
 
+def test_adapters_compose_on_a_causal_model_too(models, tmp_path):
+    for seed, name in enumerate(("a", "b")):
+        torch.manual_seed(seed)
+        config = peft.LoraConfig(task_type="CAUSAL_LM", r=4, lora_alpha=4 * (seed + 1), init_lora_weights=False)
+        peft.get_peft_model(_fresh(models["gpt2"], "causal"), config).save_pretrained(tmp_path / name)
+    spec = f"a={tmp_path / 'a'},b={tmp_path / 'b'}"
+    merged = ctrlkit.get_backbone(f"hf-causal:{models['gpt2']}", adapters=spec, **GREEDY)
+    assert merged.generate([ModelInput(source=TEXT)])
+    layers = [module for module in merged.model.modules() if isinstance(module, peft.tuners.lora.LoraLayer)]
+    assert layers
+    for layer in layers:  # GPT-2's Conv1D stores weights transposed: peft's delta handles it for every adapter
+        torch.testing.assert_close(layer.get_delta_weight("combined"),
+                                   0.5 * layer.get_delta_weight("a") + 0.5 * layer.get_delta_weight("b"))
+    staged = ctrlkit.get_backbone(f"hf-causal:{models['gpt2']}", adapters=spec, combine="sequence", **GREEDY)
+    first = ctrlkit.get_backbone(f"hf-causal:{tmp_path / 'a'}", **GREEDY).generate([ModelInput(source=TEXT)])
+    second = ctrlkit.get_backbone(f"hf-causal:{tmp_path / 'b'}", **GREEDY).generate([ModelInput(source=first[0])])
+    assert staged.generate([ModelInput(source=TEXT)]) == second and first[0]
+
+
 def _refused(call, match):
     with pytest.raises(ctrlkit.CtrlkitError, match=match) as caught:
         call()

@@ -161,7 +161,7 @@ class HFBackbone(Backbone):
     @property
     def has_adapter(self) -> bool:
         """True when the model is wrapped by peft (it loaded an adapter, or ``attach_adapter`` made one)."""
-        return hasattr(self.model, "peft_config")
+        return type(self.model).__module__.partition(".")[0] == "peft"
 
     @quietly
     def attach_adapter(self, settings: dict) -> dict:
