@@ -288,6 +288,15 @@ def test_the_base_model_is_recorded_absolute_and_a_moved_one_is_one_line(models,
     assert "\n" not in message and str(tmp_path / "adapter") in message and recorded in message, message
 
 
+def test_an_adapter_that_does_not_fit_its_base_model_is_one_line(models, tmp_path):
+    peft.get_peft_model(_fresh(models["t5"]), peft.LoraConfig(task_type="SEQ_2_SEQ_LM")).save_pretrained(tmp_path / "a")
+    config = json.loads((tmp_path / "a" / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = str(models["bart"])  # T5's modules q, v: BART has none
+    (tmp_path / "a" / "adapter_config.json").write_text(json.dumps(config))
+    _refused(lambda: ctrlkit.get_backbone(f"hf:{tmp_path / 'a'}").generate([ModelInput(source="x")]),
+             rf"^backbone 'hf': the adapter in {tmp_path / 'a'} does not fit its base model: .*not found")
+
+
 @pytest.fixture(scope="session")
 def two_adapters(models, tmp_path_factory):
     """Two LoRA adapters of the tiny BART trained with the tag controller (so each trained [TAG]'s

@@ -155,9 +155,12 @@ def added_rows(model, count: int) -> dict:
 
 def restore_added_rows(model, folder: Path, vocabulary: int) -> dict:
     """Resize ``model`` to ``vocabulary`` tokens and put back the saved rows of the tokens a
-    controller added, when ``folder`` has them; returns them (empty: none were added)."""
+    controller added, when ``folder`` has them; returns them (empty: none were added). An adapter
+    made elsewhere with a larger vocabulary gets the rows resized, for its own saved embeddings."""
     path = folder / ADDED_TOKENS_FILE
     if not path.is_file():
+        if vocabulary > model.get_input_embeddings().weight.shape[0]:
+            model.resize_token_embeddings(vocabulary, mean_resizing=False)
         return {}
     import torch
     from safetensors.torch import load_file
@@ -185,8 +188,12 @@ def load_adapter(model, folder: Path, backbone: str):
 
     config = peft.PeftConfig.from_pretrained(str(folder))
     config.inference_mode = False
-    wrapped = peft.get_peft_model(model, config)
-    result = peft.set_peft_model_state_dict(wrapped, peft.load_peft_weights(str(folder), device="cpu"))
+    try:
+        wrapped = peft.get_peft_model(model, config)
+        result = peft.set_peft_model_state_dict(wrapped, peft.load_peft_weights(str(folder), device="cpu"))
+    except (RuntimeError, ValueError, OSError) as exc:  # modules it lacks, weights of other shapes, a damaged file
+        raise ConfigurationError(f"backbone '{backbone}': the adapter in {folder} does not fit its base model: "
+                                 f"{' '.join(str(exc).split())}") from None
     if config.is_prompt_learning:  # peft loads the prompt encoder itself, apart from this result
         return wrapped
     # a trainable-tokens layer tied to the input embeddings (BART's encoder, decoder) shares its rows: not missing
