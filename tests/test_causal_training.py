@@ -109,8 +109,15 @@ def row_losses(backbone, batch):
     return (losses * (labels != -100)).sum(1) / (labels != -100).sum(1)
 
 
-def test_a_rows_loss_does_not_change_with_the_padding_a_longer_row_adds(gpt2):
+@pytest.mark.parametrize("adapter", [None, "lora"])
+def test_a_rows_loss_does_not_change_with_the_padding_a_longer_row_adds(gpt2, adapter):
+    """Also behind a LoRA adapter, whose wrapper's forward does not name ``position_ids``."""
     backbone = ctrlkit.get_backbone(f"hf-causal:{gpt2}")
+    if adapter:
+        pytest.importorskip("peft", reason="the LoRA case needs peft")
+        from ctrlkit.backbones.adapters import peft_settings
+
+        backbone.attach_adapter(peft_settings(adapter))
     short, long = ModelInput(source="The coach won."), ModelInput(source="Investors bought shares of the bank " * 6)
     targets = ["A win.", "Shares rose sharply on Monday after the results."]
     with torch.no_grad():
@@ -193,3 +200,26 @@ def test_a_target_as_long_as_the_model_is_refused_in_one_line(gpt2):
         backbone.loss([ModelInput(source="The coach won.")], ["A win."], 256)
     assert backbone.training_prompt_limit(200) == 56  # below the 128 generation leaves
     assert backbone.training_prompt_limit(100) == 128
+
+
+def test_lora_trains_a_causal_model_and_its_adapter_reloads_to_the_same_outputs(gpt2, tmp_path, monkeypatch):
+    pytest.importorskip("peft", reason="LoRA needs peft")
+    trained = []
+    original = ctrlkit.training.get_backbone
+    monkeypatch.setattr(ctrlkit.training, "get_backbone", lambda *a, **kw: trained.append(original(*a, **kw))
+                        or trained[-1])
+    out = tmp_path / "adapter"
+    record = ctrlkit.training.train(backbone=f"hf-causal:{gpt2}", out=str(out), split="test", limit=8,
+                                    max_steps=30, batch_size=4, lr=1e-2, max_target_tokens=32, peft="lora",
+                                    lora_targets="c_attn,c_proj,c_fc", options={"hf-causal": GREEDY})
+    losses = record["losses"]
+    # a random tiny GPT-2 learns slowly through rank-8 updates: 6.58 to 6.17 over 30 steps when measured
+    assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 0.2, losses
+    assert 0 < record["trainable_parameters"] < 0.2 * record["total_parameters"]
+    assert (out / "adapter_config.json").is_file() and not (out / "model.safetensors").exists()
+
+    examples = ctrlkit.get_dataset("sample").load("test")[:3]
+    inputs = [ModelInput(source=example.document) for example in examples]
+    expected = trained[0].generate(inputs)
+    reloaded = ctrlkit.get_backbone(f"hf-causal:{out}", **GREEDY)
+    assert reloaded.generate(inputs) == expected and any(expected)

@@ -151,8 +151,11 @@ def test_training_resumes_from_its_checkpoint(models, tmp_path, monkeypatch, cap
     assert resumed["resumed"] and resumed["steps"] == 4
     said = capsys.readouterr().err.splitlines()
     assert said[0] == f"ctrlkit: train [tag]: resuming: 2 of 4 steps already done ({tmp_path / 'resumed' / 'checkpoint'})"
+    share = f"{resumed['trainable_share']:.2%}"
+    assert said[1] == (f"ctrlkit: train [tag]: {resumed['trainable_parameters']:,} of {resumed['total_parameters']:,} "
+                       f"parameters trainable ({share})") and share == "100.00%"  # full fine-tuning
     # off a terminal, plain lines from step 2 on, the last one with the last loss
-    assert said[1].startswith("ctrlkit: train [tag]: 2/4 steps, ") and said[-1].startswith(
+    assert said[2].startswith("ctrlkit: train [tag]: 2/4 steps, ") and said[-1].startswith(
         f"ctrlkit: train [tag]: 4/4 steps, loss {resumed['losses'][-1]:.4f}, 0:"), said
     assert resumed["losses"] == pytest.approx(whole["losses"], abs=1e-5)
     with pytest.raises(ctrlkit.CtrlkitError, match="already holds a trained model"):

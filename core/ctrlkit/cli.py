@@ -349,11 +349,21 @@ def recipes_command(name):
 @click.option("--max-target-tokens", type=click.IntRange(min=1), default=128, show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), help="Train on the first N examples only.")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--peft", type=click.Choice(["lora", "prefix"]),
+              help="Train an adapter (peft) instead of the whole model: LoRA or prefix tuning; the output folder "
+                   "holds the adapter and names the base model.")
+@click.option("--lora-rank", type=int, help="LoRA rank [default: 8].")
+@click.option("--lora-alpha", type=float, help="LoRA scale alpha (the update is scaled by alpha/rank) [default: 16].")
+@click.option("--lora-dropout", type=float, help="Dropout on LoRA's input [default: 0.05].")
+@click.option("--lora-targets", metavar="A,B",
+              help="Modules LoRA adapts, e.g. q_proj,v_proj [default: those peft knows for the architecture].")
+@click.option("--prefix-length", type=int, help="Virtual tokens of prefix tuning [default: 20].")
 @DEVICE
 @STRICT_CONTROLS
 def train(backbone, out, controller, dataset, data, split, eval_split, topics, holdout_topics, assignments, epochs,
           max_steps, lr, schedule, warmup_steps, warmup_ratio, weight_decay, max_grad_norm, bf16, batch_size,
-          grad_accum, patience, save_every, max_target_tokens, limit, seed, device, strict_controls):
+          grad_accum, patience, save_every, max_target_tokens, limit, seed, peft, lora_rank, lora_alpha, lora_dropout,
+          lora_targets, prefix_length, device, strict_controls):
     """Fine-tune a backbone with a controller applied to its training inputs (resumable)."""
     from .training import train as train_backbone
 
@@ -364,7 +374,9 @@ def train(backbone, out, controller, dataset, data, split, eval_split, topics, h
         max_steps=max_steps, lr=lr, schedule=schedule, warmup_steps=warmup_steps, warmup_ratio=warmup_ratio,
         weight_decay=weight_decay, max_grad_norm=max_grad_norm, bf16=bf16, batch_size=batch_size,
         grad_accum=grad_accum, patience=patience, save_every=save_every, max_target_tokens=max_target_tokens,
-        limit=limit, seed=seed, strict_controls=strict_controls, progress=True,
+        limit=limit, seed=seed, strict_controls=strict_controls, peft=peft, lora_rank=lora_rank,
+        lora_alpha=lora_alpha, lora_dropout=lora_dropout, lora_targets=lora_targets, prefix_length=prefix_length,
+        progress=True,
     )
     last = record["losses"][-1] if record["losses"] else None
     click.echo(f"{record['steps']} steps on {record['n_pairs']} pairs; last loss {last}; "

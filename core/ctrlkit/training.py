@@ -1,9 +1,10 @@
 """``ctrlkit train``: fine-tune a trainable backbone with a controller applied to every training
 input, the training-time half of the published methods (prepend, tag, embed, guidance).
 
-The output folder holds the model, its tokenizer, ``ctrlkit_controller.json`` (the controller's
-learned state: terms, topic index, ...; and the topics held out of training, when any) and
-``training.json`` (config, versions, losses, learning rates), so
+The output folder holds the model (with ``peft``: the adapter only, :mod:`.backbones.adapters`),
+its tokenizer, ``ctrlkit_controller.json`` (the controller's learned state: terms, topic index,
+...; and the topics held out of training, when any) and ``training.json`` (config, versions,
+losses, learning rates, trainable parameters), so
 ``ctrlkit run --backbone hf:DIR --controller C`` restores all of it. A checkpoint is written
 atomically every ``save_every`` steps and at each epoch's end; running the same command again
 resumes from it.
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .api import backbone_name, create_controller, get_backbone, get_dataset
+from .backbones.adapters import peft_settings
 from .backbones.hf_base import require_hf_libraries
 from .errors import ConfigurationError, CtrlkitError
 from .controls import apply_control, check_controls, uncontrolled
@@ -89,6 +91,12 @@ def train(
     limit: int | None = None,
     seed: int = 0,
     strict_controls: bool = False,
+    peft: str | None = None,
+    lora_rank: int | None = None,
+    lora_alpha: float | None = None,
+    lora_dropout: float | None = None,
+    lora_targets: Sequence[str] | str | None = None,
+    prefix_length: int | None = None,
     progress: bool = False,
 ) -> dict:
     """Fine-tune ``backbone`` (e.g. ``"hf:facebook/bart-base"``) on ``dataset``'s ``split`` (default:
@@ -107,7 +115,12 @@ def train(
     ``warmup_ratio`` of them all (one or neither); ``training.json`` records the rate of every step.
     ``weight_decay`` is AdamW's (0.01, torch's default); ``max_grad_norm`` clips the gradients'
     global norm before each optimizer step (0: never). ``bf16`` runs the forward pass and loss
-    under bfloat16 autocast, the weights and optimizer staying float32; CUDA only."""
+    under bfloat16 autocast, the weights and optimizer staying float32; CUDA only.
+
+    ``peft`` (``"lora"`` or ``"prefix"``) trains an adapter instead of the whole model: LoRA of rank
+    ``lora_rank`` (8), scale ``lora_alpha`` (16), dropout ``lora_dropout`` (0.05) on the modules
+    ``lora_targets`` (names, or one comma-separated string; default: those peft knows for the
+    architecture), or a prefix of ``prefix_length`` (20) virtual tokens."""
     require_hf_libraries("ctrlkit train")
     import torch
 
@@ -122,6 +135,8 @@ def train(
     holdout = topic_names(holdout_topics, "holdout_topics")
     optimisation = {"schedule": schedule, "warmup_steps": warmup_steps, "warmup_ratio": warmup_ratio,
                     "weight_decay": weight_decay, "max_grad_norm": max_grad_norm, "bf16": bf16}
+    adapter = peft_settings(peft, lora_rank=lora_rank, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
+                            lora_targets=lora_targets, prefix_length=prefix_length)
     options = with_data(options, dataset, data)
     routed = RunOptions(options, components(dataset=dataset, controllers=_names(controller), backbone=backbone))
     check_output(out_dir)
@@ -136,7 +151,7 @@ def train(
                              "options": options,
                              "epochs": epochs, "max_steps": max_steps, "lr": lr, **optimisation,
                              "batch_size": batch_size, "grad_accum": grad_accum, "patience": patience,
-                             "max_target_tokens": max_target_tokens, "limit": limit, "seed": seed})
+                             "max_target_tokens": max_target_tokens, "limit": limit, "seed": seed, "peft": adapter})
     if resuming:
         saved_settings = _read_trainer_state(checkpoint)["settings"]
         changed = sorted(key for key in settings if json.dumps(settings[key]) != json.dumps(saved_settings.get(key)))
@@ -190,7 +205,9 @@ def train(
     batches_per_epoch = -(-len(pairs) // batch_size)
     total = max_steps or epochs * -(-batches_per_epoch // grad_accum)
     warmup = warmup_of(total, warmup_steps, warmup_ratio)
+    peft_chose = model.attach_adapter(adapter) if adapter else None
     parameters = list(model.trainable_parameters())
+    counts = _parameter_counts(model, parameters)
     optimizer = torch.optim.AdamW(parameters, lr=lr, weight_decay=weight_decay)
     # stepped after each optimizer step: step s (from 0) runs at lr * multiplier(s)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier(schedule, total, warmup))
@@ -215,6 +232,9 @@ def train(
 
     if progress and resuming:
         say(f"train [{steering.name}]: resuming: {state['step']} of {total} steps already done ({checkpoint})")
+    if progress:
+        say(f"train [{steering.name}]: {counts['trainable_parameters']:,} of {counts['total_parameters']:,} "
+            f"parameters trainable ({counts['trainable_share']:.2%})")
     bar = Progress(f"train [{steering.name}]", total, "steps", enabled=progress, initial=state["step"])
     stop = state["done"]
     model.train_mode(True)
@@ -265,10 +285,12 @@ def train(
             "max_steps": max_steps, "lr": lr, **optimisation, "batch_size": batch_size, "grad_accum": grad_accum,
             "patience": patience, "max_target_tokens": max_target_tokens, "limit": limit, "seed": seed,
             "strict_controls": strict_controls,
+            "peft": {**adapter, **peft_chose} if adapter else None,
             "options": resolved_options(routed, datasets=[source], controllers=[steering], backbones=[model],
                                         vectorizers=vectorizers.values())}),
         "versions": versions(),
         "n_pairs": len(pairs),
+        **counts,
         "n_held_out": {"train": len(loaded) - len(kept), "eval": len(loaded_evaluation) - len(kept_evaluation)}
         if holdout else None,
         "uncontrolled": left,
@@ -284,6 +306,15 @@ def train(
     atomic_write_json(out_dir / "training.json", record)
     shutil.rmtree(checkpoint, ignore_errors=True)
     return record
+
+
+def _parameter_counts(model, trainable) -> dict:
+    """How many parameters training updates, of how many the model has (each shared tensor once;
+    with an adapter, the total counts the adapter's parameters too)."""
+    every = {id(parameter): parameter for parameter in [*model.model.parameters(), *trainable]}
+    count = sum(parameter.numel() for parameter in {id(p): p for p in trainable}.values())
+    total = sum(parameter.numel() for parameter in every.values())
+    return {"trainable_parameters": count, "total_parameters": total, "trainable_share": round(count / total, 6)}
 
 
 def _pairs(controller, examples) -> list[tuple[ModelInput, str]]:

@@ -115,10 +115,10 @@ class HFSeq2Seq(HFBackbone):
         return self.model(**self.encoder_inputs(inputs), labels=labels).loss
 
     def trainable_parameters(self):
-        return [*self.model.parameters(), *self.input_embeddings.parameters()]
+        return [*super().trainable_parameters(), *self.input_embeddings.parameters()]
 
     def train_mode(self, training: bool) -> None:
-        self.model.train(training)
+        super().train_mode(training)
         self.input_embeddings.train(training)
 
     def save(self, directory):

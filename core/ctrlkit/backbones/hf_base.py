@@ -1,8 +1,10 @@
 """What the transformers backbones share: lazy loading, device and dtype, special tokens,
-truncation to the model's limit (counted), and saving."""
+truncation to the model's limit (counted), training and saving, and adapters (peft): a model
+folder holding an adapter loads its base model with it (:mod:`.adapters`)."""
 
 from __future__ import annotations
 
+import functools
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from ..hub import hub_unreachable, is_local, not_found_offline
 from ..options import Option
 from ..quiet import quiet_new_imports, quietly
 from ..secrets import scrub_text
+from . import adapter_composition, adapters
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -37,6 +40,12 @@ class HFBackbone(Backbone):
         Option("num_beams", int, 4, "beam search width (1: greedy)", minimum=1),
         Option("no_repeat_ngram_size", int, 0, "forbid repeating n-grams of this size (0: allow)", minimum=0),
         Option("length_penalty", float, 1.0, "beam search length penalty"),
+        Option("adapters", str, "", "trained adapters (peft) composed on the model, NAME=DIR,NAME=DIR "
+                                    "(see combine)"),
+        Option("combine", str, "merge", "how adapters combine: merge (LoRA: one adapter, the weighted sum of "
+                                        "their weight changes) or sequence (each summarizes the previous one's "
+                                        "summary, in the order given)", choices=adapter_composition.COMBINE),
+        Option("adapter_weights", str, "", "merge weights, one per adapter, e.g. 0.7,0.3 (empty: equal)"),
     )
     auto_model_class = ""  # the transformers Auto class, by name
 
@@ -45,6 +54,29 @@ class HFBackbone(Backbone):
         require_hf_libraries("the transformers backbones (hf, hf-causal)")
         self._model = None
         self._tokenizer = None
+        self._tokens_added = 0  # by controllers, since loading
+        self._added_rows = {}  # an adapter's base model's rows of those tokens (adapters.py)
+        self._composition = None  # hf.adapters, parsed on first use: the registry names the backbone after __init__
+        self._in_stage = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "generate" in cls.__dict__:
+            cls.generate = _in_sequence(cls.__dict__["generate"])
+
+    @property
+    def composed(self) -> list[tuple[str, Path]]:
+        """The (name, folder) of each adapter ``hf.adapters`` composes on the model, checked."""
+        if self._composition is None:
+            self._composition = adapter_composition.parse(self.options, self.name)
+            if self._composition[1]:  # recorded as used: the default, equal weights, written out
+                self.options["adapter_weights"] = ",".join(map(repr, self._composition[1]))
+        return self._composition[0]
+
+    def recorded_options(self):
+        """The options, with the merge weights written out (the default, equal ones, too)."""
+        _ = self.composed
+        return super().recorded_options()
 
     @property
     def model(self):
@@ -78,10 +110,17 @@ class HFBackbone(Backbone):
         name = self.options["model"]
         if name.startswith((".", "/", "~")) and not Path(name).expanduser().is_dir():
             raise ConfigurationError(f"backbone '{self.name}': no model folder at {name}")
+        adapter = Path(name).expanduser() if adapters.is_adapter_folder(name) else None
+        if adapter:
+            adapters.require_peft(f"backbone '{self.name}' with the adapter in {name}")
+            name = adapters.base_model(adapter, adapters.read_adapter_config(adapter), self.name)
+        # an adapter's folder holds the tokenizer with the tokens its controller added, and their rows
+        saved = adapter or adapter_composition.tokenizer_folder(self.composed)
+        vocabulary = saved if saved and (saved / "tokenizer_config.json").is_file() else name
         # a Hub name with the Hub out of reach: the local Hub cache only, not a minute of retries
         offline = None if is_local(name) else hub_unreachable()
         try:
-            self._tokenizer = transformers.AutoTokenizer.from_pretrained(name, local_files_only=bool(offline))
+            self._tokenizer = transformers.AutoTokenizer.from_pretrained(vocabulary, local_files_only=bool(offline))
             model_class = getattr(transformers, self.auto_model_class)
             self._model = model_class.from_pretrained(name, dtype=getattr(torch, dtype),
                                                       local_files_only=bool(offline))
@@ -91,6 +130,14 @@ class HFBackbone(Backbone):
             raise ConfigurationError(scrub_text(f"backbone '{self.name}' cannot load {name!r}: "
                                                 f"{' '.join(str(exc).split())}")) \
                 from None
+        if saved:
+            self._added_rows = adapters.restore_added_rows(self._model, saved, len(self._tokenizer))
+        if adapter:
+            self._model = adapters.load_adapter(self._model, adapter, self.name)
+        elif self.composed:
+            adapter_composition.check_vocabularies(self.composed, self._tokenizer, name, bool(offline), self.name)
+            self._model = adapter_composition.load(self._model, self.composed, self.options["combine"],
+                                                   self._composition[1], self.name)
         try:
             self._model.to(device)
         except (RuntimeError, AssertionError) as exc:  # no such device, or torch built without it
@@ -103,9 +150,58 @@ class HFBackbone(Backbone):
 
     def add_special_tokens(self, tokens):
         new = [token for token in tokens if token not in self.tokenizer.get_vocab()]
+        if new and self.has_adapter:
+            raise ConfigurationError(f"backbone '{self.name}': the adapter in {self.options['model']} was trained "
+                                     f"without the token {new[0]} this controller adds; train one with the controller")
         if new:
             self.tokenizer.add_tokens(new, special_tokens=True)
             self.model.resize_token_embeddings(len(self.tokenizer), mean_resizing=False)
+            self._tokens_added += len(new)
+
+    @property
+    def has_adapter(self) -> bool:
+        """True when the model is wrapped by peft (it loaded an adapter, or ``attach_adapter`` made one)."""
+        return type(self.model).__module__.partition(".")[0] == "peft"
+
+    @quietly
+    def attach_adapter(self, settings: dict) -> dict:
+        """Wrap the model in a new adapter (``ctrlkit train --peft``; :func:`.adapters.peft_settings`),
+        once the controller has added its tokens, which LoRA then trains; a model loaded with an
+        adapter of that method (a resumed training) goes on with it. Returns what peft chose."""
+        import peft
+
+        self._refuse_composed_training()
+        if self.has_adapter:
+            loaded = adapters.chosen(self.model)
+            if loaded["method"] != settings["method"]:
+                raise ConfigurationError(f"backbone '{self.name}': {self.options['model']} holds a {loaded['method']} "
+                                         f"adapter, not {settings['method']}")
+            return loaded
+        count, vocabulary = self._tokens_added, len(self.tokenizer)
+        self._added_rows = adapters.added_rows(self.model, count) if count else {}
+        config = adapters.peft_config(settings, adapters.TASK_TYPES[self.auto_model_class],
+                                      list(range(vocabulary - count, vocabulary)))
+        try:
+            self._model = peft.get_peft_model(self._model, config)
+        except (ValueError, TypeError) as exc:  # e.g. target modules the model does not have
+            raise ConfigurationError(f"backbone '{self.name}' cannot take a {settings['method']} adapter: "
+                                     f"{' '.join(str(exc).split())}") from None
+        for config in self._model.peft_config.values():
+            config.base_model_name_or_path = adapters.recorded_base(self.options["model"])
+        return adapters.chosen(self._model)
+
+    def _refuse_composed_training(self) -> None:
+        if self.composed:
+            raise ConfigurationError(f"option '{self.name}.adapters' composes trained adapters for a run; "
+                                     "ctrlkit train takes one model")
+
+    def trainable_parameters(self):
+        """What ``ctrlkit train`` updates: the model's parameters, or with an adapter the adapter's only."""
+        self._refuse_composed_training()
+        return [parameter for parameter in self.model.parameters() if parameter.requires_grad]
+
+    def train_mode(self, training: bool) -> None:
+        self.model.train(training)
 
     def position_limit(self) -> int | None:
         """The most tokens the model takes: the smaller of the tokenizer's and the model's limits
@@ -154,12 +250,21 @@ class HFBackbone(Backbone):
 
     def identity(self):
         """Options, plus a fingerprint of a local model folder's files (names, sizes, times), so
-        that a model trained again into the same folder is not served its old outputs."""
+        that a model trained again into the same folder is not served its old outputs; for an
+        adapter, of its base model's folder too."""
         identity = super().identity()
-        folder = Path(self.options["model"])
+        folder = Path(self.options["model"]).expanduser()
         if folder.is_dir():
-            identity["files"] = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)
-                                       for p in folder.iterdir() if p.is_file())
+            identity["files"] = _fingerprint(folder)
+        if adapters.is_adapter_folder(self.options["model"]):
+            base = adapters.read_adapter_config(folder).get("base_model_name_or_path")
+            if isinstance(base, str) and base and Path(base).expanduser().is_dir():
+                identity["base_files"] = _fingerprint(Path(base).expanduser())
+        if self.composed:
+            identity["adapter_files"] = {name: _fingerprint(path) for name, path in self.composed}
+        else:  # without adapters, how they would combine changes nothing (nor the cache keys of earlier runs)
+            for option in ("adapters", "combine", "adapter_weights"):
+                identity["options"].pop(option)
         return identity
 
     def saved_controller(self):
@@ -172,6 +277,39 @@ class HFBackbone(Backbone):
 
     @quietly
     def save(self, directory) -> None:
-        """Save weights and tokenizer (and whatever ctrlkit added) so that ``hf:DIRECTORY`` restores them."""
-        self.model.save_pretrained(directory)
+        """Save weights and tokenizer (and whatever ctrlkit added) so that ``hf:DIRECTORY`` restores
+        them; with an adapter, the adapter's weights only, in peft's format (the rows of tokens
+        a controller added in ctrlkit's file: :mod:`.adapters`)."""
+        if self.has_adapter:
+            # the added tokens' rows are LoRA's trainable tokens and ctrlkit's file, not whole embedding matrices
+            self.model.save_pretrained(directory, save_embedding_layers=False)
+            adapters.save_added_rows(self._added_rows, Path(directory))
+        else:
+            self.model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
+
+
+def _in_sequence(generate):
+    """A backbone's ``generate``, which with ``combine=sequence`` runs once per adapter, in order,
+    each stage's summaries the next stage's sources (:mod:`.adapter_composition`)."""
+
+    @functools.wraps(generate)
+    def staged(self, inputs):
+        if self._in_stage or not (self.composed and self.options["combine"] == "sequence"):
+            return generate(self, inputs)
+        self._in_stage = True  # a subclass's generate calling its parent's runs one stage, not a sequence
+        try:
+            for name, _ in self.composed:
+                self.model.set_adapter(name)
+                outputs = generate(self, inputs)
+                inputs = [model_input.replace(source=output, messages=None)
+                          for model_input, output in zip(inputs, outputs)]
+        finally:
+            self._in_stage = False
+        return outputs
+
+    return staged
+
+
+def _fingerprint(folder: Path) -> list:
+    return sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file())

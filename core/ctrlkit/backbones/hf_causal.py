@@ -12,6 +12,8 @@ and EOS; the loss counts the summary and EOS tokens only.
 
 from __future__ import annotations
 
+import inspect
+
 from ..chat import flatten_messages
 from ..errors import ConfigurationError
 from .hf_base import HFBackbone
@@ -85,8 +87,6 @@ class HFCausal(HFBackbone):
         padded on the left, as in generation. ``labels`` are the token ids of the target and EOS,
         -100 on the prompt and the padding; ``position_ids`` count from each row's first real
         token, as ``generate`` counts them, where the model takes them."""
-        import inspect
-
         import torch
 
         texts, add_special_tokens = self.prompts(inputs)
@@ -102,16 +102,19 @@ class HFCausal(HFBackbone):
         batch = {"input_ids": torch.tensor([[pad] * (width - len(row)) + row for row in rows]),
                  "attention_mask": attention_mask,
                  "labels": torch.tensor([[-100] * (width - len(answer)) + answer for answer in answers])}
-        if "position_ids" in inspect.signature(self.model.forward).parameters:
+        if self._takes_position_ids():
             batch["position_ids"] = (attention_mask.cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
         return {key: value.to(self.device) for key, value in batch.items()}
+
+    def _takes_position_ids(self) -> bool:
+        """Whether the model's own forward takes ``position_ids`` (behind a LoRA adapter, the base
+        model's; peft's prefix tuning ignores them, with a warning, so none are given to it)."""
+        config = getattr(self.model, "active_peft_config", None)
+        if config is not None and config.is_prompt_learning:
+            return False
+        base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+        return "position_ids" in inspect.signature(base.forward).parameters
 
     def loss(self, inputs, targets: list[str], max_target_tokens: int):
         """Mean token cross-entropy of ``targets`` (and EOS) after the prompts (for ``ctrlkit train``)."""
         return self.model(**self.training_batch(inputs, targets, max_target_tokens)).loss
-
-    def trainable_parameters(self):
-        return list(self.model.parameters())
-
-    def train_mode(self, training: bool) -> None:
-        self.model.train(training)

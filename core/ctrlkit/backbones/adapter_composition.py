@@ -1,0 +1,144 @@
+"""Several trained adapters on one base model (``--set hf.adapters=length=DIR1,focus=DIR2``).
+
+``hf.combine=merge`` makes one LoRA adapter whose weight change is the weighted sum of theirs,
+``sum_i w_i * B_i A_i * alpha_i / r_i`` in every adapted module (``hf.adapter_weights``, default
+equal: LoRAHub's combination with given weights). peft's ``add_weighted_adapter`` does exactly this
+with ``combination_type="cat"`` (it stacks the ``w_i * scaling_i * A_i`` and the ``B_i`` along the
+rank, at scale 1); its ``"linear"`` sums the A's and the B's apart, so their product holds cross
+terms ``B_i A_j``: not the weighted sum. The rows of tokens a controller added, which each adapter
+trained itself (the base model has no such row), are merged by the same weights.
+
+``hf.combine=sequence`` summarizes in stages: the first adapter summarizes the input, each next
+one summarizes the previous one's summary (the input's guidance and features kept, chat
+messages dropped: the summary is the source now).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+from ..errors import ConfigurationError
+from . import adapters
+
+COMBINED = "combined"  # the merged adapter's name in the peft model
+COMBINE = ("merge", "sequence")
+
+
+def parse(options: dict, backbone: str) -> tuple[list[tuple[str, Path]], list[float]]:
+    """The (name, folder) of each adapter in ``hf.adapters`` and the merge weights, checked: every
+    folder an adapter of the model option's base model, of a kind ``hf.combine`` takes."""
+    where = f"option '{backbone}.adapters'"
+    if not options["adapters"]:
+        if options["adapter_weights"]:
+            raise ConfigurationError(f"option '{backbone}.adapter_weights' needs {backbone}.adapters")
+        return [], []
+    adapters.require_peft(where)
+    if not options["model"]:
+        raise ConfigurationError(f"{where} composes adapters on a base model: --backbone {backbone}:BASE")
+    if adapters.is_adapter_folder(options["model"]):
+        raise ConfigurationError(f"{where} composes adapters on a base model, but {options['model']} is itself "
+                                 "an adapter; give the base model")
+    named = []
+    for item in options["adapters"].split(","):
+        name, sep, folder = (part.strip() for part in item.partition("="))
+        if not sep or not re.fullmatch(r"[A-Za-z0-9_-]+", name) or not folder:
+            raise ConfigurationError(f"{where}: {item.strip()!r} is not NAME=DIR (a name of letters, digits, _ or -)")
+        if name == COMBINED or name in dict(named):
+            raise ConfigurationError(f"{where}: the name {name!r} is {'reserved' if name == COMBINED else 'repeated'}")
+        if not adapters.is_adapter_folder(folder):
+            raise ConfigurationError(f"{where}: {folder} (adapter {name!r}) holds no {adapters.ADAPTER_CONFIG}")
+        named.append((name, Path(folder).expanduser()))
+    configs = {name: adapters.read_adapter_config(folder) for name, folder in named}
+    base = adapters.recorded_base(options["model"])
+    for name, folder in named:
+        recorded = configs[name].get("base_model_name_or_path")
+        trained_on = adapters.recorded_base(recorded) if isinstance(recorded, str) and recorded else ""
+        if trained_on != base:
+            raise ConfigurationError(f"{where}: adapter {name!r} ({folder}) was trained on the base model "
+                                     f"{trained_on or '(none named)'}, not on {base}")
+    kinds = {name: config["peft_type"] for name, config in configs.items()}
+    if options["combine"] == "sequence":
+        if options["adapter_weights"]:
+            raise ConfigurationError(f"option '{backbone}.adapter_weights' applies to {backbone}.combine=merge")
+        if len(set(kinds.values())) > 1:
+            raise ConfigurationError(f"{where}: the adapters of a sequence must be of one kind; "
+                                     f"{', '.join(f'{name} is {kind}' for name, kind in kinds.items())}")
+        return named, []
+    for name, folder in named:
+        config = configs[name]
+        if kinds[name] != "LORA":
+            raise ConfigurationError(f"{where}: {backbone}.combine=merge merges LoRA adapters; {name!r} ({folder}) "
+                                     f"is {kinds[name]}")
+        if config.get("use_rslora") or config.get("use_dora"):
+            raise ConfigurationError(f"{where}: {name!r} ({folder}) is an rsLoRA or DoRA adapter, which "
+                                     f"{backbone}.combine=merge does not sum exactly")
+    if len({str(config.get("trainable_token_indices")) for config in configs.values()}) > 1:
+        raise ConfigurationError(f"{where}: the adapters trained the rows of different added tokens "
+                                 "(trainable_token_indices); merge adapters trained with the same controllers")
+    return named, _weights(options["adapter_weights"], len(named), backbone)
+
+
+def _weights(text: str, count: int, backbone: str) -> list[float]:
+    where = f"option '{backbone}.adapter_weights'"
+    if not text:
+        return [1 / count] * count
+    try:
+        weights = [float(item) for item in text.split(",")]
+    except ValueError:
+        raise ConfigurationError(f"{where} expects numbers, e.g. 0.7,0.3; got {text!r}") from None
+    if len(weights) != count:
+        raise ConfigurationError(f"{where} gives {len(weights)} weights for {count} adapters")
+    if not all(math.isfinite(weight) for weight in weights):
+        raise ConfigurationError(f"{where} expects finite numbers; got {text!r}")
+    return weights
+
+
+def tokenizer_folder(named: list[tuple[str, Path]]) -> Path | None:
+    """The first adapter folder that holds a tokenizer (with its controller's tokens), if any."""
+    return next((folder for _, folder in named if (folder / "tokenizer_config.json").is_file()), None)
+
+
+def check_vocabularies(named: list[tuple[str, Path]], tokenizer, base: str, offline: bool, backbone: str) -> None:
+    """Every adapter's tokenizer (the base model's, where it saved none) has ``tokenizer``'s vocabulary:
+    token ids mean the same under each of them."""
+    import transformers
+
+    vocabulary = tokenizer.get_vocab()
+    for name, folder in named:
+        source = str(folder) if (folder / "tokenizer_config.json").is_file() else base
+        if transformers.AutoTokenizer.from_pretrained(source, local_files_only=offline).get_vocab() != vocabulary:
+            raise ConfigurationError(f"option '{backbone}.adapters': adapter {name!r} ({folder}) has another "
+                                     "vocabulary than the others (a controller added other tokens)")
+
+
+def load(model, named: list[tuple[str, Path]], combine: str, weights: list[float], backbone: str):
+    """``model`` with the adapters loaded under their names; with merge, their weighted sum active."""
+    import peft
+
+    try:
+        wrapped = peft.PeftModel.from_pretrained(model, str(named[0][1]), adapter_name=named[0][0])
+        for name, folder in named[1:]:
+            wrapped.load_adapter(str(folder), adapter_name=name)
+    except (ValueError, RuntimeError, KeyError) as exc:  # e.g. weights of other shapes than the base model's
+        raise ConfigurationError(f"option '{backbone}.adapters' cannot load them onto {model.name_or_path}: "
+                                 f"{' '.join(str(exc).split())}") from None
+    if combine == "merge":
+        names = [name for name, _ in named]
+        wrapped.add_weighted_adapter(names, weights, COMBINED, combination_type="cat")
+        _merge_token_rows(wrapped, names, weights)
+        wrapped.set_adapter(COMBINED)
+    return wrapped
+
+
+def _merge_token_rows(model, names: list[str], weights: list[float]) -> None:
+    """The merged adapter's rows of added tokens: the weighted sum of the adapters' (peft starts it
+    from the base model's rows)."""
+    import torch
+
+    with torch.no_grad():
+        for module in model.modules():
+            rows = getattr(module, "trainable_tokens_delta", None)
+            if rows is not None and COMBINED in rows:
+                rows[COMBINED].copy_(sum(weight * rows[name] for name, weight in zip(names, weights)))
