@@ -37,6 +37,7 @@ bench: install
 	$(BIN)/python bench/pipeline_overhead.py
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/bootstrap_speed.py
+	$(BIN)/python bench/lora_vs_full.py
 	$(BIN)/python bench/summary.py
 
 clean:

@@ -36,6 +36,41 @@ def shared_file(relative: str) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def ray_address():
+    """``HOST:PORT`` of a real local Ray cluster: ``ray start --head --block`` (2 CPUs, loopback
+    only) as a process of its own, started once per session and stopped at its end (SIGTERM: it
+    takes its processes with it, and leaves any other cluster on the machine alone); skips
+    without Ray."""
+    pytest.importorskip("ray", reason="the Ray executor's tests need ray (requirements-test.txt)")
+    import socket
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # Ray's socket paths must stay short
+    log = temp / "start.log"
+    with log.open("w") as output:
+        head = subprocess.Popen(
+            [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
+             f"--port={port}", "--num-cpus=2", "--include-dashboard=false", f"--temp-dir={temp}",
+             "--disable-usage-stats"],
+            stdout=output, stderr=subprocess.STDOUT, env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
+    try:
+        deadline = time.monotonic() + 180
+        while "Ray runtime started" not in log.read_text(errors="replace"):
+            assert head.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")[-3000:]
+            time.sleep(0.2)
+        yield f"127.0.0.1:{port}"
+    finally:
+        head.terminate()
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            head.kill()
+
+
 def run_ctrlkit(*args, env=None, cwd=None):
     """``python -m ctrlkit ARGS`` in a fresh process (plugin loading happens once per process)."""
     return subprocess.run(
