@@ -7,14 +7,14 @@ wide, random weights: its summaries mean nothing, its cost is what is measured),
 once with ``peft="lora"`` (rank 8, peft's default target modules for BART). Each training runs in
 a fresh process with one torch thread, so that one's memory does not hide the other's:
 
-- step time: (seconds of a training of ``--steps`` + 2 steps - seconds of one of 2 steps) /
+- step time (the variants take turns): (seconds of a training of ``--steps`` + 2 steps - seconds of one of 2 steps) /
   ``--steps``, so loading the model and the data cancels out; the median of ``--repeats`` pairs;
 - peak memory: the process's maximum resident set size (``ru_maxrss``) over the longer training;
 - trainable share: what ``training.json`` records (``trainable_parameters / total_parameters``).
 
 No target: the figures are reported as measured (the issue asks for them side by side).
 
-    python bench/lora_vs_full.py [--d-model 512] [--steps 20] [--repeats 3]
+    python bench/lora_vs_full.py [--d-model 512] [--steps 10] [--repeats 3]
 """
 
 import argparse
@@ -35,7 +35,7 @@ WARMUP_STEPS = 2
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--d-model", type=int, default=512)
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results.json"))
     parser.add_argument("--child", nargs=3, metavar=("MODEL", "PEFT", "STEPS"), help=argparse.SUPPRESS)
@@ -48,7 +48,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         model = build_bart(Path(folder) / "model", d_model=args.d_model)
-        found = {variant: _measure(model, variant, args.steps, args.repeats) for variant in ("full", "lora")}
+        found = _measure(model, ("full", "lora"), args.steps, args.repeats)
     full, lora = found["full"], found["lora"]
     entry = {
         "name": "lora_vs_full", "ratio": None, "met": None,
@@ -67,18 +67,22 @@ def main() -> None:
           f"peak memory {entry['peak_memory_ratio_full_over_lora']}x")
 
 
-def _measure(model: Path, variant: str, steps: int, repeats: int) -> dict:
-    """Median step time over ``repeats`` pairs of trainings, peak memory of the longest."""
-    step_times, peaks, record_ = [], [], None
+def _measure(model: Path, variants: tuple[str, ...], steps: int, repeats: int) -> dict:
+    """Each variant's median step time over ``repeats`` pairs of trainings and the peak memory of
+    its longest; the variants take turns in every repeat, so that the machine's load falls on both."""
+    times, peaks, last = ({variant: [] for variant in variants} for _ in range(3))
     for _ in range(repeats):
-        short = _train(model, variant, WARMUP_STEPS)
-        long = _train(model, variant, WARMUP_STEPS + steps)
-        step_times.append((long["seconds"] - short["seconds"]) / steps)
-        peaks.append(long["peak_mib"])
-        record_ = long
-    return {"step_seconds": round(statistics.median(step_times), 4), "peak_mib": round(max(peaks), 1),
-            "trainable_parameters": record_["trainable_parameters"],
-            "total_parameters": record_["total_parameters"], "trainable_share": record_["trainable_share"]}
+        for variant in variants:
+            short = _train(model, variant, WARMUP_STEPS)
+            long = _train(model, variant, WARMUP_STEPS + steps)
+            times[variant].append((long["seconds"] - short["seconds"]) / steps)
+            peaks[variant].append(long["peak_mib"])
+            last[variant] = long
+    return {variant: {"step_seconds": round(statistics.median(times[variant]), 4),
+                      "peak_mib": round(max(peaks[variant]), 1),
+                      **{key: last[variant][key] for key in ("trainable_parameters", "total_parameters",
+                                                            "trainable_share")}}
+            for variant in variants}
 
 
 def _train(model: Path, variant: str, steps: int) -> dict:
