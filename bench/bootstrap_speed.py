@@ -14,7 +14,7 @@ that is their mean (``Metric``'s default ``aggregate``).
 Both must agree to 1e-9 (relative). Target: reference / toolkit seconds >= 20x, toolkit < 5 s.
 
 The drawing of the resamples (R x N random indices) is work both must do, so no exact engine can
-be faster than it: the benchmark also times that draw alone and prints the ceiling it puts on the
+be faster than it: the benchmark also times that draw alone (the fastest of three) and prints the ceiling it puts on the
 ratio (reference seconds / draw seconds); the engine's own work (counting the draws into weights,
 one matrix product) comes on top of it.
 
@@ -60,9 +60,7 @@ def main() -> None:
     expected = _loop(metric, parts, args.resamples, args.seed)
     reference_s = time.perf_counter() - start
 
-    start = time.perf_counter()
-    np.random.default_rng(args.seed).integers(0, args.examples, (args.resamples, args.examples))
-    draw_s = time.perf_counter() - start
+    draw_s = min(_draw_seconds(args.examples, args.resamples, args.seed) for _ in range(3))  # least disturbed
 
     agree = all(np.isclose(found[name][key], expected[name][key], rtol=1e-9, atol=0)
                 for name in parts for key in ("low", "high", "se"))
@@ -84,6 +82,12 @@ def main() -> None:
     print(f"agree to 1e-9: {agree}")
     print(f"reference / toolkit = {ratio:.1f}x (target >= {TARGET:g}x, toolkit < {BUDGET_S:g} s): "
           f"{'met' if entry['met'] else 'NOT met'}")
+
+
+def _draw_seconds(examples: int, resamples: int, seed: int) -> float:
+    start = time.perf_counter()
+    np.random.default_rng(seed).integers(0, examples, (resamples, examples))
+    return time.perf_counter() - start
 
 
 def _loop(metric, parts, resamples: int, seed: int) -> dict:
