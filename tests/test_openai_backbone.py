@@ -254,14 +254,18 @@ def test_the_environment_gives_base_url_and_key_which_stays_out_of_options(serve
     assert model.options["base_url"] == server.url  # the endpoint used is recorded, wherever it came from
 
 
-def test_endpoints_given_by_the_environment_are_told_apart_in_the_cache_key(monkeypatch):
-    """Two servers behind $OPENAI_BASE_URL answer differently: neither may be served the other's
-    cached generations, nor a sweep reuse the other's cells."""
-    identities = []
-    for url in ("http://127.0.0.1:9/v1", "https://api.example/v1"):
-        monkeypatch.setenv("OPENAI_BASE_URL", url)
-        identities.append(ctrlkit.get_backbone("openai:m").identity())
-    assert identities[0] != identities[1]
+def test_the_cache_key_is_the_model_and_its_settings_not_the_endpoints(monkeypatch):
+    """The same model behind one server, two, in another order or named by $OPENAI_BASE_URL gives
+    the same generations, so they share cached ones; another model or temperature does not."""
+    one, two = "http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1"
+    key = ctrlkit.get_backbone("openai:m", base_url=one).identity()
+    for base_url in (f"{one},{two}", f"{two},{one}", [two, one], two):
+        assert ctrlkit.get_backbone("openai:m", base_url=base_url).identity() == key
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{two},{one}")
+    assert ctrlkit.get_backbone("openai:m").identity() == key
+    assert key["options"]["model"] == "m" and "base_url" not in key["options"]
+    assert ctrlkit.get_backbone("openai:other", base_url=one).identity() != key
+    assert ctrlkit.get_backbone("openai:m", base_url=one, temperature=0.7).identity() != key
 
 
 def test_no_model_is_a_configuration_error(server):
