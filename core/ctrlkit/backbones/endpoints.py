@@ -72,7 +72,8 @@ class Endpoints:
     """The endpoints of one backbone, shared by the threads that send its requests."""
 
     def __init__(self, roots: list[str], path: str, cooldown: float, clock=time.monotonic):
-        self.all = [Endpoint(position, root.rstrip("/") + path, scrub_text(root)) for position, root in enumerate(roots)]
+        self.all = [Endpoint(position, root.rstrip("/") + path, scrub_text(root))
+                    for position, root in enumerate(roots)]
         self._cooldown = cooldown
         self._clock = clock
         self._lock = threading.Lock()

@@ -158,7 +158,9 @@ class OpenAIBackbone(Backbone):
                         unreached.add(endpoint)
                     elif failure.retry_after is not None:
                         waits.append(failure.retry_after)
-                    if len(asked | unreached) < len(every) or (attempt + 1 < rounds and len(unreached) < len(every)):
+                    another_now = len(asked | unreached) < len(every)
+                    another_later = attempt + 1 < rounds and len(unreached) < len(every)
+                    if another_now or another_later:
                         self._say_retrying(endpoint, failure, rounds)
                     continue
                 except BaseException:
@@ -188,20 +190,21 @@ class OpenAIBackbone(Backbone):
             (endpoint, failure), = failures.items()
             return self._error(index, f"cannot reach {endpoint.shown} ({failure}); check that this machine is "
                                       f"online, the server runs and the address is right {where}")
-        each = "; ".join(f"{endpoint.shown}: {failure}" for endpoint, failure in failures.items())
-        return self._error(index, f"cannot reach any of its {len(failures)} endpoints ({each}); check that this "
+        each = "; ".join(f"{endpoint.shown} ({failure})" for endpoint, failure in _in_order(failures))
+        return self._error(index, f"cannot reach any of its {len(failures)} endpoints: {each}; check that this "
                                   f"machine is online, the servers run and the addresses are right {where}")
 
     def _exhausted(self, index: int, failures: dict[Endpoint, "_Transient"], attempts: Counter,
                    unreached: set[Endpoint]) -> CtrlkitError:
-        """Every endpoint failed the request as often as it may (or could not be reached)."""
+        """Every endpoint failed the request as often as it may (or could not be reached). A URL is
+        followed by a space: a masked secret query value (``?api_key=***``) runs to the next one."""
         if len(self._endpoints.all) == 1:
             (endpoint, failure), = failures.items()
             return self._error(index, f"failed after {attempts[endpoint]} attempts: {failure}")
         each = "; ".join(
-            f"{endpoint.shown}: cannot reach it ({failure})" if endpoint in unreached else
-            f"{endpoint.shown}: failed after {attempts[endpoint]} attempt{'s' * (attempts[endpoint] > 1)}: {failure}"
-            for endpoint, failure in sorted(failures.items(), key=lambda item: item[0].position))
+            f"{endpoint.shown} never answered ({failure})" if endpoint in unreached else
+            f"{endpoint.shown} after {attempts[endpoint]} attempt{'s' * (attempts[endpoint] > 1)} ({failure})"
+            for endpoint, failure in _in_order(failures))
         return self._error(index, f"failed on each of its {len(failures)} endpoints: {each}")
 
     def _say_retrying(self, endpoint: Endpoint, failure: "_Transient", rounds: int) -> None:
@@ -215,9 +218,9 @@ class OpenAIBackbone(Backbone):
             logger.warning("ctrlkit: backbone '%s': %s; retrying with backoff (up to %d attempts a request)",
                            self.name, failure, rounds)
         else:
-            logger.warning("ctrlkit: backbone '%s': %s: %s; retrying on the other endpoints, then with backoff "
-                           "(up to %d attempts a request on each of %d endpoints)", self.name, endpoint.shown,
-                           failure, rounds, count)
+            logger.warning("ctrlkit: backbone '%s': endpoint %s failed (%s); retrying on the other endpoints, then "
+                           "with backoff (up to %d attempts a request on each of %d endpoints)", self.name,
+                           endpoint.shown, failure, rounds, count)
 
     def _post(self, index: int, endpoint: Endpoint, payload: bytes) -> bytes:
         """The response body of one attempt; raises _Transient for what is worth another try."""
@@ -288,6 +291,11 @@ class _Transient(Exception):
         self.retry_after = retry_after
         self.unreachable = unreachable
         """Refused, or the host name does not resolve: nothing answered at that address."""
+
+
+def _in_order(failures: dict[Endpoint, _Transient]) -> list[tuple[Endpoint, _Transient]]:
+    """The failures in the order the endpoints are listed, whichever was asked first."""
+    return sorted(failures.items(), key=lambda item: item[0].position)
 
 
 def _retry_after(value: str | None) -> float | None:
