@@ -74,7 +74,7 @@ class OpenAIBackbone(Backbone):
         Option("api_key", str, "", "bearer key; empty: $OPENAI_API_KEY (may stay empty for local servers)"),
         Option("temperature", float, 0.0, "sampling temperature", minimum=0.0),
         Option("max_tokens", int, 256, "most tokens per summary", minimum=1),
-        Option("concurrency", int, 4, "requests in flight at once", minimum=1),
+        Option("concurrency", int, 4, "requests in flight at once, over all endpoints", minimum=1),
         Option("timeout", float, 60.0, "seconds one attempt may take in all, however slowly the server sends",
                minimum=0.1),
         Option("max_retries", int, 5, "retries after a 429, 5xx, connection error or timeout", minimum=0),
