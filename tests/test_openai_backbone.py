@@ -257,18 +257,32 @@ def test_the_environment_gives_base_url_and_key_which_stays_out_of_options(serve
     assert model.options["base_url"] == server.url  # the endpoint used is recorded, wherever it came from
 
 
-def test_the_cache_key_is_the_model_and_its_settings_not_the_endpoints(monkeypatch):
-    """The same model behind one server, two, in another order or named by $OPENAI_BASE_URL gives
-    the same generations, so they share cached ones; another model or temperature does not."""
+def test_endpoints_given_by_the_environment_are_told_apart_in_the_cache_key(monkeypatch):
+    """Two servers behind $OPENAI_BASE_URL may serve different weights under one model name:
+    neither may be served the other's cached generations, nor a sweep reuse the other's cells."""
+    identities = []
+    for url in ("http://127.0.0.1:9/v1", "https://api.example/v1"):
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        identities.append(ctrlkit.get_backbone("openai:m").identity())
+    assert identities[0] != identities[1]
+
+
+def test_the_cache_key_holds_the_endpoints_in_any_order(monkeypatch):
+    """Reordering endpoints only routes requests, so it keeps the key; adding or changing one does
+    not, nor another model or temperature. One endpoint keeps the key it had before lists."""
     one, two = "http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1"
-    key = ctrlkit.get_backbone("openai:m", base_url=one).identity()
-    for base_url in (f"{one},{two}", f"{two},{one}", [two, one], two):
+    key = ctrlkit.get_backbone("openai:m", base_url=f"{one},{two}").identity()
+    for base_url in (f"{two},{one}", f"{two}, {one}", [two, one]):
         assert ctrlkit.get_backbone("openai:m", base_url=base_url).identity() == key
     monkeypatch.setenv("OPENAI_BASE_URL", f"{two},{one}")
     assert ctrlkit.get_backbone("openai:m").identity() == key
-    assert key["options"]["model"] == "m" and "base_url" not in key["options"]
-    assert ctrlkit.get_backbone("openai:other", base_url=one).identity() != key
-    assert ctrlkit.get_backbone("openai:m", base_url=one, temperature=0.7).identity() != key
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert key["options"]["model"] == "m" and key["options"]["base_url"] == ",".join(sorted([one, two]))
+    single = ctrlkit.get_backbone("openai:m", base_url=one).identity()
+    assert single != key and single["options"]["base_url"] == one
+    assert ctrlkit.get_backbone("openai:m", base_url=f"{one},http://127.0.0.1:11/v1").identity() != key
+    assert ctrlkit.get_backbone("openai:other", base_url=f"{one},{two}").identity() != key
+    assert ctrlkit.get_backbone("openai:m", base_url=f"{one},{two}", temperature=0.7).identity() != key
 
 
 def test_no_model_is_a_configuration_error(server):

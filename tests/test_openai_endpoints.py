@@ -188,7 +188,7 @@ def test_a_client_error_is_not_failed_over(serve):
     assert len(refusing.requests) == 1 and not good.requests
 
 
-def test_a_run_records_each_endpoint_and_others_reuse_its_cache(serve, tmp_path):
+def test_a_run_records_each_endpoint_and_the_same_endpoints_reuse_its_cache(serve, tmp_path):
     a, b, c = serve(slowly(0.05)), serve(slowly(0.05)), serve()
     secret_b = f"{b.url}?api_key={PASSWORD}"  # the server sees the query in the path; only the record matters
     arguments = dict(controller="none", backbone="openai:m", metrics=["rouge"], baseline=None, limit=4)
@@ -202,12 +202,16 @@ def test_a_run_records_each_endpoint_and_others_reuse_its_cache(serve, tmp_path)
         {"url": a.url, "served": len(a.requests), "failed": 0, "failed_over": 0},
         {"url": f"{b.url}?api_key=***", "served": len(b.requests), "failed": 0, "failed_over": 0}]
     assert len(a.requests) + len(b.requests) == 4 and a.requests and b.requests
-    # the same model behind another server: the same generations, from the cache
-    again = ctrlkit.run(**arguments, options={"openai": {"base_url": c.url}})
-    assert again.results["cache"] == {"hits": 4, "misses": 0} and not c.requests
+    # the same servers listed in another order: the same key, so the cache answers
+    again = ctrlkit.run(**arguments, options={"openai": {"base_url": [secret_b, a.url]}})
+    assert again.results["cache"] == {"hits": 4, "misses": 0} and len(a.requests) + len(b.requests) == 4
     assert [s["prediction"] for s in again.samples] == [s["prediction"] for s in first.samples]
     assert again.results["config"]["options"]["openai"]["endpoints"] == [
-        {"url": c.url, "served": 0, "failed": 0, "failed_over": 0}]
+        {"url": f"{b.url}?api_key=***", "served": 0, "failed": 0, "failed_over": 0},
+        {"url": a.url, "served": 0, "failed": 0, "failed_over": 0}]
+    # another server may serve other weights under the same name: it generates its own
+    other = ctrlkit.run(**arguments, options={"openai": {"base_url": c.url}})
+    assert other.results["cache"] == {"hits": 0, "misses": 4} and len(c.requests) == 4
 
 
 @pytest.mark.parametrize("base_url, refusal", [

@@ -14,8 +14,9 @@ outstanding for each attempt. An attempt that fails in a way worth retrying goes
 endpoints this request has not yet tried in this round; the backoff waits only once every endpoint
 has failed it, and a request fails only when every endpoint has failed its ``max_retries + 1``
 attempts (or refused it without ever having answered), in one line naming each endpoint. The
-endpoints are not part of the cache key (``transport_options``): the same model behind other
-servers gives the same generations, so adding, removing or reordering servers reuses the cache.
+cache key holds the endpoints as a set: reordering them (which only routes) reuses the cache,
+another server does not, since it may serve other weights under the same model name; with one
+endpoint the key is what it was before several were possible.
 
 The server is not trusted (``ctrlkit.bounded_http``): a redirect is refused rather than followed
 (it would carry the key to another origin), each attempt ends within ``timeout`` however slowly
@@ -88,7 +89,7 @@ class OpenAIBackbone(Backbone):
         Option("instruction", str, "Summarize the following document.", "user message before a text input"),
     )
 
-    transport_options = Backbone.transport_options | {"max_retry_wait", "max_response_bytes", "cooldown", "base_url"}
+    transport_options = Backbone.transport_options | {"max_retry_wait", "max_response_bytes", "cooldown"}
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -101,7 +102,9 @@ class OpenAIBackbone(Backbone):
                                      "which a header cannot carry; it was not sent")
         base_url = self.options["base_url"] or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self._endpoints = Endpoints(base_urls(base_url, self.name), "/chat/completions", self.options["cooldown"])
-        self.options["base_url"] = scrub_text(base_url)  # the endpoints used, from the option or the environment
+        # the endpoints used, from the option or the environment, each scrubbed alone: a masked query
+        # secret would otherwise run on over the endpoints after it
+        self.options["base_url"] = ",".join(scrub_text(endpoint) for endpoint in base_url.split(","))
         self._jitter = random.Random()  # not the global generator, which a run seeds for reproducibility
         self._opener = bounded_http.opener()
         self._retrying_said = False
@@ -111,6 +114,14 @@ class OpenAIBackbone(Backbone):
         """The options, and what each endpoint did: requests served, attempts failed, requests
         it failed that another endpoint then served (``failed_over``)."""
         return {**super().recorded_options(), "endpoints": self._endpoints.usage()}
+
+    def identity(self) -> dict:
+        """The base key with the endpoints sorted: their order routes requests, nothing more."""
+        identity = super().identity()
+        endpoints = self.options["base_url"].split(",")
+        if len(endpoints) > 1:
+            identity["options"]["base_url"] = ",".join(sorted(endpoint.strip() for endpoint in endpoints))
+        return identity
 
     def generate(self, inputs):
         if not self.options["model"].strip():
