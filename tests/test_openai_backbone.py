@@ -95,8 +95,8 @@ def clean_environment(monkeypatch, tmp_path):
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("no_proxy", "*")  # a proxy configured on the machine must not take 127.0.0.1
-    # a cache of its own: the endpoint is not part of the cache key, so another test's run of the
-    # same model on the same inputs would otherwise answer this test's requests
+    # a cache of its own: a loopback port can come back in a later test, whose run of the same model
+    # on the same inputs would otherwise be answered from this test's cache
     monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
 
 
