@@ -91,10 +91,13 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @pytest.fixture(autouse=True)
-def clean_environment(monkeypatch):
+def clean_environment(monkeypatch, tmp_path):
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("no_proxy", "*")  # a proxy configured on the machine must not take 127.0.0.1
+    # a cache of its own: a loopback port can come back in a later test, whose run of the same model
+    # on the same inputs would otherwise be answered from this test's cache
+    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
 
 
 @pytest.fixture
@@ -255,13 +258,31 @@ def test_the_environment_gives_base_url_and_key_which_stays_out_of_options(serve
 
 
 def test_endpoints_given_by_the_environment_are_told_apart_in_the_cache_key(monkeypatch):
-    """Two servers behind $OPENAI_BASE_URL answer differently: neither may be served the other's
-    cached generations, nor a sweep reuse the other's cells."""
+    """Two servers behind $OPENAI_BASE_URL may serve different weights under one model name:
+    neither may be served the other's cached generations, nor a sweep reuse the other's cells."""
     identities = []
     for url in ("http://127.0.0.1:9/v1", "https://api.example/v1"):
         monkeypatch.setenv("OPENAI_BASE_URL", url)
         identities.append(ctrlkit.get_backbone("openai:m").identity())
     assert identities[0] != identities[1]
+
+
+def test_the_cache_key_holds_the_endpoints_in_any_order(monkeypatch):
+    """Reordering endpoints only routes requests, so it keeps the key; adding or changing one does
+    not, nor another model or temperature. One endpoint keeps the key it had before lists."""
+    one, two = "http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1"
+    key = ctrlkit.get_backbone("openai:m", base_url=f"{one},{two}").identity()
+    for base_url in (f"{two},{one}", f"{two}, {one}", [two, one]):
+        assert ctrlkit.get_backbone("openai:m", base_url=base_url).identity() == key
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{two},{one}")
+    assert ctrlkit.get_backbone("openai:m").identity() == key
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert key["options"]["model"] == "m" and key["options"]["base_url"] == ",".join(sorted([one, two]))
+    single = ctrlkit.get_backbone("openai:m", base_url=one).identity()
+    assert single != key and single["options"]["base_url"] == one
+    assert ctrlkit.get_backbone("openai:m", base_url=f"{one},http://127.0.0.1:11/v1").identity() != key
+    assert ctrlkit.get_backbone("openai:other", base_url=f"{one},{two}").identity() != key
+    assert ctrlkit.get_backbone("openai:m", base_url=f"{one},{two}", temperature=0.7).identity() != key
 
 
 def test_no_model_is_a_configuration_error(server):

@@ -29,12 +29,18 @@ class Option:
     maximum: float | None = None
     allow_non_finite: bool = False
     """A float option refuses NaN and infinities unless this is True."""
+    separator: str | None = None
+    """A str option that holds several items (openai.base_url: endpoints) sets this: a list or
+    tuple of strings given from Python is taken as its items joined by it."""
 
     def coerce(self, value: Any, owner: str) -> Any:
         """Convert ``value`` (a string from the command line, or a Python value) to this option's type."""
         where = f"option '{owner}.{self.name}'"
         if value is None and self.default is None:  # an option that may stay unset (prompt.seed: the run's)
             return None
+        if self.separator is not None and isinstance(value, (list, tuple)) \
+                and all(isinstance(item, str) for item in value):
+            value = self.separator.join(value)
         shown = MASK if is_secret(self.name) else repr(value)  # errors are logged and shared too
         if isinstance(value, str) and self.type is not str:
             text = value.strip().lower()

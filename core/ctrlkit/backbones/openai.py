@@ -8,6 +8,16 @@ and the first retry says so in a warning line. A server that never answered (the
 refused, or its name does not resolve: offline) fails at once instead, in one line.
 Other 4xx answers and malformed bodies are not retried: asking again would get the same answer.
 
+``base_url`` may list several endpoints serving the same model (N vLLM servers), comma-separated
+or, from Python, as a list: ``ctrlkit.backbones.endpoints`` picks the one with the fewest requests
+outstanding for each attempt. An attempt that fails in a way worth retrying goes at once to the
+endpoints this request has not yet tried in this round; the backoff waits only once every endpoint
+has failed it, and a request fails only when every endpoint has failed its ``max_retries + 1``
+attempts (or refused it without ever having answered), in one line naming each endpoint. The
+cache key holds the endpoints as a set: reordering them (which only routes) reuses the cache,
+another server does not, since it may serve other weights under the same model name; with one
+endpoint the key is what it was before several were possible.
+
 The server is not trusted (``ctrlkit.bounded_http``): a redirect is refused rather than followed
 (it would carry the key to another origin), each attempt ends within ``timeout`` however slowly
 the server sends, an answer larger than ``max_response_bytes`` is refused after reading at most
@@ -32,10 +42,12 @@ import socket
 import threading
 import time
 import urllib.parse
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import bounded_http
 from ..components import Backbone
+from .endpoints import FAILURES_BEFORE_COOLDOWN, Endpoint, Endpoints, base_urls
 from ..errors import ConfigurationError, CtrlkitError
 from ..options import Option
 from ..redaction import redact
@@ -58,11 +70,12 @@ class OpenAIBackbone(Backbone):
     spec_option = "model"
     options = (
         Option("model", str, "", "model name the server serves (required; or --backbone openai:MODEL)"),
-        Option("base_url", str, "", f"endpoint root; empty: $OPENAI_BASE_URL or {DEFAULT_BASE_URL}"),
+        Option("base_url", str, "", f"endpoint root, or several serving the same model, comma-separated (a list "
+               f"from Python); empty: $OPENAI_BASE_URL or {DEFAULT_BASE_URL}", separator=","),
         Option("api_key", str, "", "bearer key; empty: $OPENAI_API_KEY (may stay empty for local servers)"),
         Option("temperature", float, 0.0, "sampling temperature", minimum=0.0),
         Option("max_tokens", int, 256, "most tokens per summary", minimum=1),
-        Option("concurrency", int, 4, "requests in flight at once", minimum=1),
+        Option("concurrency", int, 4, "requests in flight at once, over all endpoints", minimum=1),
         Option("timeout", float, 60.0, "seconds one attempt may take in all, however slowly the server sends",
                minimum=0.1),
         Option("max_retries", int, 5, "retries after a 429, 5xx, connection error or timeout", minimum=0),
@@ -71,10 +84,12 @@ class OpenAIBackbone(Backbone):
                "backoff asks", minimum=0.0),
         Option("max_response_bytes", int, 4 * 1024 * 1024, "largest answer accepted, in bytes; a larger one "
                "is an error", minimum=1024),
+        Option("cooldown", float, 30.0, f"seconds an endpoint that failed {FAILURES_BEFORE_COOLDOWN} attempts in a "
+               "row is asked only after the other endpoints", minimum=0.0),
         Option("instruction", str, "Summarize the following document.", "user message before a text input"),
     )
 
-    transport_options = Backbone.transport_options | {"max_retry_wait", "max_response_bytes"}
+    transport_options = Backbone.transport_options | {"max_retry_wait", "max_response_bytes", "cooldown"}
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -86,23 +101,27 @@ class OpenAIBackbone(Backbone):
                                      "$OPENAI_API_KEY) holds whitespace, a control or a non-ASCII character, "
                                      "which a header cannot carry; it was not sent")
         base_url = self.options["base_url"] or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        self._url = base_url.rstrip("/") + "/chat/completions"
-        scheme = urllib.parse.urlsplit(self._url).scheme
-        if scheme.lower() not in ("http", "https"):  # urllib would also open file:, ftp: and data: URLs
-            raise ConfigurationError(f"backbone '{self.name}': base_url (--set {self.name}.base_url or "
-                                     f"$OPENAI_BASE_URL) must start with http:// or https://, got "
-                                     f"{scheme + ':' if scheme else 'no scheme'}")
-        if "@" in urllib.parse.urlsplit(self._url).netloc:  # urllib takes "user:pw@host" for the host name
-            raise ConfigurationError(f"backbone '{self.name}': base_url (--set {self.name}.base_url or "
-                                     "$OPENAI_BASE_URL) holds credentials (user:password@host), which would be "
-                                     "sent to the name resolver as part of the host; give the key with "
-                                     f"--set {self.name}.api_key or $OPENAI_API_KEY")
-        self.options["base_url"] = scrub_text(base_url)  # the endpoint used, from the option or the environment
+        self._endpoints = Endpoints(base_urls(base_url, self.name), "/chat/completions", self.options["cooldown"])
+        # the endpoints used, from the option or the environment, each scrubbed alone: a masked query
+        # secret would otherwise run on over the endpoints after it
+        self.options["base_url"] = ",".join(scrub_text(endpoint) for endpoint in base_url.split(","))
         self._jitter = random.Random()  # not the global generator, which a run seeds for reproducibility
         self._opener = bounded_http.opener()
-        self._answered = False  # whether the server has answered once: after that, a refusal is a restart
         self._retrying_said = False
         self._lock = threading.Lock()
+
+    def recorded_options(self):
+        """The options, and what each endpoint did: requests served, attempts failed, requests
+        it failed that another endpoint then served (``failed_over``)."""
+        return {**super().recorded_options(), "endpoints": self._endpoints.usage()}
+
+    def identity(self) -> dict:
+        """The base key with the endpoints sorted: their order routes requests, nothing more."""
+        identity = super().identity()
+        endpoints = self.options["base_url"].split(",")
+        if len(endpoints) > 1:
+            identity["options"]["base_url"] = ",".join(sorted(endpoint.strip() for endpoint in endpoints))
+        return identity
 
     def generate(self, inputs):
         if not self.options["model"].strip():
@@ -124,48 +143,103 @@ class OpenAIBackbone(Backbone):
         return [{"role": "user", "content": "\n\n".join(parts)}]
 
     def _complete(self, index: int, model_input) -> str:
-        """One input's summary, retrying transient failures until ``max_retries`` is spent."""
+        """One input's summary. Each round asks every endpoint not yet given up on, one after
+        another, until one answers; rounds are separated by the backoff, ``max_retries + 1`` of them."""
         payload = json.dumps({
             "model": self.options["model"], "messages": self._messages(model_input),
             "temperature": self.options["temperature"], "max_tokens": self.options["max_tokens"],
         }).encode()
-        attempts = self.options["max_retries"] + 1
-        for attempt in range(attempts):
-            try:
-                return self._content(index, self._post(index, payload))
-            except _Transient as failure:
-                if failure.unreachable and not self._answered:
-                    raise self._unreachable(index, failure) from None
-                if attempt + 1 == attempts:
-                    raise self._error(index, f"failed after {attempts} attempts: {failure}") from None
-                wait = failure.retry_after if failure.retry_after is not None else self._delay(attempt)
-                self._say_retrying(failure, attempts)
-                time.sleep(min(wait, self.options["max_retry_wait"]))
+        rounds = self.options["max_retries"] + 1
+        every = self._endpoints.all
+        failures: dict[Endpoint, _Transient] = {}  # the last failure on each endpoint
+        attempts: Counter[Endpoint] = Counter()
+        unreached: set[Endpoint] = set()  # refused without ever having answered: not asked again
+        for attempt in range(rounds):
+            asked: set[Endpoint] = set()
+            waits = []
+            while (endpoint := self._endpoints.take(asked | unreached)) is not None:
+                asked.add(endpoint)
+                attempts[endpoint] += 1
+                try:
+                    content = self._content(index, self._post(index, endpoint, payload))
+                except _Transient as failure:
+                    self._failed(endpoint, failure)
+                    failures[endpoint] = failure
+                    if failure.unreachable and not endpoint.answered:
+                        unreached.add(endpoint)
+                    elif failure.retry_after is not None:
+                        waits.append(failure.retry_after)
+                    another_now = len(asked | unreached) < len(every)
+                    another_later = attempt + 1 < rounds and len(unreached) < len(every)
+                    if another_now or another_later:
+                        self._say_retrying(endpoint, failure, rounds)
+                    continue
+                except BaseException:
+                    self._endpoints.released(endpoint)
+                    raise
+                self._endpoints.served(endpoint, set(failures))
+                return content
+            if len(unreached) == len(every):
+                raise self._unreachable(index, failures)
+            if attempt + 1 == rounds:
+                raise self._exhausted(index, failures, attempts, unreached)
+            wait = min(waits) if waits else self._delay(attempt)
+            time.sleep(min(wait, self.options["max_retry_wait"]))
 
-    def _unreachable(self, index: int, failure: "_Transient") -> CtrlkitError:
-        """A server never reached (refused, or a name that does not resolve) fails at once: retrying
-        for half a minute would not start it or bring the network back."""
+    def _failed(self, endpoint: Endpoint, failure: "_Transient") -> None:
+        if self._endpoints.failed(endpoint) and len(self._endpoints.all) > 1:
+            logger.warning("ctrlkit: backbone '%s': endpoint %s failed %d attempts in a row (%s); the others are "
+                           "asked first for %g s at a time while it keeps failing", self.name, endpoint.shown,
+                           FAILURES_BEFORE_COOLDOWN, failure, self.options["cooldown"])
+
+    def _unreachable(self, index: int, failures: dict[Endpoint, "_Transient"]) -> CtrlkitError:
+        """Servers never reached (refused, or a name that does not resolve) fail at once: retrying
+        for half a minute would not start them or bring the network back."""
         key = "" if self._api_key else f"; no API key is set either ($OPENAI_API_KEY or --set {self.name}.api_key)"
-        return self._error(index, f"cannot reach {self.options['base_url']} ({failure}); check that this machine "
-                                  f"is online, the server runs and the address is right (--set {self.name}.base_url "
-                                  f"or $OPENAI_BASE_URL){key}")
+        where = f"(--set {self.name}.base_url or $OPENAI_BASE_URL){key}"
+        if len(self._endpoints.all) == 1:
+            (endpoint, failure), = failures.items()
+            return self._error(index, f"cannot reach {endpoint.shown} ({failure}); check that this machine is "
+                                      f"online, the server runs and the address is right {where}")
+        each = "; ".join(f"{endpoint.shown} ({failure})" for endpoint, failure in _in_order(failures))
+        return self._error(index, f"cannot reach any of its {len(failures)} endpoints: {each}; check that this "
+                                  f"machine is online, the servers run and the addresses are right {where}")
 
-    def _say_retrying(self, failure: "_Transient", attempts: int) -> None:
+    def _exhausted(self, index: int, failures: dict[Endpoint, "_Transient"], attempts: Counter,
+                   unreached: set[Endpoint]) -> CtrlkitError:
+        """Every endpoint failed the request as often as it may (or could not be reached). A URL is
+        followed by a space: a masked secret query value (``?api_key=***``) runs to the next one."""
+        if len(self._endpoints.all) == 1:
+            (endpoint, failure), = failures.items()
+            return self._error(index, f"failed after {attempts[endpoint]} attempts: {failure}")
+        each = "; ".join(
+            f"{endpoint.shown} never answered ({failure})" if endpoint in unreached else
+            f"{endpoint.shown} after {attempts[endpoint]} attempt{'s' * (attempts[endpoint] > 1)} ({failure})"
+            for endpoint, failure in _in_order(failures))
+        return self._error(index, f"failed on each of its {len(failures)} endpoints: {each}")
+
+    def _say_retrying(self, endpoint: Endpoint, failure: "_Transient", rounds: int) -> None:
         """One warning line the first time requests are retried, so a wait is never silent."""
         with self._lock:
             if self._retrying_said:
                 return
             self._retrying_said = True
-        logger.warning("ctrlkit: backbone '%s': %s; retrying with backoff (up to %d attempts a request)",
-                       self.name, failure, attempts)
+        count = len(self._endpoints.all)
+        if count == 1:
+            logger.warning("ctrlkit: backbone '%s': %s; retrying with backoff (up to %d attempts a request)",
+                           self.name, failure, rounds)
+        else:
+            logger.warning("ctrlkit: backbone '%s': endpoint %s failed (%s); retrying on the other endpoints, then "
+                           "with backoff (up to %d attempts a request on each of %d endpoints)", self.name,
+                           endpoint.shown, failure, rounds, count)
 
-    def _post(self, index: int, payload: bytes) -> bytes:
+    def _post(self, index: int, endpoint: Endpoint, payload: bytes) -> bytes:
         """The response body of one attempt; raises _Transient for what is worth another try."""
         headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "ctrlkit"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         try:
-            answer = bounded_http.post(self._opener, self._url, payload, headers, timeout=self.options["timeout"],
+            answer = bounded_http.post(self._opener, endpoint.url, payload, headers, timeout=self.options["timeout"],
                                        max_bytes=self.options["max_response_bytes"])
         except (OSError, http.client.HTTPException) as error:
             reason = getattr(error, "reason", error)  # URLError wraps the socket's error
@@ -174,13 +248,13 @@ class OpenAIBackbone(Backbone):
             unreachable = isinstance(reason, (ConnectionRefusedError, socket.gaierror))
             raise _Transient(f"connection error: {self._shown(str(reason) or type(reason).__name__)}",
                              unreachable=unreachable) from None
-        self._answered = True
+        endpoint.answered = True
         status = f"HTTP {answer.status} {self._shown(answer.reason, 80)}".rstrip()
         if answer.status == 429 or answer.status >= 500:
             raise _Transient(status, _retry_after(answer.headers.get("Retry-After")))
         if 300 <= answer.status < 400:
             raise self._error(index, f"failed: {status}: redirects are not followed (Location: "
-                                     f"{self._shown(_origin(self._url, answer.headers.get('Location')), 80)}); "
+                                     f"{self._shown(_origin(endpoint.url, answer.headers.get('Location')), 80)}); "
                                      f"set base_url to the endpoint itself")
         if answer.status >= 400:
             raise self._error(index, f"failed: {status}: {self._shown(_server_message(answer.body))}")
@@ -220,7 +294,7 @@ class OpenAIBackbone(Backbone):
 
 
 class _Transient(Exception):
-    """A failed attempt worth repeating (once the server has answered); ``retry_after`` is the
+    """A failed attempt worth repeating (once the endpoint has answered); ``retry_after`` is the
     wait the server asked for, if any."""
 
     def __init__(self, reason: str, retry_after: float | None = None, unreachable: bool = False):
@@ -228,6 +302,11 @@ class _Transient(Exception):
         self.retry_after = retry_after
         self.unreachable = unreachable
         """Refused, or the host name does not resolve: nothing answered at that address."""
+
+
+def _in_order(failures: dict[Endpoint, _Transient]) -> list[tuple[Endpoint, _Transient]]:
+    """The failures in the order the endpoints are listed, whichever was asked first."""
+    return sorted(failures.items(), key=lambda item: item[0].position)
 
 
 def _retry_after(value: str | None) -> float | None:
