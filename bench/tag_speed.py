@@ -9,7 +9,8 @@ frozenset). Also timed: the tag controller as it was before this fast path (toke
 a memo of lemmas; commit 684a87e). Every round starts the toolkit and that previous version cold
 (a freshly loaded controller, every lemma and word cache emptied), so nothing learned in one
 round helps the next; rounds alternate and medians are reported. Outputs must be identical.
-Target: toolkit documents per second >= 50 x the reference's.
+Target: toolkit documents per second >= 3 x the reference's (issue 19 restated it from 50x, which
+lemmatizing and splitting the words alone put out of reach in Python).
 
     python bench/tag_speed.py [--rounds 5] [--out bench/results.json]
 """
@@ -23,7 +24,7 @@ from record import record  # bench/ is the script's folder, first on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 NEWTS = ROOT.parent / "shared" / "data" / "newts" / "NEWTS_test_600.csv"
-TARGET = 50.0
+TARGET = 3.0
 
 
 def main() -> None:
