@@ -213,3 +213,28 @@ def test_an_address_where_no_cluster_runs_is_one_line_at_once(tmp_path):
         f"Error: --executor ray: cannot connect to 127.0.0.1:{port}: Connection refused; is a Ray cluster running "
         f"there (ray start --head)?"]
     assert not (tmp_path / "s").exists()
+
+
+def _cell(backbone="extractive", metrics=("stas",), judge=None, **options):
+    return dict(dataset="sample", controller="tag", backbone=backbone, metrics=list(metrics), judge=judge,
+                options=options)
+
+
+@pytest.mark.parametrize("cell, cluster_gpus, gpu", [
+    (_cell("hf:/models/bart", **{"backbone:hf": {"device": "cuda"}}), False, True),
+    (_cell("hf:/models/bart", hf={"device": "cuda:1"}), False, True),
+    (_cell("hf-causal:/models/gpt2", **{"hf-causal": {"device": "cpu"}}), True, False),
+    (_cell("hf:/models/bart"), True, True),  # unset: CUDA where the node has it, as hf picks
+    (_cell("hf:/models/bart"), False, False),
+    (_cell("extractive"), True, False),
+    (_cell("openai:gpt-4o-mini"), True, False),
+    (_cell("extractive", judge="hf-causal:/models/judge", metrics=("stas",), **{"hf-causal": {"device": "cuda"}}),
+     False, True),  # a judge on the GPU
+    (_cell("extractive", metrics=("bertscore",), bertscore={"device": "cuda"}), False, True),
+    (_cell("extractive", metrics=("bertscore",)), True, True),
+    (_cell("extractive", embedding={"device": "cuda"}), False, True),  # a vectorizer: only when told
+])
+def test_a_cell_asks_for_a_gpu_when_a_component_of_it_would_use_cuda(cell, cluster_gpus, gpu):
+    from ctrlkit.sweep_ray import needs_gpu
+
+    assert needs_gpu(cell, cluster_gpus) is gpu

@@ -12,10 +12,12 @@ sweep would, once the other cells are written: a rerun resumes from them.
 
 Resources: a cell takes ``CPUS_PER_CELL`` CPUs, and one GPU when one of its components takes a
 ``device`` option (the ``hf`` and ``hf-causal`` backbones, a judge among them, ``bertscore``) whose
-value is ``cuda`` (or ``cuda:N``; Ray shows the cell only its own GPU, as ``cuda:0``), or is left
-empty while the cluster has GPUs: such a component picks CUDA where it is present, so it would
-pick the node's GPU. ``cpu`` asks for none, and so does every other cell (``extractive``,
-``openai``: its work is on the API's side).
+value is ``cuda`` (or ``cuda:N``; Ray shows the task only the GPU it was given, as ``cuda:0``), or
+is left empty while the cluster has GPUs: such a component picks CUDA where it is present, so it
+would pick the node's GPU (the cluster's resources decide, not the driver's: the driver may have
+no GPU). ``cpu`` asks for none, and so does every other cell (``extractive``; ``openai``, whose
+work is on the API's side). A topic vectorizer (``embedding``) counts only with its device set
+to ``cuda``: which vectorizers a cell uses is known only once it runs.
 
 What the cluster must have: ctrlkit and its plugins in the same Python environment on every
 node. A worker gets the driver's ``PYTHONPATH`` and plugin switches
@@ -111,7 +113,8 @@ def needs_gpu(arguments: dict, cluster_gpus: bool) -> bool:
         if "device" not in taken:
             continue
         device = str(options.of(kind, name).get("device", taken["device"].default) or "")
-        if device.startswith("cuda") or (not device and cluster_gpus):
+        # which topic vectorizers a cell uses is known only once its components are made
+        if device.startswith("cuda") or (not device and cluster_gpus and kind != "vectorizers"):
             return True
     return False
 
