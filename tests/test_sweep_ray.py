@@ -89,6 +89,7 @@ def test_a_ray_sweep_writes_what_a_local_sweep_writes_and_resumes(ray_address, p
 
 
 PLUGIN = '''
+    import logging
     import os
     from pathlib import Path
 
@@ -102,7 +103,8 @@ PLUGIN = '''
 
     class Fragile(ExtractiveBackbone):
         """The extractive backbone, whose process dies at a generation while fewer than `crashes`
-        crashed-N markers lie beside this file, or which fails as a run fails when told to."""
+        crashed-N markers lie beside this file, or which fails as a run fails when told to; it
+        says how many summaries it made in a warning line, as a component says what went wrong."""
 
         options = (*ExtractiveBackbone.options,
                    Option("crashes", int, 0, "times a process dies here before this generates"),
@@ -115,6 +117,7 @@ PLUGIN = '''
             if crashed < self.options["crashes"]:
                 (HERE / f"crashed-{crashed + 1}").touch()
                 os._exit(1)  # as a worker dies: killed, out of memory, its node gone
+            logging.getLogger("ctrlkit").warning("ctrlkit: backbone 'fragile' made %d summaries", len(inputs))
             return super().generate(inputs)
 
 
@@ -152,10 +155,12 @@ def test_a_cell_whose_worker_dies_runs_again_and_the_sweep_completes_the_same(ra
     assert on_ray.returncode == 0, on_ray.stderr
     assert (fragile / "crashed-1").exists() and not (fragile / "crashed-2").exists()  # one worker died, once
     assert "A worker died" in on_ray.stderr  # what Ray says of it, kept off stdout
+    assert on_ray.stderr.count("ctrlkit: backbone 'fragile' made 6 summaries\n") == 2  # the workers' warnings
     assert on_ray.stdout == (tmp_path / "ray" / "table.md").read_text()  # the table, and nothing else
     local = run_ctrlkit("sweep", *arguments, "-o", str(tmp_path / "local"), env=env)  # the plugin in its versions
     assert local.returncode == 0, local.stderr
     assert on_ray.stdout == local.stdout
+    assert local.stderr.count("ctrlkit: backbone 'fragile' made 6 summaries\n") == 2
     assert_same_sweep(tmp_path / "local", tmp_path / "ray")
 
 
