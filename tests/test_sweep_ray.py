@@ -108,7 +108,8 @@ PLUGIN = '''
 
         options = (*ExtractiveBackbone.options,
                    Option("crashes", int, 0, "times a process dies here before this generates"),
-                   Option("fail", bool, False, "fail as a run fails"))
+                   Option("fail", bool, False, "fail as a run fails"),
+                   Option("device", str, "", "a torch device, for the sweep to give it a GPU; unused"))
 
         def generate(self, inputs):
             if self.options["fail"]:
@@ -193,6 +194,16 @@ def test_a_cell_that_fails_fails_as_locally_and_the_other_cells_are_written(ray_
         sweep(out=str(tmp_path / "ray"), executor="ray", address=ray_address, **given)
     assert {cell: (tmp_path / "ray" / "cells" / cell / "results.json").stat().st_mtime_ns
             for cell in _cells(tmp_path / "ray")} == written
+
+
+def test_a_cell_on_cuda_where_the_cluster_has_no_gpu_is_refused_at_once(ray_address, fragile, tmp_path):
+    with pytest.raises(ctrlkit.ConfigurationError) as raised:  # rather than wait for a GPU for ever
+        sweep(out=str(tmp_path / "ray"), controllers=["none"], metrics=["stas"], limit=6,
+              backbones=["extractive", "fragile"], device="cuda", executor="ray", address=ray_address)
+    assert str(raised.value) == (
+        f"sweep cell cells/sample--fragile--none runs on CUDA (a device option set to cuda), but the Ray cluster at "
+        f"{ray_address} has no GPU; set the device to cpu, or add a node with a GPU")
+    assert not (tmp_path / "ray").exists()
 
 
 def test_an_address_without_the_ray_executor_is_refused_in_one_line(tmp_path):

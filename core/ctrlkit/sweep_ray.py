@@ -39,13 +39,13 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Callable, Sequence
 
-from .errors import CtrlkitError
+from .component_options import RunOptions
+from .errors import ConfigurationError, CtrlkitError
 from .files import atomic_write_bytes
 from .plugins import get_registry
 from .progress import Progress, say
 from .ray_support import connect, worker_environment
 from .report import remove_stale_report
-from .component_options import RunOptions
 from .sweep import cell_components, run_cell
 
 logger = logging.getLogger("ctrlkit")
@@ -67,11 +67,17 @@ def run_cells(cells: Sequence[Pending], *, out_dir: Path, address: str | None, c
     ray = connect(address)
     resources = ray.cluster_resources()
     cluster_gpus = resources.get("GPU", 0) > 0
+    where = address or "RAY_ADDRESS or a local instance"
+    gpus = {number: needs_gpu(arguments, cluster_gpus) for number, _, arguments, _ in cells}
+    if not cluster_gpus and any(gpus.values()):  # its task would wait for a GPU for ever
+        folder = next(folder for number, folder, *_ in cells if gpus[number])
+        raise ConfigurationError(f"sweep cell {folder} runs on CUDA (a device option set to cuda), but the Ray "
+                                 f"cluster at {where} has no GPU; set the device to cpu, or add a node with a GPU")
     task = ray.remote(run_on_worker)
     if progress:
-        say(f"sweep: {len(cells)} cells on the Ray cluster at {address or 'RAY_ADDRESS or a local instance'} "
-            f"({resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs)")
-    running = {task.options(num_cpus=CPUS_PER_CELL, num_gpus=1 if needs_gpu(arguments, cluster_gpus) else 0,
+        say(f"sweep: {len(cells)} cells on the Ray cluster at {where} ({resources.get('CPU', 0):g} CPUs, "
+            f"{resources.get('GPU', 0):g} GPUs)")
+    running = {task.options(num_cpus=CPUS_PER_CELL, num_gpus=1 if gpus[number] else 0,
                             max_retries=MAX_RETRIES, retry_exceptions=False, runtime_env=worker_environment(),
                             name=f"ctrlkit sweep {folder}").remote(arguments, record, cache): (number, folder)
                for number, folder, arguments, record in cells}
@@ -87,21 +93,30 @@ def run_cells(cells: Sequence[Pending], *, out_dir: Path, address: str | None, c
                     output = ray.get(ready)
                 except ray.exceptions.RayTaskError as exc:  # the cell's own error, as a local cell raises it
                     failures[number] = (exc.cause if isinstance(exc.cause, BaseException) else exc, exc)
-                except ray.exceptions.RayError as exc:  # its worker or node died on every try
+                except _deaths(ray) as exc:  # on every try
                     failures[number] = (CtrlkitError(f"sweep cell {folder}: its Ray worker died on each of "
                                                      f"{MAX_RETRIES + 1} tries ({' '.join(str(exc).split())})"), exc)
+                except ray.exceptions.RayError as exc:  # Ray could not run it (its runtime_env, a cancel)
+                    failures[number] = (CtrlkitError(f"sweep cell {folder}: Ray could not run it: "
+                                                     f"{' '.join(str(exc).split())}"), exc)
                 else:
                     for line in output["warnings"]:
                         logger.warning("%s", line)
                     done(number, write_cell(out_dir / folder, output["files"]))
                 bar.update(1, note=folder.rpartition("/")[2])
         except BaseException:
-            for ref in running:  # interrupted: nothing is left running on the cluster for no one
+            for ref in running:  # interrupted: the cells still running are stopped, not left to no one
                 ray.cancel(ref, force=True)
             raise
     if failures:  # a ctrlkit error is one line, as locally; a bug keeps the worker's traceback
         error, report = failures[min(failures)]
         raise error from (None if isinstance(error, CtrlkitError) or error is report else report)
+
+
+def _deaths(ray) -> tuple[type, ...]:
+    """Ray's errors for a task whose worker process or node died (after its retries)."""
+    return (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError, ray.exceptions.OutOfMemoryError,
+            ray.exceptions.LocalRayletDiedError)
 
 
 def needs_gpu(arguments: dict, cluster_gpus: bool) -> bool:
