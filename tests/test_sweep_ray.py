@@ -215,6 +215,11 @@ def test_an_address_without_the_ray_executor_is_refused_in_one_line(tmp_path):
     assert not (tmp_path / "s").exists()
     with pytest.raises(ctrlkit.ConfigurationError, match="unknown executor 'dask'; choose one of local, ray"):
         sweep(out=str(tmp_path / "s"), controllers=["none"], executor="dask")
+    with pytest.raises(ctrlkit.ConfigurationError, match="^recipe 'fd-meta-eval' is a meta-evaluation: it scores the "
+                                                         "dataset's own outputs here and has no cells for executor "
+                                                         "'ray' to run$"):
+        sweep(out=str(tmp_path / "s"), recipe="fd-meta-eval", executor="ray")
+    assert not (tmp_path / "s").exists()
 
 
 def test_an_address_where_no_cluster_runs_is_one_line_at_once(tmp_path):
