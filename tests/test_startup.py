@@ -20,3 +20,21 @@ print(",".join(loaded) or "none")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "none"
+
+
+def test_the_sweep_command_and_a_local_sweep_do_not_import_ray(tmp_path):
+    """Ray is for --executor ray only: its import alone takes seconds and starts nothing useful here."""
+    script = f"""
+import sys
+from click.testing import CliRunner
+from ctrlkit.cli import cli
+for args in (["sweep", "--help"], ["sweep", "--controllers", "none,tag", "--metrics", "stas", "--limit", "2",
+                                   "--bootstrap", "0", "-o", {str(tmp_path / "sweep")!r}]):
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+print("ray" in sys.modules)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
+    assert (tmp_path / "sweep" / "table.md").is_file()

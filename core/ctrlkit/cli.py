@@ -15,6 +15,7 @@ from .errors import CtrlkitError
 from .options import parse_assignments
 from .outputs import output_folder
 from .plugins import KINDS, add_plugin_commands, get_registry
+from .ray_support import EXECUTORS
 from .schedules import SCHEDULES
 
 
@@ -230,9 +231,16 @@ def report_command(directory, out, examples, figures):
 @click.option("--overwrite", is_flag=True,
               help="Replace a sweep with other settings already in --out: its cells/, sweep.json, table.* and "
                    "report.* are removed first (other files stay).")
+@click.option("--executor", type=click.Choice(EXECUTORS), default="local", show_default=True,
+              help="Where the cells run: here, one after another, or each as a task on a Ray cluster "
+                   "(pip install 'ctrlkit[ray]'), written here as they finish. Results are the same either way; "
+                   "a sweep begun with one resumes with the other.")
+@click.option("--address", metavar="HOST:PORT",
+              help="The Ray cluster of --executor ray (its head's ray start --head address) [default: "
+                   "$RAY_ADDRESS, else a new local Ray instance].")
 def sweep(out, recipe, config_file, controllers, metrics, backbones, datasets, data_paths, split, topics, only_topics,
           topic_source, assignments, judge, limit, sample, seed, batch_size, baseline, reference, bootstrap, device,
-          no_cache, overwrite):
+          no_cache, overwrite, executor, address):
     """Run a grid of controllers x backbones x datasets with the same metrics; write the paper's table.
 
     \b
@@ -255,7 +263,8 @@ def sweep(out, recipe, config_file, controllers, metrics, backbones, datasets, d
         settings["data"] = _data_paths(data_paths)
     if not recipe and not settings.get("controllers"):
         raise click.UsageError("give --controllers, a --config with controllers, or a --recipe")
-    rows = run_sweep(out=out, recipe=recipe, overwrite=overwrite, progress=True, **settings)
+    rows = run_sweep(out=out, recipe=recipe, overwrite=overwrite, progress=True, executor=executor, address=address,
+                     **settings)
     click.echo((Path(out) / "table.md").read_text(encoding="utf-8"), nl=False)
     if rows and "reused" not in rows[0]:  # a meta-eval recipe's rows: one per score
         click.echo(f"\n{len(rows)} scores correlated; results.json, samples.jsonl, meta-eval.json and table.md in "

@@ -21,25 +21,27 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     surrogate, which UTF-8 cannot encode, is written as U+FFFD (a path from a non-UTF-8 file name)."""
     from .intake import replace_surrogates
 
+    atomic_write_bytes(path, replace_surrogates(text).encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically, as :func:`atomic_write_text` writes text (a file made
+    elsewhere, such as a sweep cell a Ray worker ran, is written here byte for byte)."""
     path = Path(path)
     try:
-        _atomic_write_text(path, replace_surrogates(text))
+        with removed_if_left_empty(missing_folders(path.parent)):  # no folder made for a file not written
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_and_replace(path, data)
     except OSError as exc:
         raise CtrlkitError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    with removed_if_left_empty(missing_folders(path.parent)):  # no folder made for a file not written
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _write_and_replace(path, text)
-
-
-def _write_and_replace(path: Path, text: str) -> None:
+def _write_and_replace(path: Path, data: bytes) -> None:
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600; results are for sharing
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, path)

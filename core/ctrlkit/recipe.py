@@ -159,19 +159,24 @@ def _meta_eval_keys(extra: dict, where: str) -> dict:
 
 
 def run_recipe(recipe: str | Path | Recipe, *, out: str, overwrite: bool = False, progress: bool = False,
-               **given: Any) -> list[dict]:
+               executor: str = "local", address: str | None = None, **given: Any) -> list[dict]:
     """Run ``recipe`` into ``out`` with the settings ``given`` (None: not given) over its own;
-    returns the rows of the table it writes (a sweep's; a meta-eval's, one per score)."""
+    returns the rows of the table it writes (a sweep's; a meta-eval's, one per score). ``executor``
+    and ``address`` say where a sweep's cells run (:func:`ctrlkit.sweep.sweep`)."""
     if not isinstance(recipe, Recipe):
         recipe = load_recipe(recipe)
     given = {key: value for key, value in given.items() if value is not None}
     given.update(_name_lists(given))
     if recipe.kind == "meta-eval":
+        if executor != "local":
+            raise ConfigurationError(f"recipe '{recipe.name}' is a meta-evaluation: it scores the dataset's own "
+                                     f"outputs here and has no cells for executor '{executor}' to run")
         return _meta_eval(recipe, out, given, progress)
     settings = _overlaid(recipe, given)
     from .sweep import sweep
 
-    return sweep(out=out, overwrite=overwrite, progress=progress, recorded_recipe=recipe.record(), **settings)
+    return sweep(out=out, overwrite=overwrite, progress=progress, executor=executor, address=address,
+                 recorded_recipe=recipe.record(), **settings)
 
 
 def _name_lists(given: Mapping) -> dict:

@@ -36,6 +36,7 @@ from .plugins import get_registry
 from .outputs import check_output, leaves_no_empty_folder, slug
 from .progress import say
 from .quiet import quietly
+from .ray_support import check_executor
 from .results import value_text, versions
 from .sampling import draw_sample
 from .secrets import mask_secrets
@@ -143,6 +144,8 @@ def sweep(
     recipe: str | None = None,
     overwrite: bool = False,
     progress: bool = False,
+    executor: str = "local",
+    address: str | None = None,
     recorded_recipe: Mapping[str, str] | None = None,
 ) -> list[dict]:
     """Run every (dataset, backbone, controller) cell; write the table; return its rows.
@@ -169,7 +172,17 @@ def sweep(
     drops stas, in one line, rather than failing its cells. ``bootstrap`` (default 1000, 0 skips)
     is each cell's count of resamples; ``reference`` names the controller each (dataset, backbone)
     compares its other rows with (:mod:`ctrlkit.sweep_compare`; default ``none``). Changing either
-    resumes the sweep (:data:`ctrlkit.sweep_folder.RECOMPUTED`)."""
+    resumes the sweep (:data:`ctrlkit.sweep_folder.RECOMPUTED`).
+
+    ``executor`` ``"local"`` (default) runs the cells one after another in this process; ``"ray"``
+    runs each as a task on the Ray cluster at ``address`` (``HOST:PORT``; None: ``RAY_ADDRESS``, else
+    a new local Ray instance), all at once as its resources allow, and writes them here
+    (:mod:`ctrlkit.sweep_ray`). The executor changes where cells run, not what they give, so it is
+    not a setting of the sweep: a sweep begun with one resumes with the other."""
+    check_executor(executor)
+    if address is not None and executor != "ray":
+        raise ConfigurationError(f"address {address!r} names a Ray cluster; it is for executor 'ray' "
+                                 f"(--executor ray --address HOST:PORT), not '{executor}'")
     given = {"controllers": controllers, "metrics": metrics, "backbones": backbones, "datasets": datasets,
              "data": data, "split": split, "topics": topics, "only_topics": only_topics,
              "topic_source": topic_source, "options": options, "variants": variants,
@@ -178,7 +191,8 @@ def sweep(
     if recipe is not None:
         from .recipe import run_recipe
 
-        return run_recipe(recipe, out=out, overwrite=overwrite, progress=progress, **given)
+        return run_recipe(recipe, out=out, overwrite=overwrite, progress=progress, executor=executor, address=address,
+                          **given)
     defaults = {"backbones": DEFAULT_BACKBONES, "datasets": DEFAULT_DATASETS, "seed": 0, "batch_size": 16, "cache": True,
                 "bootstrap": DEFAULT_RESAMPLES}
     given.update({key: value for key, value in defaults.items() if given[key] is None})
@@ -233,7 +247,7 @@ def sweep(
                                  options=sweep_options, judge=judge, baseline=baseline, limit=limit,
                                  sample=sample, seed=seed, batch_size=batch_size, bootstrap=bootstrap)
                 cell = (controller, backbone, dataset)  # in the order of AXES
-                arguments["options"] = cell_options(sweep_options, [*_cell_components(arguments), *(
+                arguments["options"] = cell_options(sweep_options, [*cell_components(arguments), *(
                     ("controllers", name) for name in _names(baseline))], cell)
                 folder = f"cells/{slug(dataset.label)}--{slug(backbone.label)}--{slug(controller.label)}"
                 cell_digests = {"data": digests["data"][dataset.label], "topics": digests["topics"]}
@@ -244,24 +258,39 @@ def sweep(
     reusable = sum(done is not None for *_, done in cells)
     if progress and reusable:
         say(f"sweep: resuming: {reusable} of {len(cells)} cells already done")
-    rows, recorded_options = [], {}
-    for number, (folder, arguments, labels, record, results) in enumerate(cells, 1):
-        shown = mask_secrets({name: labels[name] for name in ("controller", "backbone", "dataset")})
-        reused = results is not None
-        if not reused:
+
+    def write_settings() -> None:  # once a cell is done, so a sweep that fails at once leaves nothing
+        atomic_write_json(out_dir / SETTINGS_FILE, {"settings": mask_secrets(settings), "digests": digests,
+                                                    "versions": versions(),
+                                                    **({"recipe": dict(recorded_recipe)} if recorded_recipe else {})})
+
+    if reusable:
+        write_settings()
+    finished: dict[int, dict] = {}
+
+    def done(number: int, results: dict) -> None:
+        if not finished and not reusable:
+            write_settings()
+        finished[number] = results
+
+    pending = [(number, folder, arguments, record) for number, (folder, arguments, _, record, results)
+               in enumerate(cells, 1) if results is None]
+    if executor == "ray" and pending:
+        from .sweep_ray import run_cells
+
+        run_cells(pending, out_dir=out_dir, address=address, cache=cache, progress=progress, done=done)
+    else:
+        for number, folder, arguments, record in pending:
             if progress:
+                shown = mask_secrets(cells[number - 1][2])
                 say(f"sweep: cell {number} of {len(cells)}: controller {shown['controller']}, backbone "
                     f"{shown['backbone']}, dataset {shown['dataset']}")
-            results = run(out=str(out_dir / folder), strict_options=False, cache=cache, progress=progress,
-                          **arguments).results
-            if record:  # what the cell's variants ran, beside what the run recorded
-                results["config"]["variants"] = record
-                atomic_write_json(out_dir / folder / "results.json", results)
-        if not rows:  # written once a cell is done, so a sweep that fails at once leaves nothing
-            atomic_write_json(out_dir / SETTINGS_FILE, {"settings": mask_secrets(settings), "digests": digests,
-                                                        "versions": versions(),
-                                                        **({"recipe": dict(recorded_recipe)} if recorded_recipe
-                                                           else {})})
+            done(number, run_cell(out_dir / folder, arguments, record, cache, progress))
+    rows, recorded_options = [], {}
+    for number, (folder, _, labels, _, results) in enumerate(cells, 1):
+        shown = mask_secrets({name: labels[name] for name in ("controller", "backbone", "dataset")})
+        reused = results is not None
+        results = results if reused else finished[number]
         rows.append({**shown, "run": folder, "metrics": results["metrics"], "intervals": results.get("intervals"),
                      "cache": results.get("cache"), "reused": reused})
         recorded_options[folder] = results["config"]["options"]  # the metrics compare() makes again
@@ -271,6 +300,18 @@ def sweep(
     if not all(row["reused"] for row in rows):
         remove_stale_report(out_dir, "the sweep's earlier cells")
     return rows
+
+
+def run_cell(folder: Path, arguments: dict, record: dict, cache: bool, progress: bool) -> dict:
+    """Run one cell into ``folder`` (its results.json and samples.jsonl) and return its results;
+    ``record``: what its variants ran, kept in its results.json beside what the run recorded. The
+    local executor calls it in the sweep folder, a Ray worker in a folder of its own
+    (:mod:`ctrlkit.sweep_ray`)."""
+    results = run(out=str(folder), strict_options=False, cache=cache, progress=progress, **arguments).results
+    if record:
+        results["config"]["variants"] = record
+        atomic_write_json(folder / "results.json", results)
+    return results
 
 
 def _plain(value):
@@ -403,7 +444,7 @@ def _same_configuration(config: dict, arguments: dict, digests: dict) -> bool:
     moved = {(("datasets", arguments["dataset"]), "path")} if digests["data"] is not None else set()  # the digest
     # spoke for it. The options this cell's components took, under the key its results.json used
     recorded = config["options"]
-    given = RunOptions(arguments["options"], _cell_components(arguments), strict=False)
+    given = RunOptions(arguments["options"], cell_components(arguments), strict=False)
     for component in given.components:
         taken = recorded.get(qualified(component), recorded.get(component[1]))
         if taken is None:
@@ -429,7 +470,8 @@ def _digest_now(path) -> str | None:
         return None
 
 
-def _cell_components(arguments: dict) -> list:
+def cell_components(arguments: dict) -> list:
+    """The ``(kind, name)`` of every component a cell's run may use."""
     return [*components(dataset=arguments["dataset"], controllers=_names(arguments["controller"]),
                         backbone=arguments["backbone"], metrics=arguments["metrics"], judge=arguments["judge"]),
             *_vectorizers()]
