@@ -3,7 +3,11 @@ toolkit stays Ray-free by default (``pip install 'ctrlkit[ray]'`` brings it)."""
 
 from __future__ import annotations
 
-from .errors import ConfigurationError
+import hashlib
+import os
+from typing import Any, Mapping
+
+from .errors import ConfigurationError, OptionError
 
 EXECUTORS = ("local", "ray")
 
@@ -36,3 +40,63 @@ def connect(address: str | None, what: str = "--executor ray"):
         where = address or "a new local Ray instance"
         raise ConfigurationError(f"{what}: cannot connect to {where}: {' '.join(str(exc).split())}") from None
     return ray
+
+
+def check_executor_options(executor: str, workers: int | None, address: str | None) -> int | None:
+    """How many Ray workers a command asked for (1 when it named none), or None for the local
+    executor; ``workers`` or ``address`` without the Ray executor, or fewer than one worker, is
+    refused in one line."""
+    check_executor(executor)
+    if executor != "ray":
+        given = [name for name, value in (("--workers", workers), ("--address", address)) if value is not None]
+        if given:
+            raise OptionError(f"{' and '.join(given)} need{'s' if len(given) == 1 else ''} --executor ray "
+                              "(executor='ray')")
+        return None
+    if workers is None:
+        return 1
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise OptionError(f"workers must be a whole number of at least 1, got {workers!r}")
+    return workers
+
+
+def stable_shard(name: str, shards: int) -> int:
+    """Which of ``shards`` the name falls in: its sha256 (the first 8 bytes, big-endian) modulo
+    ``shards``; the same on every machine, process and run, as Python's salted ``hash`` is not."""
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big") % shards
+
+
+PLUGIN_VARIABLES = ("CTRLKIT_LOAD_PLUGINS", "CTRLKIT_STRICT_PLUGINS", "CTRLKIT_PLUGIN_TIMEOUT")
+"""What selects the plugins a process loads (:mod:`ctrlkit.plugins`): a worker loads the driver's."""
+
+
+def worker_env_vars(threads: int | None = None) -> dict[str, str]:
+    """The environment variables of a Ray worker process (``runtime_env={"env_vars": ...}``): the
+    driver's PYTHONPATH ahead of the node's own (Ray expands ``${PYTHONPATH}`` on the node), so
+    that a worker imports the plugins the driver sees, and the driver's plugin selection; with
+    ``threads``, OMP_NUM_THREADS (torch's threads on the CPU). The cache folder is the node's own."""
+    env = {name: os.environ[name] for name in PLUGIN_VARIABLES if name in os.environ}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"] + os.pathsep + "${PYTHONPATH}"
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
+    return env
+
+
+def backbone_resources(options: Mapping[str, Any], cluster: Mapping[str, float]) -> dict[str, int]:
+    """What a Ray actor holding a backbone with these (resolved) options reserves: a GPU when its
+    ``device`` option names CUDA, or is empty (CUDA when present) on a cluster with GPUs; else a CPU."""
+    device = str(options.get("device", "cpu") or ("cuda" if cluster.get("GPU", 0) else "cpu"))
+    return {"num_gpus": 1} if device.startswith("cuda") else {"num_cpus": 1}
+
+
+def check_capacity(resources: Mapping[str, int], count: int, cluster: Mapping[str, float], what: str) -> None:
+    """Refuse, in one line, ``count`` actors each reserving ``resources`` on a cluster that has
+    fewer in all (they would wait for ever)."""
+    names = {"num_cpus": "CPU", "num_gpus": "GPU"}
+    for key, amount in resources.items():
+        have = cluster.get(names[key], 0)
+        if amount * count > have:
+            raise ConfigurationError(f"{what} needs {amount * count:g} {names[key]}s ({count} workers, {amount:g} "
+                                     f"each); the Ray cluster has {have:g}: give fewer --workers")
