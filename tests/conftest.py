@@ -71,6 +71,8 @@ def ray_address():
             time.sleep(0.2)
         yield f"127.0.0.1:{port}"
     finally:
+        if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+            sys.modules["ray"].shutdown()  # a driver here that loses its cluster ends this process
         head.terminate()
         try:
             head.wait(timeout=60)
