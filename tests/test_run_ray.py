@@ -198,15 +198,25 @@ def test_a_tiny_bart_on_two_workers_generates_what_it_generates_here(ray_address
     from tiny_models import build_bart
 
     monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "driver-cache"))
-    model = build_bart(tmp_path / "bart", init_std=0.3)
+    monkeypatch.chdir(tmp_path)  # the workers resolve the relative model path where the driver does
+    build_bart(tmp_path / "bart", init_std=0.3)
     # no controller that adds a token: an untrained model draws its row at random (ray_generation's docstring)
-    settings = dict(backbone=f"hf:{model}", controller="none", baseline=None, metrics=["rouge"], bootstrap=0,
+    settings = dict(backbone="hf:./bart", controller="none", baseline=None, metrics=["rouge"], bootstrap=0,
                     limit=16, batch_size=3, options={"hf": {"device": "cpu", "max_new_tokens": 8, "num_beams": 2}})
     on_ray = ctrlkit.run(**settings, executor="ray", workers=2, address=ray_address)
     local = ctrlkit.run(**settings, cache=False)
     assert [s["prediction"] for s in on_ray.samples] == [s["prediction"] for s in local.samples]
     assert len({s["prediction"] for s in local.samples}) > 1
     assert on_ray.metrics == local.metrics
+
+
+def test_an_error_on_a_worker_is_the_local_runs_one_line(ray_address, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigurationError, match=r"^backbone 'hf': no model folder at ./absent$"):
+        ctrlkit.run(backbone="hf:./absent", baseline=None, bootstrap=0, limit=2, cache=False)
+    with pytest.raises(ConfigurationError, match=r"^backbone 'hf': no model folder at ./absent$"):
+        ctrlkit.run(backbone="hf:./absent", baseline=None, bootstrap=0, limit=2, cache=False, executor="ray",
+                    address=ray_address)
 
 
 @pytest.mark.parametrize("args, message", [

@@ -28,6 +28,7 @@ the driver's; a model trained with the controller has the token, and nothing is 
 
 from __future__ import annotations
 
+import os
 from typing import Any, Iterator, Mapping, Sequence
 
 from .errors import ConfigurationError, CtrlkitError
@@ -41,9 +42,14 @@ MAX_TASK_RETRIES = 3
 
 class GenerationWorker:
     """One Ray actor's backbone. It is made at the first batch, not in the constructor, so that an
-    error making it (a model folder missing on the node) reaches the driver as that batch's error."""
+    error making it (a model folder missing on the node) reaches the driver as that batch's error.
+    The worker works in the driver's working directory where its node has that folder (one
+    machine, a shared file system), so that a relative path (``hf:models/pt``) names what it
+    names on the driver."""
 
-    def __init__(self, spec: str, options: Mapping[str, Any], use_cache: bool):
+    def __init__(self, spec: str, options: Mapping[str, Any], use_cache: bool, directory: str):
+        if os.path.isdir(directory):
+            os.chdir(directory)
         self.spec, self.options, self.use_cache = spec, dict(options), use_cache
         self.backbone = None
         self.cache = None
@@ -146,7 +152,7 @@ class RayGeneration:
             self.actors[shard] = self.ray.remote(GenerationWorker).options(
                 max_restarts=MAX_RESTARTS, max_task_retries=MAX_TASK_RETRIES, scheduling_strategy="SPREAD",
                 runtime_env={"env_vars": worker_env_vars(threads)}, **self.resources,
-            ).remote(self.spec, self.options, self.use_cache)
+            ).remote(self.spec, self.options, self.use_cache, os.getcwd())
         return self.actors[shard]
 
     def _result(self, call, shard: int) -> dict:
