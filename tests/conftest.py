@@ -1,4 +1,5 @@
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -11,6 +12,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # The generation and judge caches of a test session live apart from the user's.
 os.environ["CTRLKIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="ctrlkit-test-cache-")
+# The Ray cluster of ``ray_address`` and its clients (this process, the commands tests run) share a
+# token of the session's own, in the environment only. Set before anything imports ray, which reads
+# it then: otherwise ray start takes ~/.ray/auth_token when there is one (any ray.init() of a new
+# local instance writes it) while a client not told RAY_AUTH_MODE=token is refused.
+os.environ["RAY_AUTH_MODE"] = "token"
+os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -64,6 +71,8 @@ def ray_address():
             time.sleep(0.2)
         yield f"127.0.0.1:{port}"
     finally:
+        if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+            sys.modules["ray"].shutdown()  # a driver here that loses its cluster ends this process
         head.terminate()
         try:
             head.wait(timeout=60)

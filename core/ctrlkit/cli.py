@@ -91,9 +91,18 @@ def cli():
 @SKIP_INVALID
 @STRICT_CONTROLS
 @NO_CACHE
+@click.option("--executor", type=click.Choice(EXECUTORS), default="local", show_default=True,
+              help="Where summaries are generated: here, or data-parallel on a Ray cluster (pip install "
+                   "'ctrlkit[ray]'); scoring and outputs stay here, and the results are the same.")
+@click.option("--workers", type=click.IntRange(min=1), metavar="N",
+              help="With --executor ray: Ray workers generating at once, each holding one backbone on a CPU, or on "
+                   "a GPU for a CUDA model; the examples are shared among them by a hash of their id [default: 1].")
+@click.option("--address", metavar="HOST:PORT",
+              help="With --executor ray: the Ray cluster (what ray start --head prints) [default: $RAY_ADDRESS, "
+                   "else a new local Ray instance].")
 def run(dataset, data, split, controller, backbone, metrics, topics, only_topics, topic_source, assignments, baseline,
         no_baseline, limit, sample, seed, batch_size, bootstrap, out, device, judge, skip_invalid, strict_controls,
-        no_cache):
+        no_cache, executor, workers, address):
     """Generate summaries with a controller and score them; writes results.json and samples.jsonl."""
     from .pipeline import run as run_pipeline
 
@@ -104,6 +113,7 @@ def run(dataset, data, split, controller, backbone, metrics, topics, only_topics
             options=_options(assignments, backbone, device, dataset if skip_invalid else None),
             baseline=None if no_baseline else baseline, limit=limit, sample=sample, seed=seed, batch_size=batch_size,
             bootstrap=bootstrap, out=out, cache=not no_cache, strict_controls=strict_controls, progress=True,
+            executor=executor, workers=workers, address=address,
         )
     click.echo(result.table())
     click.echo(f"\n{describe_examples(result.results)}; results in {out}/results.json", err=True)

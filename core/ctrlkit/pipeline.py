@@ -10,7 +10,7 @@ import logging
 import random
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
@@ -28,6 +28,7 @@ from .metric_values import is_count
 from .outputs import check_output, leaves_no_empty_folder
 from .progress import Progress, say
 from .quiet import quietly
+from .ray_support import check_executor_options
 from .results import format_table, number, versions, write_run
 from .sampling import check_sample, draw_sample
 from .secrets import mask_secrets
@@ -83,6 +84,9 @@ def run(
     strict_options: bool = True,
     strict_controls: bool = False,
     progress: bool = False,
+    executor: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
 ) -> RunResult:
     """Run ``controller`` on ``dataset`` with ``backbone`` and score it with ``metrics`` (None: rouge,
     and stas when some example has a topic; see :func:`default_metrics`).
@@ -117,6 +121,11 @@ def run(
     document's K nearest topics in the topic space instead of its gold topic, K examples per
     document (:mod:`ctrlkit.topic_source`, which says where this departs from the paper and how
     references are used); ``"oracle"`` (default) requests the gold topic.
+
+    ``executor="ray"`` generates on a Ray cluster, data-parallel on ``workers`` (default 1) actors
+    each holding one backbone, at ``address`` (``HOST:PORT``; default ``$RAY_ADDRESS``, else a new
+    local Ray instance); everything else stays on this machine, and the results are the local
+    run's (:mod:`ctrlkit.ray_generation` says when a padded model's may differ in the last bits).
     """
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -124,6 +133,7 @@ def run(
         dataset=dataset, controllers=[*_names(controller), *_names(baseline)], backbone=backbone,
         metrics=metrics or DEFAULT_METRICS, judge=judge), strict=strict_options)
     check_counts(limit=limit, batch_size=batch_size)
+    ray_workers = check_executor_options(executor, workers, address)
     check_resamples(bootstrap)
     check_sample(sample, limit)
     only_topics = topic_names(only_topics, "only_topics")
@@ -138,6 +148,8 @@ def run(
     main = create_controller(controller, routed.names("controllers"))
     other = create_controller(baseline, routed.names("controllers")) if baseline and baseline != controller else None
     model = get_backbone(backbone, **routed.of("backbones", backbone_name(backbone)))
+    pool = _ray_generation(address, backbone, routed.of("backbones", backbone_name(backbone)), model, ray_workers,
+                           cache) if ray_workers else None
     scorers = create_metrics(metrics or DEFAULT_METRICS, routed, judge)
     needs_space = [c for c in (main, other, *scorers) if c is not None and c.topic_vectorizer]
     vectorizers = create_vectorizers(needs_space, routed)
@@ -192,16 +204,18 @@ def run(
     outcomes = {}
     by_rank: dict[str, dict] = {}
     cache_stats = {"hits": 0, "misses": 0}
-    with cache_scope(enabled=cache):  # judge answers too
+    with cache_scope(enabled=cache), pool or nullcontext():  # judge answers too
         generations = Cache("generations") if cache else None
         for arm, arm_controller in arms.items():
             prefix = "" if arm == "run" else "baseline_"
             with _timed(timings, prefix + "fit_s"):
                 fit_or_restore(arm_controller, model, source, spaces.get(arm_controller.topic_vectorizer), seed)
                 arm_controller.prepare(model)
+                if pool:
+                    pool.prepared(arm_controller)
             with _timed(timings, prefix + "generate_s"):
                 predictions = generate(arm_controller, model, examples, batch_size, progress, generations,
-                                       cache_stats)
+                                       cache_stats, pool)
             with _timed(timings, prefix + "score_s"):
                 outcomes[arm] = (predictions, score(scorers, predictions, examples, progress,
                                                     unreferenced=bool(per_document)))
@@ -224,7 +238,7 @@ def run(
             "topics_digest": digests["topics_digest"], "only_topics": only_topics, "topic_source": topic_source,
             "judge": judge,
             "baseline": other.name if other else None, "limit": limit, "sample": sample, "seed": seed,
-            "batch_size": batch_size, "strict_controls": strict_controls,
+            "batch_size": batch_size, "executor": executor, "workers": ray_workers, "strict_controls": strict_controls,
             "bootstrap": recorded(bootstrap, seed, source),
             "options": resolved_options(routed, datasets=[source], controllers=[main, other], backbones=[model],
                                         metrics=scorers,
@@ -416,14 +430,16 @@ def fit_or_restore(controller, backbone, source, topic_space, seed: int = 0,
 
 
 def generate(controller, backbone, examples: Sequence[Example], batch_size: int, progress: bool,
-             cache: Cache | None = None, stats: dict | None = None) -> list[str]:
+             cache: Cache | None = None, stats: dict | None = None, pool=None) -> list[str]:
     """Apply the controller to every example (so a bad control fails before any generation), then
     generate in batches of similar length, longest first, and return predictions in input order.
 
     With a cache, an input the same backbone already answered is not generated again, and each
     batch is stored as soon as it is done: a run killed midway resumes where it stopped.
     ``stats`` counts ``hits`` and ``misses``. Generations are cleaned as they come (``intake``):
-    a lone surrogate becomes U+FFFD, so nothing generated fails to be written."""
+    a lone surrogate becomes U+FFFD, so nothing generated fails to be written. With ``pool``
+    (:class:`ctrlkit.ray_generation.RayGeneration`) the batches are generated on Ray workers; what
+    a worker found in its node's cache counts as a hit, and is stored in this one too."""
     inputs = [apply_control(controller, example, ModelInput(source=example.document)) for example in examples]
     keys = [[backbone.identity(), _input_key(model_input)] for model_input in inputs] if cache else []
     cached = [cache.get(key) for key in keys] if cache else [None] * len(inputs)
@@ -432,17 +448,17 @@ def generate(controller, backbone, examples: Sequence[Example], batch_size: int,
     if stats is not None:
         stats["hits"] = stats.get("hits", 0) + len(inputs) - len(todo)
         stats["misses"] = stats.get("misses", 0) + len(todo)
-    what = f"generate [{controller.name}]"
+    what = f"generate [{controller.name}]" + (pool.label if pool else "")
     if progress and not todo:
         say(f"{what}: all {len(inputs)} already done (cached)")
     elif progress and len(todo) < len(inputs):
         say(f"{what}: resuming: {len(inputs) - len(todo)} of {len(inputs)} already done (cached)")
     received = Intake(f"backbone '{backbone.name}'")
+    batches = (pool.batches(inputs, keys, todo, [example.id for example in examples], batch_size) if pool
+               else _local_batches(backbone, inputs, todo, batch_size))
     with truncation_reported(backbone, f"controller '{controller.name}'"), \
             Progress(what, len(todo), "examples", enabled=progress and bool(todo)) as bar:
-        for start in range(0, len(todo), batch_size):
-            batch = todo[start : start + batch_size]
-            outputs = list(backbone.generate([inputs[i] for i in batch]))
+        for batch, outputs, found in batches:
             if len(outputs) != len(batch):
                 raise CtrlkitError(f"backbone '{backbone.name}' returned {len(outputs)} summaries "
                                    f"for {len(batch)} inputs")
@@ -453,9 +469,29 @@ def generate(controller, backbone, examples: Sequence[Example], batch_size: int,
                 output = predictions[i] = received.text(output, "generations")
                 if cache:
                     cache.put(keys[i], output)
-            bar.update(len(batch))
+            for i, text in found.items():
+                predictions[i] = text
+                cache.put(keys[i], text)
+            if stats is not None and found:
+                stats["hits"] += len(found)
+                stats["misses"] -= len(found)
+            bar.update(len(batch) + len(found))
     received.report()
     return predictions
+
+
+def _local_batches(backbone, inputs, todo, batch_size):
+    """``(indices, outputs, {})`` for each batch of ``todo``, generated here."""
+    for start in range(0, len(todo), batch_size):
+        batch = todo[start : start + batch_size]
+        yield batch, list(backbone.generate([inputs[i] for i in batch])), {}
+
+
+def _ray_generation(address, spec, options, backbone, workers, cache):
+    """The Ray side of a run (:mod:`ctrlkit.ray_generation`), imported only when asked for."""
+    from .ray_generation import RayGeneration
+
+    return RayGeneration(address, spec, options, backbone, workers, cache)
 
 
 @contextmanager

@@ -3,10 +3,12 @@ toolkit stays Ray-free by default (``pip install 'ctrlkit[ray]'`` brings it)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
+from typing import Any, Mapping
 
-from .errors import ConfigurationError
+from .errors import ConfigurationError, OptionError
 
 EXECUTORS = ("local", "ray")
 PROBE_SECONDS = 5.0
@@ -63,8 +65,61 @@ def check_reachable(address: str, what: str = "--executor ray") -> None:
 
 
 def worker_environment() -> dict:
-    """The ``runtime_env`` of a ctrlkit task: the driver's :data:`WORKER_VARIABLES` that are set, so
-    that a worker loads the plugins the driver loads (from the same paths: the nodes have the
-    driver's Python environment). Everything else (API keys, ``CTRLKIT_CACHE_DIR``, ``HF_HOME``)
-    is the worker node's own."""
-    return {"env_vars": {name: os.environ[name] for name in WORKER_VARIABLES if name in os.environ}}
+    """The ``runtime_env`` of a sweep cell's task: :func:`worker_env_vars`."""
+    return {"env_vars": worker_env_vars()}
+
+
+def check_executor_options(executor: str, workers: int | None, address: str | None) -> int | None:
+    """How many Ray workers a command asked for (1 when it named none), or None for the local
+    executor; ``workers`` or ``address`` without the Ray executor, or fewer than one worker, is
+    refused in one line."""
+    check_executor(executor)
+    if executor != "ray":
+        given = [name for name, value in (("--workers", workers), ("--address", address)) if value is not None]
+        if given:
+            raise OptionError(f"{' and '.join(given)} need{'s' if len(given) == 1 else ''} --executor ray "
+                              "(executor='ray')")
+        return None
+    if workers is None:
+        return 1
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise OptionError(f"workers must be a whole number of at least 1, got {workers!r}")
+    return workers
+
+
+def stable_shard(name: str, shards: int) -> int:
+    """Which of ``shards`` the name falls in: its sha256 (the first 8 bytes, big-endian) modulo
+    ``shards``; the same on every machine, process and run, as Python's salted ``hash`` is not."""
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big") % shards
+
+
+def worker_env_vars(threads: int | None = None) -> dict[str, str]:
+    """The environment variables of a Ray worker process (``runtime_env={"env_vars": ...}``): the
+    driver's :data:`WORKER_VARIABLES` that are set, so that a worker loads the plugins the driver
+    loads, from the same paths (the nodes have the driver's Python environment; the driver's
+    PYTHONPATH replaces the node's, since Ray's ``${PYTHONPATH}`` expansion would leave an empty
+    entry, the working folder, on a node that has none); with ``threads``, OMP_NUM_THREADS (torch's
+    threads on the CPU). Everything else (API keys, CTRLKIT_CACHE_DIR, HF_HOME) is the node's own."""
+    env = {name: os.environ[name] for name in WORKER_VARIABLES if name in os.environ}
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
+    return env
+
+
+def backbone_resources(options: Mapping[str, Any], cluster: Mapping[str, float]) -> dict[str, int]:
+    """What a Ray actor holding a backbone with these (resolved) options reserves: a GPU when its
+    ``device`` option names CUDA, or is empty (CUDA when present) on a cluster with GPUs; else a CPU."""
+    device = str(options.get("device", "cpu") or ("cuda" if cluster.get("GPU", 0) else "cpu"))
+    return {"num_gpus": 1} if device.startswith("cuda") else {"num_cpus": 1}
+
+
+def check_capacity(resources: Mapping[str, int], count: int, cluster: Mapping[str, float], what: str) -> None:
+    """Refuse, in one line, ``count`` actors each reserving ``resources`` on a cluster that has
+    fewer in all (they would wait for ever)."""
+    names = {"num_cpus": "CPU", "num_gpus": "GPU"}
+    for key, amount in resources.items():
+        have = cluster.get(names[key], 0)
+        if amount * count > have:
+            raise ConfigurationError(f"{what} needs {amount * count:g} {names[key]}s ({count} workers, {amount:g} "
+                                     f"each); the Ray cluster has {have:g}: give fewer --workers")

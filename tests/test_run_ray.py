@@ -1,0 +1,281 @@
+"""``run --executor ray``: data-parallel generation on a real local Ray cluster (``ray_address``,
+2 CPUs). Each Ray run is compared with a local run of the same settings: results.json (less what
+differs from run to run: timings, the creation time, cache counts and the executor itself) and
+samples.jsonl must be equal.
+
+The probe backbone is a plugin distribution written here (a ``*.dist-info`` on PYTHONPATH), so
+that the workers load it too: its text is a function of the input alone, or with ``say_pid`` the
+id of the process that generated it; it appends each input it generates to ``log``, and with
+``crash_marker`` the first process to generate creates that file and exits on the spot.
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+import ctrlkit
+from conftest import run_ctrlkit
+from ctrlkit import ModelInput, get_controller, get_dataset
+from ctrlkit.errors import ConfigurationError, OptionError
+
+VOLATILE = ("timings", "created", "cache")
+
+PROBE = '''
+import json
+import os
+
+from ctrlkit import Backbone, Option, hookimpl
+
+
+class Probe(Backbone):
+    options = (
+        Option("log", str, "", "file to append each generated input to"),
+        Option("crash_marker", str, "", "the first process to generate creates this file and exits"),
+        Option("say_pid", bool, False, "answer the id of the generating process"),
+    )
+
+    def generate(self, inputs):
+        if self.options["crash_marker"]:
+            try:
+                os.close(os.open(self.options["crash_marker"], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                pass
+            else:
+                os._exit(1)
+        if self.options["log"]:
+            with open(self.options["log"], "a", encoding="utf-8") as log:
+                log.write("".join(f"{os.getpid()}\\t{json.dumps(i.source)}\\n" for i in inputs))
+        if self.options["say_pid"]:
+            return [str(os.getpid()) for _ in inputs]
+        return [" ".join(reversed(i.source.split()[:12])) for i in inputs]
+
+
+@hookimpl
+def register_backbones(register):
+    register("probe", "ctrlkit_probe_plugin:Probe")
+'''
+
+
+@pytest.fixture
+def probe_env(tmp_path):
+    """The environment of a CLI run that sees the probe plugin; its driver cache is its own."""
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    (plugin / "ctrlkit_probe_plugin.py").write_text(textwrap.dedent(PROBE))
+    info = plugin / "ctrlkit_probe-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ctrlkit-probe\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[ctrlkit]\nctrlkit-probe = ctrlkit_probe_plugin\n")
+    path = os.pathsep.join(filter(None, [str(plugin), os.environ.get("PYTHONPATH")]))
+    return {"PYTHONPATH": path, "CTRLKIT_CACHE_DIR": str(tmp_path / "driver-cache")}
+
+
+def _comparable(results: dict) -> dict:
+    kept = {key: value for key, value in results.items() if key not in VOLATILE}
+    kept["config"] = {key: value for key, value in results["config"].items() if key not in ("executor", "workers")}
+    return kept
+
+
+def _written(folder: Path) -> tuple[dict, list[dict]]:
+    results = json.loads((folder / "results.json").read_text())
+    samples = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+    return results, samples
+
+
+def _sample_examples():
+    sample = get_dataset("sample")
+    return sample.load(sample.default_split)
+
+
+def _independent_shard(example_id: str, shards: int) -> int:
+    """The shard of an id computed apart from ctrlkit: the sha256's first 16 hex digits as a number."""
+    return int(hashlib.sha256(example_id.encode("utf-8")).hexdigest()[:16], 16) % shards
+
+
+def _log(path: Path) -> list[tuple[str, str]]:
+    return [(pid, json.loads(source)) for pid, source in
+            (line.split("\t", 1) for line in path.read_text(encoding="utf-8").splitlines())]
+
+
+def test_two_workers_give_the_local_run_with_its_baseline_and_the_controllers_preparation(ray_address, tmp_path,
+                                                                                          monkeypatch):
+    # prepend's separator reaches the extractive backbone only through prepare() (add_special_tokens):
+    # a worker whose backbone was not prepared would read the prefix as part of the document
+    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "driver-cache"))
+    settings = dict(controller="prepend", baseline="none", metrics=["rouge", "stas"], bootstrap=100, batch_size=8,
+                    options={"prepend": {"separator": "||"}})
+    ray_run = ctrlkit.run(**settings, executor="ray", workers=2, address=ray_address, out=str(tmp_path / "ray"))
+    local = ctrlkit.run(**settings, cache=False, out=str(tmp_path / "local"))
+    ray_results, ray_samples = _written(tmp_path / "ray")
+    local_results, local_samples = _written(tmp_path / "local")
+    assert ray_results["config"]["executor"] == "ray" and ray_results["config"]["workers"] == 2
+    assert local_results["config"]["executor"] == "local" and local_results["config"]["workers"] is None
+    assert _comparable(ray_results) == _comparable(local_results)
+    assert ray_samples == local_samples and len(ray_samples) == 120
+    assert ray_run.metrics == local.metrics
+    example = _sample_examples()[0]
+    source = get_controller("prepend", separator="||").apply(example, ModelInput(source=example.document)).source
+    assert ctrlkit.get_backbone("extractive").generate([ModelInput(source=source)])[0] != ray_samples[0]["prediction"]
+
+
+def test_the_driver_cache_holds_what_the_workers_generated_and_found(ray_address, tmp_path, monkeypatch):
+    options = {"extractive": {"lead_weight": 0.8125}}  # keys of this test's own
+    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "first-driver"))
+    first = ctrlkit.run(controller="tag", baseline=None, options=options, bootstrap=0, executor="ray", workers=2,
+                        address=ray_address)
+    assert first.results["cache"] == {"hits": 0, "misses": 120}
+    local = ctrlkit.run(controller="tag", baseline=None, options=options, bootstrap=0)
+    assert local.results["cache"] == {"hits": 120, "misses": 0}  # generated nothing
+    assert local.samples == first.samples
+    # a driver with an empty cache: the workers find every generation in their node's cache
+    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "second-driver"))
+    second = ctrlkit.run(controller="tag", baseline=None, options=options, bootstrap=0, executor="ray", workers=2,
+                         address=ray_address)
+    assert second.results["cache"] == {"hits": 120, "misses": 0} and second.samples == first.samples
+    again = ctrlkit.run(controller="tag", baseline=None, options=options, bootstrap=0)
+    assert again.results["cache"] == {"hits": 120, "misses": 0}  # what workers found is stored here too
+
+
+def test_examples_are_sharded_by_a_stable_hash_of_their_id_and_generated_once_in_the_local_order(
+        ray_address, tmp_path, probe_env):
+    log = tmp_path / "generated.log"
+    result = run_ctrlkit("run", "-b", "probe", "--set", "probe.say_pid=true", "--set", f"probe.log={log}",
+                         "-c", "prepend", "--no-baseline", "-m", "rouge", "--bootstrap", "0", "--batch-size", "7",
+                         "--executor", "ray", "--workers", "2", "--address", ray_address, "-o", str(tmp_path / "out"),
+                         env={**probe_env, "CTRLKIT_PROGRESS_SECONDS": "0.1"})
+    assert result.returncode == 0, result.stderr
+    assert "ctrlkit: generate [prepend] on 2 Ray workers: 120/120 examples" in result.stderr  # the bar's last line
+    results, samples = _written(tmp_path / "out")
+    assert results["cache"] == {"hits": 0, "misses": 120}
+    by_pid = defaultdict(set)
+    for sample in samples:
+        by_pid[sample["prediction"]].add(sample["id"])
+    by_shard = defaultdict(set)
+    for sample in samples:
+        by_shard[_independent_shard(sample["id"], 2)].add(sample["id"])
+    assert len(by_pid) == 2 and sorted(map(sorted, by_pid.values())) == sorted(map(sorted, by_shard.values()))
+
+    examples = _sample_examples()
+    prepend = get_controller("prepend")
+    inputs = {example.id: prepend.apply(example, ModelInput(source=example.document)).source for example in examples}
+    generated = _log(log)
+    assert sorted(source for _, source in generated) == sorted(inputs.values())  # each example once
+    for pid, ids in by_pid.items():
+        shard_in_input_order = [inputs[example.id] for example in examples if example.id in ids]
+        longest_first = sorted(shard_in_input_order, key=len, reverse=True)  # stable: input order among equals
+        assert [source for who, source in generated if who == pid] == longest_first
+
+
+def test_a_worker_that_dies_mid_run_is_restarted_and_the_result_is_complete_and_identical(ray_address, tmp_path,
+                                                                                          probe_env):
+    marker, log = tmp_path / "crashed", tmp_path / "generated.log"
+    probe = ["-b", "probe", "--set", f"probe.crash_marker={marker}", "--set", f"probe.log={log}", "-c", "tag",
+             "-m", "rouge", "--bootstrap", "20", "--batch-size", "8"]
+    on_ray = run_ctrlkit("run", *probe, "--executor", "ray", "--workers", "2", "--address", ray_address,
+                         "-o", str(tmp_path / "ray"), env=probe_env)
+    assert on_ray.returncode == 0, on_ray.stderr
+    assert marker.exists()  # a worker did exit in its first batch
+    generated = len(_log(log))  # the exit comes before the log: what was logged was generated and returned
+    local = run_ctrlkit("run", *probe, "-o", str(tmp_path / "local"),
+                        env={**probe_env, "CTRLKIT_CACHE_DIR": str(tmp_path / "local-cache")})
+    assert local.returncode == 0, local.stderr
+    ray_results, ray_samples = _written(tmp_path / "ray")
+    local_results, local_samples = _written(tmp_path / "local")
+    # the run's and the baseline's 120 inputs, each generated once (a baseline input that the tag run left
+    # as it was is found in the cache)
+    assert ray_results["cache"]["misses"] == generated and ray_results["cache"]["hits"] + generated == 240
+    assert _comparable(ray_results) == _comparable(local_results) and ray_samples == local_samples
+
+
+def test_a_tiny_bart_on_two_workers_generates_what_it_generates_here(ray_address, tmp_path, monkeypatch):
+    from tiny_models import build_bart
+
+    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "driver-cache"))
+    monkeypatch.chdir(tmp_path)  # the workers resolve the relative model path where the driver does
+    build_bart(tmp_path / "bart", init_std=0.3)
+    # no controller that adds a token: an untrained model draws its row at random (ray_generation's docstring)
+    settings = dict(backbone="hf:./bart", controller="none", baseline=None, metrics=["rouge"], bootstrap=0,
+                    limit=16, batch_size=3, options={"hf": {"device": "cpu", "max_new_tokens": 8, "num_beams": 2}})
+    on_ray = ctrlkit.run(**settings, executor="ray", workers=2, address=ray_address)
+    local = ctrlkit.run(**settings, cache=False)
+    assert [s["prediction"] for s in on_ray.samples] == [s["prediction"] for s in local.samples]
+    assert len({s["prediction"] for s in local.samples}) > 1
+    assert on_ray.metrics == local.metrics
+
+
+def test_an_error_on_a_worker_is_the_local_runs_one_line(ray_address, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigurationError, match=r"^backbone 'hf': no model folder at ./absent$"):
+        ctrlkit.run(backbone="hf:./absent", baseline=None, bootstrap=0, limit=2, cache=False)
+    with pytest.raises(ConfigurationError, match=r"^backbone 'hf': no model folder at ./absent$"):
+        ctrlkit.run(backbone="hf:./absent", baseline=None, bootstrap=0, limit=2, cache=False, executor="ray",
+                    address=ray_address)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--workers", "2"], "Error: --workers needs --executor ray (executor='ray')"),
+    (["--address", "127.0.0.1:1"], "Error: --address needs --executor ray (executor='ray')"),
+    (["--workers", "2", "--address", "127.0.0.1:1"], "Error: --workers and --address need --executor ray"),
+])
+def test_ray_options_without_the_ray_executor_are_refused_in_one_line(tmp_path, args, message):
+    result = run_ctrlkit("run", "--limit", "2", *args, cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.strip().startswith(message) and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists()
+
+
+def test_fewer_than_one_worker_and_an_unknown_executor_are_refused():
+    result = run_ctrlkit("run", "--executor", "ray", "--workers", "0")
+    assert result.returncode == 2 and "Invalid value for '--workers': 0 is not in the range x>=1" in result.stderr
+    with pytest.raises(OptionError, match=r"^workers must be a whole number of at least 1, got 0$"):
+        ctrlkit.run(executor="ray", workers=0)
+    with pytest.raises(OptionError, match=r"^--workers needs --executor ray"):
+        ctrlkit.run(workers=2)
+    with pytest.raises(ConfigurationError, match=r"^unknown executor 'dask'; choose one of local, ray$"):
+        ctrlkit.run(executor="dask")
+
+
+def test_more_workers_than_the_cluster_can_hold_are_refused_before_any_work(ray_address):
+    with pytest.raises(ConfigurationError, match=r"^--executor ray with backbone 'extractive' needs 3 CPUs "
+                                                 r"\(3 workers, 1 each\); the Ray cluster has 2: give fewer --workers$"):
+        ctrlkit.run(executor="ray", workers=3, address=ray_address)
+
+
+def test_a_local_run_does_not_import_ray():
+    script = ("import sys, ctrlkit\n"
+              "ctrlkit.run(limit=4, bootstrap=0, cache=False)\n"
+              "print('ray' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("options, cluster, wanted", [
+    ({"max_words": 60}, {"CPU": 2, "GPU": 1}, {"num_cpus": 1}),  # extractive: no device at all
+    ({"device": "cpu"}, {"CPU": 2, "GPU": 1}, {"num_cpus": 1}),
+    ({"device": ""}, {"CPU": 2}, {"num_cpus": 1}),  # CUDA when present: none on the cluster
+    ({"device": ""}, {"CPU": 2, "GPU": 4}, {"num_gpus": 1}),
+    ({"device": "cuda:1"}, {"CPU": 2, "GPU": 4}, {"num_gpus": 1}),
+])
+def test_a_worker_reserves_a_gpu_for_a_cuda_backbone_and_a_cpu_otherwise(options, cluster, wanted):
+    from ctrlkit.ray_support import backbone_resources
+
+    assert backbone_resources(options, cluster) == wanted
+
+
+def test_a_gpu_worker_uses_the_gpu_ray_gives_it_and_a_cluster_without_gpus_is_refused():
+    from ctrlkit.ray_generation import _on_assigned_gpu
+    from ctrlkit.ray_support import check_capacity
+
+    assert _on_assigned_gpu({"device": "cuda:1", "model": "m"}, {"num_gpus": 1}) == {"device": "cuda", "model": "m"}
+    assert _on_assigned_gpu({"device": "cuda:1"}, {"num_cpus": 1}) == {"device": "cuda:1"}
+    with pytest.raises(ConfigurationError, match=r"^run needs 2 GPUs \(2 workers, 1 each\); the Ray cluster has 0: "):
+        check_capacity({"num_gpus": 1}, 2, {"CPU": 16}, "run")
+    check_capacity({"num_gpus": 1}, 2, {"CPU": 16, "GPU": 2}, "run")
