@@ -243,8 +243,8 @@ def test_fewer_than_one_worker_and_an_unknown_executor_are_refused():
 
 
 def test_more_workers_than_the_cluster_can_hold_are_refused_before_any_work(ray_address):
-    with pytest.raises(ConfigurationError, match=r"^--executor ray with backbone 'extractive' needs 3 CPUs "
-                                                 r"\(3 workers, 1 each\); the Ray cluster has 2: give fewer --workers$"):
+    refusal = r"^--executor ray with backbone 'extractive' needs 3 CPUs \(3 workers, 1 each\); the Ray cluster has 2: "
+    with pytest.raises(ConfigurationError, match=refusal + "give fewer --workers$"):
         ctrlkit.run(executor="ray", workers=3, address=ray_address)
 
 

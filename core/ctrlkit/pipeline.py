@@ -148,8 +148,6 @@ def run(
     main = create_controller(controller, routed.names("controllers"))
     other = create_controller(baseline, routed.names("controllers")) if baseline and baseline != controller else None
     model = get_backbone(backbone, **routed.of("backbones", backbone_name(backbone)))
-    pool = _ray_generation(address, backbone, routed.of("backbones", backbone_name(backbone)), model, ray_workers,
-                           cache) if ray_workers else None
     scorers = create_metrics(metrics or DEFAULT_METRICS, routed, judge)
     needs_space = [c for c in (main, other, *scorers) if c is not None and c.topic_vectorizer]
     vectorizers = create_vectorizers(needs_space, routed)
@@ -161,6 +159,9 @@ def run(
             missing = ", ".join(sorted(c.requires - model.capabilities))
             raise ConfigurationError(f"controller '{c.name}' needs backbone capability {missing}, "
                                      f"which backbone '{backbone}' lacks")
+    # connected before any work: an unreachable or too small cluster is one line
+    pool = _ray_generation(address, backbone, routed.of("backbones", backbone_name(backbone)), model, ray_workers,
+                           cache) if ray_workers else None
 
     with _timed(timings, "load_s"):
         # taken before reading: a file changed after this makes a sweep run the cell again

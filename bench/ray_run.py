@@ -1,0 +1,170 @@
+"""Data-parallel runs on Ray: ``ctrlkit run --executor ray --workers 2`` and ``--workers 1``
+against the same run on the local executor, side by side in one benchmark.
+
+The workload is one whose generation dominates: the bundled sample (120 examples: 60 articles,
+each asked for two topics, so 60 distinct inputs, each generated twice as any run does), controller
+``none``, no baseline, a tiny BART on the CPU (``ctrlkit.tiny_models.build_bart``: d_model 256,
+2+2 layers, 1024 positions so that no input is cut, weights drawn with std 0.3 so that outputs
+differ from input to input), beam search with every output forced to exactly N new tokens (the
+same work for every batch on every side), ``--no-cache`` (nothing found, nothing stored; the
+workers' caches untouched too), ``--bootstrap 0``, scored with ``readability`` (the cheapest
+metric that applies to the sample: about 1 s of the driver's, counted in every side).
+
+Sides, each a fresh ``ctrlkit run`` subprocess timed end to end (interpreter start, imports,
+connecting to Ray, starting the workers, which import torch and load the model themselves,
+generation, scoring, writing the outputs):
+
+* local, one torch thread (OMP_NUM_THREADS=1): the baseline of both targets, a process doing what
+  one worker does;
+* ray with 2 workers and with 1 worker (one torch thread each: ``runtime_env`` OMP_NUM_THREADS=1);
+* local with as many torch threads as the machine has CPUs, torch's own default, for the record
+  (no target: intra-op threads are another way to use the cores).
+
+Every process that generates imports torch and transformers and loads the model: about 9 s of
+CPU here, paid once by a local run, and by each worker, in parallel, on Ray. The generation is
+made long enough (160 new tokens) that this fixed cost does not decide the comparison.
+
+Targets: local / ray-2 median seconds >= 1.6 (data-parallel speedup on 2 cores), and ray-1 / local
+<= 1.15 (the executor's overhead at most 15%). Agreement: each Ray side's predictions are compared
+with the local ones, text for text, in every round (a worker's batches are not the local batches,
+so a padded model may differ in the last bits: :mod:`ctrlkit.ray_generation`); the count that
+differ is reported.
+
+The cluster: ``--address`` of a running one, else a local one started here with ``ray.init()``
+(as many CPUs as the machine has), with a token of this run's own in the environment only
+(RAY_AUTH_TOKEN; ray.init() would otherwise write ~/.ray/auth_token). Both sides use glibc malloc
+with fixed thresholds (the workers inherit them from the cluster started here), as
+``pipeline_overhead.py`` explains. Rounds rotate which side goes first; medians are reported.
+
+    python bench/ray_run.py [--rounds 2] [--address HOST:PORT] [--new-tokens 160] [--d-model 256]
+                            [--batch-size 16] [--num-beams 4] [--out bench/results.json]
+"""
+
+import argparse
+import json
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEEDUP_TARGET = 1.6
+OVERHEAD_TARGET = 1.15
+POSITIONS = 1024
+FIXED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(256 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
+SIDES = ("local", "ray2", "ray1", "local_all_threads")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--address", help="a running Ray cluster (default: start a local one here)")
+    parser.add_argument("--new-tokens", type=int, default=160)
+    parser.add_argument("--d-model", type=int, default=256)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--num-beams", type=int, default=4)
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results.json"))
+    args = parser.parse_args()
+
+    from record import record  # bench/ is the script's folder, first on sys.path
+
+    from ctrlkit.tiny_models import build_bart
+
+    ctrlkit = Path(sys.executable).parent / "ctrlkit"
+    if not ctrlkit.exists():
+        sys.exit(f"no ctrlkit entry point next to {sys.executable}")
+    os.environ.update(FIXED_MALLOC, HF_HUB_OFFLINE="1")
+    address = args.address or start_cluster()
+    cpus = os.cpu_count() or 1
+    with tempfile.TemporaryDirectory() as temporary:
+        temporary = Path(temporary)
+        model = build_bart(temporary / "bart", positions=POSITIONS, d_model=args.d_model, init_std=0.3)
+        command = [str(ctrlkit), "run", "-d", "sample", "-c", "none", "-b", f"hf:{model}", "--no-baseline",
+                   "--no-cache", "--bootstrap", "0", "-m", "readability", "--batch-size", str(args.batch_size),
+                   "--device", "cpu", "--set", f"hf.max_new_tokens={args.new_tokens}",
+                   "--set", f"hf.min_new_tokens={args.new_tokens}", "--set", f"hf.num_beams={args.num_beams}"]
+        sides = {
+            "local": ([], {"OMP_NUM_THREADS": "1"}),
+            "ray2": (["--executor", "ray", "--workers", "2", "--address", address], {"OMP_NUM_THREADS": "1"}),
+            "ray1": (["--executor", "ray", "--workers", "1", "--address", address], {"OMP_NUM_THREADS": "1"}),
+            "local_all_threads": ([], {"OMP_NUM_THREADS": str(cpus)}),
+        }
+        seconds = {side: [] for side in SIDES}
+        generate_s = {side: [] for side in SIDES}
+        differing = {side: [] for side in ("ray2", "ray1")}
+        for round_ in range(args.rounds):
+            order = SIDES[round_ % len(SIDES):] + SIDES[:round_ % len(SIDES)]
+            predictions = {}
+            for side in order:
+                extra, env = sides[side]
+                out = temporary / f"{side}-{round_}"
+                seconds[side].append(timed([*command, *extra, "-o", str(out)],
+                                           {**os.environ, **env, "CTRLKIT_CACHE_DIR": str(temporary / "cache")}))
+                results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+                generate_s[side].append(results["timings"]["generate_s"])
+                predictions[side] = [json.loads(line)["prediction"]
+                                     for line in (out / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+            for side in differing:
+                differing[side].append(sum(a != b for a, b in zip(predictions[side], predictions["local"])))
+            print(f"round {round_ + 1}: " + ", ".join(f"{side} {seconds[side][-1]:.2f} s" for side in SIDES)
+                  + f"; outputs differing from local: ray2 {differing['ray2'][-1]}, ray1 {differing['ray1'][-1]} "
+                    f"of {len(predictions['local'])}", flush=True)
+
+    median = {side: statistics.median(values) for side, values in seconds.items()}
+    speedup = median["local"] / median["ray2"]
+    overhead = median["ray1"] / median["local"]
+    met = speedup >= SPEEDUP_TARGET and overhead <= OVERHEAD_TARGET
+    entry = {
+        "name": "ray_run", "ratio": round(speedup, 3),
+        "target": f"local / ray with 2 workers >= {SPEEDUP_TARGET}x and ray with 1 worker / local <= "
+                  f"{OVERHEAD_TARGET} (at most 15% overhead), medians of end-to-end seconds",
+        "met": met, "overhead_ratio": round(overhead, 3),
+        "seconds": {side: round(value, 3) for side, value in median.items()},
+        "seconds_all_rounds": {side: [round(v, 3) for v in values] for side, values in seconds.items()},
+        "generate_seconds_median": {side: round(statistics.median(values), 3) for side, values in generate_s.items()},
+        "local_all_threads_speedup_over_local": round(median["local"] / median["local_all_threads"], 3),
+        "outputs_differing_from_local": differing, "examples": len(predictions["local"]),
+        "distinct_outputs": len(set(predictions["local"])), "rounds": args.rounds, "batch_size": args.batch_size,
+        "new_tokens_per_example": args.new_tokens, "num_beams": args.num_beams,
+        "cluster": args.address and "given by --address" or f"local, started by ray.init() ({cpus} CPUs)",
+        "statistic": "median wall time of a fresh ctrlkit run subprocess, end to end",
+        "model": f"tiny BART (d_model {args.d_model}, 2+2 layers, {POSITIONS} positions: no input truncated), CPU",
+        "malloc": " ".join(f"{k}={v}" for k, v in FIXED_MALLOC.items()),
+    }
+    record(Path(args.out), entry)
+    labels = {"local": "local, 1 thread", "ray2": "ray, 2 workers", "ray1": "ray, 1 worker",
+              "local_all_threads": f"local, {cpus} threads"}
+    print(f"{'side':<18} {'median s':>9} {'generate s':>11}")
+    for side in SIDES:
+        print(f"{labels[side]:<18} {median[side]:>9.2f} {statistics.median(generate_s[side]):>11.2f}")
+    print(f"speedup local / ray-2 = {speedup:.2f}x (target >= {SPEEDUP_TARGET}x); ray-1 / local = {overhead:.3f} "
+          f"(target <= {OVERHEAD_TARGET}); {'met' if met else 'NOT met'}")
+
+
+def start_cluster() -> str:
+    """Start a local Ray instance in this process, protected by a token in the environment only
+    (this process's and the commands': nothing is written to ~/.ray), and return its address."""
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+    os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+    import ray  # after the token: ray reads it when imported
+
+    ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+    return ray.get_runtime_context().gcs_address
+
+
+def timed(command: list[str], env: dict) -> float:
+    """Wall seconds of one subprocess; its output is shown only when it fails."""
+    start = time.perf_counter()
+    finished = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    seconds = time.perf_counter() - start
+    if finished.returncode:
+        sys.exit(f"{' '.join(command)} failed (exit {finished.returncode}):\n{finished.stdout}{finished.stderr}")
+    return seconds
+
+
+if __name__ == "__main__":
+    main()
