@@ -1,0 +1,100 @@
+"""A sweep of 8 CPU cells on Ray against the same sweep run locally, side by side in one run.
+
+The cells: controllers none, prepend, tag and prompt on two tiny BARTs built offline
+(``ctrlkit.tiny_models.build_bart``, d_model 64 and 96) over the bundled sample, ROUGE only, no
+cache, no baseline, so generation dominates. Each sweep runs in a fresh process with one torch
+thread (``OMP_NUM_THREADS=1``; Ray's workers get one CPU each):
+
+- local: ``sweep(...)``, the cells one after another;
+- Ray, 2 workers: ``ray.init(num_cpus=2)`` (a Ray instance on this machine), then
+  ``sweep(..., executor="ray")``: two cells at a time;
+- Ray, 1 worker: the same with ``num_cpus=1``, to show what Ray itself costs.
+
+A Ray sweep's time includes starting Ray, as a user pays it. The three tables must hold the same
+numbers. Targets: local / Ray with 2 workers >= 1.6x; Ray with 1 worker / local <= 1.15.
+
+    python bench/ray_sweep.py [--limit 24]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from record import record  # bench/ is the script's folder, first on sys.path
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEEDUP_TARGET = 1.6
+OVERHEAD_TARGET = 1.15
+CONTROLLERS = ["none", "prepend", "tag", "prompt"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--limit", type=int, default=24, help="examples per cell")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results.json"))
+    parser.add_argument("--child", nargs=4, metavar=("MODE", "MODELS", "LIMIT", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(*args.child)
+        return
+
+    from ctrlkit.tiny_models import build_bart
+
+    with tempfile.TemporaryDirectory() as folder:
+        models = [str(build_bart(Path(folder) / f"bart{width}", d_model=width)) for width in (64, 96)]
+        found = {mode: _sweep(mode, models, args.limit, Path(folder) / mode) for mode in ("local", "ray2", "ray1")}
+    same = found["local"]["rows"] == found["ray2"]["rows"] == found["ray1"]["rows"]
+    speedup = found["local"]["seconds"] / found["ray2"]["seconds"]
+    overhead = found["ray1"]["seconds"] / found["local"]["seconds"]
+    entry = {
+        "name": "ray_sweep", "ratio": round(speedup, 2),
+        "target": f"local / Ray 2 workers >= {SPEEDUP_TARGET:g}x, Ray 1 worker / local <= {OVERHEAD_TARGET:g}, same table",
+        "met": bool(speedup >= SPEEDUP_TARGET and overhead <= OVERHEAD_TARGET and same),
+        "seconds": {mode: round(result["seconds"], 2) for mode, result in found.items()},
+        "overhead_ray1_over_local": round(overhead, 3), "cells": 2 * len(CONTROLLERS), "limit": args.limit,
+        "same_tables": same,
+    }
+    record(Path(args.out), entry)
+    print(f"{2 * len(CONTROLLERS)} cells x {args.limit} examples (tiny BARTs, ROUGE, no cache)")
+    for mode, label in (("local", "local"), ("ray2", "Ray, 2 workers"), ("ray1", "Ray, 1 worker")):
+        print(f"{label:16} {found[mode]['seconds']:8.2f} s")
+    print(f"same tables: {same}")
+    print(f"local / Ray 2 workers = {speedup:.2f}x (target >= {SPEEDUP_TARGET:g}x); "
+          f"Ray 1 worker / local = {overhead:.3f} (target <= {OVERHEAD_TARGET:g}): "
+          f"{'met' if entry['met'] else 'NOT met'}")
+
+
+def _sweep(mode: str, models: list[str], limit: int, out: Path) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0"}
+    done = subprocess.run([sys.executable, __file__, "--child", mode, ",".join(models), str(limit), str(out)],
+                          capture_output=True, text=True, env=env, check=False)
+    if done.returncode:
+        sys.exit(f"the {mode} sweep failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _child(mode: str, models: str, limit: str, out: str) -> None:
+    """One sweep in this process; prints its seconds and its table's rows (metrics only)."""
+    import time
+
+    from ctrlkit.sweep import sweep
+
+    started = time.perf_counter()
+    executor = "local"
+    if mode.startswith("ray"):
+        import ray
+
+        ray.init(num_cpus=int(mode[3:]), include_dashboard=False, log_to_driver=False)
+        executor = "ray"
+    rows = sweep(out=out, controllers=CONTROLLERS, backbones=[f"hf:{model}" for model in models.split(",")],
+                 metrics=["rouge"], limit=int(limit), batch_size=8, cache=False, bootstrap=0, executor=executor)
+    seconds = time.perf_counter() - started
+    print(json.dumps({"seconds": seconds, "rows": [[row["controller"], row["metrics"]] for row in rows]}))
+
+
+if __name__ == "__main__":
+    main()
