@@ -45,11 +45,11 @@ import json
 import os
 import secrets
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from pipeline_overhead import timed  # bench/ is the script's folder, first on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEEDUP_TARGET = 1.6
@@ -154,16 +154,6 @@ def start_cluster() -> str:
 
     ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
     return ray.get_runtime_context().gcs_address
-
-
-def timed(command: list[str], env: dict) -> float:
-    """Wall seconds of one subprocess; its output is shown only when it fails."""
-    start = time.perf_counter()
-    finished = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    seconds = time.perf_counter() - start
-    if finished.returncode:
-        sys.exit(f"{' '.join(command)} failed (exit {finished.returncode}):\n{finished.stdout}{finished.stderr}")
-    return seconds
 
 
 if __name__ == "__main__":

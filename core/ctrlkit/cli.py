@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from .cli_options import (BATCH_SIZE, BOOTSTRAP, DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CACHE, ONLY_TOPICS, SAMPLE,
-                          SET, SKIP_INVALID, SPLIT, STRICT_CONTROLS, TOPIC_SOURCE_HELP, TOPICS)
+from .cli_options import (BATCH_SIZE, BOOTSTRAP, DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CACHE, ONLY_TOPICS,
+                          RAY_ADDRESS, SAMPLE, SET, SKIP_INVALID, SPLIT, STRICT_CONTROLS, TOPIC_SOURCE_HELP, TOPICS)
 from .component_options import NOUNS, kind_of, qualified
 from .errors import CtrlkitError
 from .options import parse_assignments
@@ -97,9 +97,7 @@ def cli():
 @click.option("--workers", type=click.IntRange(min=1), metavar="N",
               help="With --executor ray: Ray workers generating at once, each holding one backbone on a CPU, or on "
                    "a GPU for a CUDA model; the examples are shared among them by a hash of their id [default: 1].")
-@click.option("--address", metavar="HOST:PORT",
-              help="With --executor ray: the Ray cluster (what ray start --head prints) [default: $RAY_ADDRESS, "
-                   "else a new local Ray instance].")
+@RAY_ADDRESS
 def run(dataset, data, split, controller, backbone, metrics, topics, only_topics, topic_source, assignments, baseline,
         no_baseline, limit, sample, seed, batch_size, bootstrap, out, device, judge, skip_invalid, strict_controls,
         no_cache, executor, workers, address):
@@ -245,9 +243,7 @@ def report_command(directory, out, examples, figures):
               help="Where the cells run: here, one after another, or each as a task on a Ray cluster "
                    "(pip install 'ctrlkit[ray]'), written here as they finish. Results are the same either way; "
                    "a sweep begun with one resumes with the other.")
-@click.option("--address", metavar="HOST:PORT",
-              help="The Ray cluster of --executor ray (its head's ray start --head address) [default: "
-                   "$RAY_ADDRESS, else a new local Ray instance].")
+@RAY_ADDRESS
 def sweep(out, recipe, config_file, controllers, metrics, backbones, datasets, data_paths, split, topics, only_topics,
           topic_source, assignments, judge, limit, sample, seed, batch_size, baseline, reference, bootstrap, device,
           no_cache, overwrite, executor, address):

@@ -21,6 +21,9 @@ SAMPLE = click.option("--sample", type=click.IntRange(min=1),
 DEVICE = click.option("--device", help="Torch device for a neural backbone (cpu, cuda, cuda:1); default: CUDA when present.")
 SKIP_INVALID = click.option("--skip-invalid", is_flag=True,
                             help="Leave out invalid dataset rows (counted) instead of stopping.")
+RAY_ADDRESS = click.option("--address", metavar="HOST:PORT",
+                           help="With --executor ray: the Ray cluster (the address ray start --head prints) "
+                                "[default: $RAY_ADDRESS, else a new local Ray instance].")
 NO_CACHE = click.option("--no-cache", is_flag=True,
                         help="Generate (and judge) everything again, never touching the shared cache.")
 BATCH_SIZE = click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
