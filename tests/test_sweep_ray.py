@@ -5,14 +5,19 @@ import importlib.util
 import json
 import os
 import socket
+import sqlite3
 import textwrap
 
 import pytest
 
 import ctrlkit
+from ctrlkit import sweep_ray
+from ctrlkit.cache import FILE_NAME
+from ctrlkit.ray_support import worker_env_vars
 from ctrlkit.sweep import sweep
 
 from conftest import run_ctrlkit
+from test_faults import FaultyChat, _start
 
 SMALL = dict(controllers=["none", "tag"], metrics=["stas"], limit=6)
 VOLATILE = ("timings", "created", "cache")
@@ -86,6 +91,72 @@ def test_a_ray_sweep_writes_what_a_local_sweep_writes_and_resumes(ray_address, p
     assert_same_sweep(tmp_path / "local", tmp_path / "ray")
     # the executor is not a setting: a local sweep resumes the Ray one, with nothing to run
     assert all(row["reused"] for row in sweep(out=str(tmp_path / "ray"), **SMALL))
+
+
+def _entries(cache_folder) -> dict:
+    """``{table: {key: (value, checksum)}}`` of a cache file, read with sqlite3 itself ({}: no file)."""
+    if not (cache_folder / FILE_NAME).exists():
+        return {}
+    with sqlite3.connect(cache_folder / FILE_NAME) as connection:
+        tables = [name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {table: {key: (value, checksum) for key, value, checksum in
+                        connection.execute(f"SELECT key, value, checksum FROM {table}")} for table in tables}
+
+
+def test_what_ray_cells_generate_judge_or_find_on_their_node_reaches_the_drivers_cache(ray_address, tmp_path,
+                                                                                        monkeypatch):
+    """The workers use a cache folder of their own, as on another node. What the cells make there
+    reaches the driver's cache, and so does what a later sweep's cells find there (with a fresh
+    driver cache); a local rerun on the driver then generates nothing, asks the judge nothing, and
+    writes the same cells and tables."""
+    judge = FaultyChat("drop", good=10**6)  # a chat server that answers every fm prompt
+    _start(judge)
+    worker_cache = tmp_path / "worker-cache"
+    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "driver-cache"))
+    monkeypatch.setenv("no_proxy", "*")
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(sweep_ray, "worker_environment", lambda: {"env_vars": {
+        **worker_env_vars(), "CTRLKIT_CACHE_DIR": str(worker_cache), "no_proxy": "*"}})
+    given = dict(controllers=["none", "tag"], metrics=["stas", "fm"], limit=6, judge="openai:m", bootstrap=0,
+                 options={"openai": {"base_url": judge.url, "max_retries": 1, "backoff": 0.01}})
+    try:
+        made = sweep(out=str(tmp_path / "made"), executor="ray", address=ray_address, **given)
+        assert [row["cache"] for row in made] == [{"hits": 0, "misses": 6}] * 2
+        asked = judge.answered
+        assert asked > 0 and judge.faulted == 0
+        worker = _entries(worker_cache)  # the cells ran there, on the workers' cache
+        predictions = {json.loads(line)["prediction"] for cell in _cells(tmp_path / "made")
+                       for line in (tmp_path / "made" / "cells" / cell / "samples.jsonl").read_text().splitlines()}
+        assert {json.loads(value) for value, _ in worker["generations"].values()} == predictions
+        assert len(worker["judge"]) > 0
+        assert _entries(tmp_path / "driver-cache") == worker  # each entry as the worker stored it, checksum included
+
+        monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "fresh-driver-cache"))
+        found = sweep(out=str(tmp_path / "found"), executor="ray", address=ray_address, **given)
+        assert [row["cache"] for row in found] == [{"hits": 6, "misses": 0}] * 2 and judge.answered == asked
+        assert _entries(worker_cache) == worker
+        assert _entries(tmp_path / "fresh-driver-cache") == worker  # the hits too
+
+        local = sweep(out=str(tmp_path / "local"), **given)
+        assert [row["cache"] for row in local] == [{"hits": 6, "misses": 0}] * 2  # generated nothing
+        assert judge.answered == asked  # asked nothing
+        assert_same_sweep(tmp_path / "made", tmp_path / "local")
+        assert_same_sweep(tmp_path / "found", tmp_path / "local")
+        assert all(row["metrics"]["fm"]["failed"] == 0 for row in local)
+    finally:
+        judge.http.shutdown()
+        judge.http.server_close()
+
+
+def test_a_ray_sweep_without_the_cache_fills_no_cache(ray_address, tmp_path, monkeypatch):
+    worker_cache, driver_cache = tmp_path / "worker-cache", tmp_path / "driver-cache"
+    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(driver_cache))
+    monkeypatch.setattr(sweep_ray, "worker_environment", lambda: {"env_vars": {
+        **worker_env_vars(), "CTRLKIT_CACHE_DIR": str(worker_cache)}})
+    rows = sweep(out=str(tmp_path / "ray"), executor="ray", address=ray_address, cache=False, **SMALL)
+    assert [row["cache"] for row in rows] == [None, None] and _cells(tmp_path / "ray")
+    assert not worker_cache.exists() and not driver_cache.exists()
 
 
 PLUGIN = '''

@@ -22,6 +22,10 @@ its key and text, so a damaged page that still parses is a miss (computed again 
 rewritten), never a wrong answer. The file is never deleted or moved. A run is one ``scope``:
 each fault is reported once in it, and ``scope(enabled=False)`` (``--no-cache``) keeps the run
 off the disk altogether.
+
+Inside ``recording()`` every entry a cache reads or stores is also kept, as stored (the key's hash
+and the value's JSON text), for :func:`store` to copy into the cache of another process: a Ray
+sweep cell's entries go from its worker's node to the driver's (:mod:`ctrlkit.sweep_ray`).
 """
 
 from __future__ import annotations
@@ -72,6 +76,9 @@ class _Scope:
 
 
 _scope: ContextVar[_Scope] = ContextVar("ctrlkit_cache_scope", default=_Scope())  # outside any run: the process
+Recorded = dict[str, dict[str, str]]
+"""Cache entries as stored: ``{namespace: {key (the sha256 of its parts): value (its JSON text)}}``."""
+_recording: ContextVar[Recorded | None] = ContextVar("ctrlkit_cache_recording", default=None)
 
 
 @contextmanager
@@ -87,6 +94,28 @@ def scope(enabled: bool = True) -> Iterator[None]:
         _scope.reset(token)
 
 
+@contextmanager
+def recording() -> Iterator[Recorded]:
+    """Keep every entry that a ``Cache`` made inside finds (a hit) or stores, in the mapping this
+    yields, whether or not its file could be read or written: what a run inside used or made. A
+    cache that is off (``scope(enabled=False)``) keeps nothing. A key stored twice keeps its last value."""
+    entries: Recorded = {}
+    token = _recording.set(entries)
+    try:
+        yield entries
+    finally:
+        _recording.reset(token)
+
+
+def store(entries: Recorded) -> None:
+    """Write ``entries`` (kept by :func:`recording`, here or in another process) into this
+    process's cache as they were stored there, replacing what their keys held; one transaction
+    per namespace. Inside ``scope(enabled=False)`` nothing is written; a file that cannot be
+    written is reported as ``Cache.put`` reports it."""
+    for namespace, stored in entries.items():
+        Cache(namespace).put_stored(stored)
+
+
 class Cache:
     """JSON values by key in the namespace's table: ``Cache("judge").get(parts)``.
 
@@ -99,6 +128,7 @@ class Cache:
         self.namespace = namespace
         self.path = cache_dir() / FILE_NAME
         self._scope = _scope.get()
+        self._recorded = None if self._scope.off else _recording.get()
         self.off = self._scope.off or self.path in self._scope.unused
         self.writable = self.path not in self._scope.unwritable
         if self.off:
@@ -164,24 +194,38 @@ class Cache:
         if row is None:
             return None
         try:
-            return _unpack(key, *row)
+            text = _checked_text(key, *row)
+            value = json.loads(text)
         except ValueError as exc:
             self._report_damaged_entry(exc)
             return None
+        self._record({key: text})
+        return value
 
     def put(self, key_parts: Any, value: Any) -> None:
         """Store ``value`` (JSON-serialisable), replacing what the key held; as strict JSON, so a
         lone surrogate is stored as U+FFFD and a NaN as null (``files.to_json``)."""
-        if self.off or not self.writable:
+        if self._recorded is None and (self.off or not self.writable):
             return
-        key = cache_key(key_parts)
+        self.put_stored({cache_key(key_parts): to_json(value)})
+
+    def put_stored(self, stored: dict[str, str]) -> None:
+        """Store values as stored (``{key: JSON text}``, keys already hashed), in one transaction."""
+        self._record(stored)
+        if self.off or not self.writable or not stored:
+            return
         try:
             with self._connection() as connection:
-                text = to_json(value)
-                connection.execute(f"INSERT OR REPLACE INTO {self.namespace} (key, value, checksum) "
-                                   "VALUES (?, ?, ?)", (key, text, _checksum(key, text)))
+                connection.executemany(f"INSERT OR REPLACE INTO {self.namespace} (key, value, checksum) "
+                                       "VALUES (?, ?, ?)",
+                                       [(key, text, _checksum(key, text)) for key, text in stored.items()])
         except sqlite3.Error as exc:
             self._stop_writing(exc)
+
+    def _record(self, stored: dict[str, str]) -> None:
+        """Keep ``stored`` for the ``recording()`` this cache was made in, if any."""
+        if self._recorded is not None:
+            self._recorded.setdefault(self.namespace, {}).update(stored)
 
     def _stop_using(self, what: str, reason: Any) -> None:
         """Turn this cache, and every later one on the same file in this run, off; say so once."""
@@ -221,13 +265,13 @@ def _checksum(key: str, text: str) -> str:
     return hashlib.sha256(f"{key}\n{text}".encode("utf-8")).hexdigest()[:16]
 
 
-def _unpack(key: str, value: Any, checksum: Any) -> Any:
-    """The value stored for ``key`` (read as bytes); ValueError when it is damaged: not UTF-8 text,
-    or text whose checksum does not match. A row without a checksum (written before checksums, or
-    by an older ctrlkit sharing the file) is read as it is."""
+def _checked_text(key: str, value: Any, checksum: Any) -> str:
+    """The JSON text stored for ``key`` (read as bytes); ValueError when it is damaged: not UTF-8
+    text, or text whose checksum does not match. A row without a checksum (written before checksums,
+    or by an older ctrlkit sharing the file) is read as it is."""
     if not isinstance(value, bytes) or not isinstance(checksum, (bytes, type(None))):
         raise ValueError("a value or checksum that is not text")
     text = value.decode("utf-8")
     if checksum is not None and checksum.decode("utf-8") != _checksum(key, text):
         raise ValueError("checksum mismatch")
-    return json.loads(text)
+    return text

@@ -2,11 +2,13 @@
 
 Each cell to run is one Ray task: it runs :func:`ctrlkit.sweep.run_cell`, the function the local
 executor calls, in a temporary folder on its worker and returns the contents of the files written
-there (results.json, samples.jsonl) and the warning lines the run logged. The driver writes each
-cell's files into the sweep folder as a local run writes them (atomically, results.json last, so
-a cell whose results.json is there is whole) as the cells finish, in the order they finish; no
-filesystem is shared. The sweep's tables are written once every cell is done. A cell whose
-worker or node died is tried again (``MAX_RETRIES`` times); a cell that fails as a run fails (a
+there (results.json, samples.jsonl), the warning lines the run logged, and the cache entries the
+run found or stored (:func:`ctrlkit.cache.recording`). As the cells finish, in the order they
+finish, the driver stores each one's entries in its own cache, then writes its files into the
+sweep folder as a local run writes them (atomically, results.json last, so a cell whose
+results.json is there is whole, and its entries are in the driver's cache); no filesystem is
+shared. The sweep's tables are written once every cell is done. A cell whose worker or node died
+is tried again (``MAX_RETRIES`` times); a cell that fails as a run fails (a
 :class:`ctrlkit.CtrlkitError`, a bug) does not, and the sweep fails with its error, as a local
 sweep would, once the other cells are written: a rerun resumes from them.
 
@@ -24,9 +26,13 @@ node. A worker gets the driver's ``PYTHONPATH`` and plugin switches
 (:func:`ctrlkit.ray_support.worker_environment`), so it loads the plugins the driver loads, from
 the same paths; a plugin registered at run time in the driver (``pm.register``) is not seen there.
 The files a cell reads (data, topics, prompt and judge templates, model folders) must be at the
-same paths on every node. Everything else is the node's own: API keys, ``HF_HOME``, and the
-generation cache (``CTRLKIT_CACHE_DIR`` there), so a rerun on the same nodes generates nothing
-again, and a cell moved to another node generates its outputs there.
+same paths on every node. Everything else is the node's own: API keys, ``HF_HOME``, and the cache
+(``CTRLKIT_CACHE_DIR`` there), which a cell reads and fills as a local run does. Its generations and
+judge answers, found there or made, also reach the driver's cache (as they were stored, under the
+same keys), so that a rerun of the sweep or of any of its cells on the driver's machine, local or
+on Ray, generates and asks nothing again; where the driver and a worker share a machine, and so a
+cache file, the driver writes the worker's entries again, unchanged. With the cache off
+(``cache=False``, ``--no-cache``) no cache is read or written, on any node.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Callable, Sequence
 
+from .cache import recording, scope as cache_scope, store
 from .component_options import RunOptions
 from .errors import ConfigurationError, CtrlkitError
 from .files import atomic_write_bytes
@@ -84,7 +91,8 @@ def run_cells(cells: Sequence[Pending], *, out_dir: Path, address: str | None, c
     failures: dict[int, tuple[BaseException, BaseException]] = {}  # number: (the error, Ray's report of it)
     # Ray prints what it says of the cluster (a worker died, and its task runs again) on stdout,
     # where the command prints the table: it goes to stderr with ctrlkit's own lines
-    with contextlib.redirect_stdout(sys.stderr), Progress("sweep", len(cells), "cells", enabled=progress) as bar:
+    with contextlib.redirect_stdout(sys.stderr), cache_scope(enabled=cache), \
+            Progress("sweep", len(cells), "cells", enabled=progress) as bar:
         try:
             while running:
                 [ready], _ = ray.wait(list(running), num_returns=1)
@@ -102,6 +110,7 @@ def run_cells(cells: Sequence[Pending], *, out_dir: Path, address: str | None, c
                 else:
                     for line in output["warnings"]:
                         logger.warning("%s", line)
+                    store(output["cached"])  # before the cell is whole: a cell written has its entries here
                     done(number, write_cell(out_dir / folder, output["files"]))
                 bar.update(1, note=folder.rpartition("/")[2])
         except BaseException:
@@ -135,19 +144,20 @@ def needs_gpu(arguments: dict, cluster_gpus: bool) -> bool:
 
 
 def run_on_worker(arguments: dict, record: dict, cache: bool) -> dict:
-    """The Ray task of one cell: ``{"files": {relative path: bytes}, "warnings": [line]}``."""
+    """The Ray task of one cell: ``{"files": {relative path: bytes}, "warnings": [line], "cached":
+    the cache entries its run found or stored}`` (:data:`ctrlkit.cache.Recorded`; none without ``cache``)."""
     kept = _Kept()
     ctrlkit_logger = logging.getLogger("ctrlkit")
     ctrlkit_logger.addHandler(kept)
     try:
-        with tempfile.TemporaryDirectory(prefix="ctrlkit-cell-") as temporary:
+        with tempfile.TemporaryDirectory(prefix="ctrlkit-cell-") as temporary, recording() as cached:
             folder = Path(temporary) / "cell"
             run_cell(folder, arguments, record, cache, progress=False)
             files = {path.relative_to(folder).as_posix(): path.read_bytes()
                      for path in sorted(folder.rglob("*")) if path.is_file()}
     finally:
         ctrlkit_logger.removeHandler(kept)
-    return {"files": files, "warnings": kept.lines}
+    return {"files": files, "warnings": kept.lines, "cached": cached}
 
 
 class _Kept(logging.Handler):
