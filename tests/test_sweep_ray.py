@@ -229,7 +229,9 @@ def test_a_cell_whose_worker_dies_runs_again_and_the_sweep_completes_the_same(ra
     assert "A worker died" in on_ray.stderr  # what Ray says of it, kept off stdout
     assert on_ray.stderr.count("ctrlkit: backbone 'fragile' made 6 summaries\n") == 2  # the workers' warnings
     assert on_ray.stdout == (tmp_path / "ray" / "table.md").read_text()  # the table, and nothing else
-    local = run_ctrlkit("sweep", *arguments, "-o", str(tmp_path / "local"), env=env)  # the plugin in its versions
+    # the plugin in its versions; on a cache of its own, where the Ray cells' generations are not
+    local = run_ctrlkit("sweep", *arguments, "-o", str(tmp_path / "local"),
+                        env={"CTRLKIT_CACHE_DIR": str(tmp_path / "local-cache")})
     assert local.returncode == 0, local.stderr
     assert on_ray.stdout == local.stdout
     assert local.stderr.count("ctrlkit: backbone 'fragile' made 6 summaries\n") == 2

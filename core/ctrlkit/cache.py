@@ -216,9 +216,9 @@ class Cache:
             return
         try:
             with self._connection() as connection:
-                connection.executemany(f"INSERT OR REPLACE INTO {self.namespace} (key, value, checksum) "
-                                       "VALUES (?, ?, ?)",
-                                       [(key, text, _checksum(key, text)) for key, text in stored.items()])
+                for key, text in stored.items():
+                    connection.execute(f"INSERT OR REPLACE INTO {self.namespace} (key, value, checksum) "
+                                       "VALUES (?, ?, ?)", (key, text, _checksum(key, text)))
         except sqlite3.Error as exc:
             self._stop_writing(exc)
 
