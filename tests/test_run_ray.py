@@ -200,8 +200,9 @@ def test_a_tiny_bart_on_two_workers_generates_what_it_generates_here(ray_address
     monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "driver-cache"))
     monkeypatch.chdir(tmp_path)  # the workers resolve the relative model path where the driver does
     build_bart(tmp_path / "bart", init_std=0.3)
-    # no controller that adds a token: an untrained model draws its row at random (ray_generation's docstring)
-    settings = dict(backbone="hf:./bart", controller="none", baseline=None, metrics=["rouge"], bootstrap=0,
+    # tag adds [TAG] to the untrained model in every worker and in the driver: its row is drawn from a seed
+    # of its text, the same in every process whatever each drew before (backbones/seeded_rows.py)
+    settings = dict(backbone="hf:./bart", controller="tag", baseline=None, metrics=["rouge"], bootstrap=0,
                     limit=16, batch_size=3, options={"hf": {"device": "cpu", "max_new_tokens": 8, "num_beams": 2}})
     on_ray = ctrlkit.run(**settings, executor="ray", workers=2, address=ray_address)
     local = ctrlkit.run(**settings, cache=False)

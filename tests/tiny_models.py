@@ -38,13 +38,14 @@ def build_pegasus(directory: Path) -> Path:
     return save_model(PegasusForConditionalGeneration, config, fast, directory)
 
 
-def build_gpt2(directory: Path) -> Path:
+def build_gpt2(directory: Path, tied: bool = True) -> Path:
+    """``tied=False``: output embeddings of their own, as Llama's."""
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
     tokenizer = train_tokenizer(["<|endoftext|>"])
     fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|endoftext|>", bos_token="<|endoftext|>",
                                    model_max_length=256)
     config = GPT2Config(vocab_size=len(fast), n_embd=64, n_layer=2, n_head=2, n_positions=256, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                        bos_token_id=0, eos_token_id=0)
+                        bos_token_id=0, eos_token_id=0, tie_word_embeddings=tied)
     return save_model(GPT2LMHeadModel, config, fast, directory)
 

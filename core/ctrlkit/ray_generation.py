@@ -20,10 +20,10 @@ batches (each holds one shard's inputs), so a padded transformers model may pad 
 another length than the local run did; the masked padding leaves the output the same in exact
 arithmetic, but floating-point sums in another order can differ in their last bits and, rarely,
 flip a beam's choice. ``batch_size=1`` makes the batches, and so the outputs, the same. A
-backbone that samples at random is not reproduced batch for batch on either executor. Nor is a
-token that a controller adds to a model without it (tag's ``[TAG]`` on an untrained model): its
-embedding row is drawn from the torch random state of the process that adds it, a worker's or
-the driver's; a model trained with the controller has the token, and nothing is drawn.
+backbone that samples at random is not reproduced batch for batch on either executor. A token
+that a controller adds to a model without it (tag's ``[TAG]`` on an untrained model) gets the
+same embedding row in every worker as in the driver: it is drawn from a seed of the token's
+text, not from the process's random state (:mod:`ctrlkit.backbones.seeded_rows`).
 """
 
 from __future__ import annotations

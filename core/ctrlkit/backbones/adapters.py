@@ -19,6 +19,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from ..errors import ConfigurationError
+from . import seeded_rows
 
 ADAPTER_CONFIG = "adapter_config.json"
 ADDED_TOKENS_FILE = "ctrlkit_added_tokens.safetensors"
@@ -160,13 +161,13 @@ def restore_added_rows(model, folder: Path, vocabulary: int) -> dict:
     path = folder / ADDED_TOKENS_FILE
     if not path.is_file():
         if vocabulary > model.get_input_embeddings().weight.shape[0]:
-            model.resize_token_embeddings(vocabulary, mean_resizing=False)
+            seeded_rows.resize(model, vocabulary)
         return {}
     import torch
     from safetensors.torch import load_file
 
     rows = load_file(str(path))
-    model.resize_token_embeddings(vocabulary, mean_resizing=False)
+    seeded_rows.resize(model, vocabulary)
     with torch.no_grad():
         model.get_input_embeddings().weight[-len(rows["input"]):] = rows["input"]
         if "output" in rows:

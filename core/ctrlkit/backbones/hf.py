@@ -14,6 +14,7 @@ from pathlib import Path
 from ..chat import flatten_messages
 from ..errors import ConfigurationError
 from ..types import SEP
+from . import seeded_rows
 from .hf_base import HFBackbone
 
 INPUT_EMBEDDINGS_FILE = "ctrlkit_input_embeddings.safetensors"
@@ -44,7 +45,9 @@ class HFSeq2Seq(HFBackbone):
 
     def add_input_embeddings(self, key: str, count: int):
         """A trainable table of ``count`` vectors the size of the token embeddings, added to the
-        encoder input when an input names one of them; a saved table of that size is reused."""
+        encoder input when an input names one of them; a saved table of that size is reused. A new
+        table's rows are drawn from seeds of ``key`` and their index, the same in every process
+        (:mod:`.seeded_rows`)."""
         import torch
 
         self._load()
@@ -54,8 +57,9 @@ class HFSeq2Seq(HFBackbone):
                                          f"{self.input_embeddings[key].num_embeddings} rows, not {count}")
             return self.input_embeddings[key]
         width = self.model.get_input_embeddings().embedding_dim
-        table = torch.nn.Embedding(count, width)
-        torch.nn.init.normal_(table.weight, std=getattr(self.model.config, "init_std", 0.02))
+        std = getattr(self.model.config, "init_std", 0.02)
+        rows = seeded_rows.normal_rows(count, width, std, "input embeddings", key)
+        table = torch.nn.Embedding.from_pretrained(rows, freeze=False)
         self.input_embeddings[key] = table.to(self.device, dtype=self.model.dtype)
         return self.input_embeddings[key]
 

@@ -14,7 +14,7 @@ from ..hub import hub_unreachable, is_local, not_found_offline
 from ..options import Option
 from ..quiet import quiet_new_imports, quietly
 from ..secrets import scrub_text
-from . import adapter_composition, adapters
+from . import adapter_composition, adapters, seeded_rows
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -149,13 +149,16 @@ class HFBackbone(Backbone):
         """Hook for subclasses: restore what ctrlkit saved beside the weights."""
 
     def add_special_tokens(self, tokens):
-        new = [token for token in tokens if token not in self.tokenizer.get_vocab()]
+        """Add the ``tokens`` the model lacks; their new rows are drawn from seeds of their texts,
+        the same in every process (:mod:`.seeded_rows`)."""
+        new = list(dict.fromkeys(token for token in tokens if token not in self.tokenizer.get_vocab()))
         if new and self.has_adapter:
             raise ConfigurationError(f"backbone '{self.name}': the adapter in {self.options['model']} was trained "
                                      f"without the token {new[0]} this controller adds; train one with the controller")
         if new:
             self.tokenizer.add_tokens(new, special_tokens=True)
-            self.model.resize_token_embeddings(len(self.tokenizer), mean_resizing=False)
+            ids = {token: self.tokenizer.convert_tokens_to_ids(token) for token in new}
+            seeded_rows.add_token_rows(self.model, ids, len(self.tokenizer))
             self._tokens_added += len(new)
 
     @property
