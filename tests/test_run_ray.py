@@ -231,6 +231,32 @@ def test_ray_options_without_the_ray_executor_are_refused_in_one_line(tmp_path, 
     assert not (tmp_path / "runs").exists()
 
 
+def test_run_and_sweep_declare_the_ray_options_once_with_their_own_words():
+    from click.testing import CliRunner
+
+    from ctrlkit import cli_options
+    from ctrlkit.cli import cli
+
+    def options(command):
+        return {param.name: param for param in cli.commands[command].params}
+
+    run_options, sweep_options = options("run"), options("sweep")
+    assert tuple(run_options["executor"].type.choices) == tuple(sweep_options["executor"].type.choices) \
+        == ("local", "ray")
+    assert run_options["executor"].default == sweep_options["executor"].default == "local"
+    assert run_options["address"].help == sweep_options["address"].help
+    assert "workers" in run_options and "workers" not in sweep_options
+    assert "generated there, data-parallel on --workers" in run_options["executor"].help
+    assert "each cell is a task there" in sweep_options["executor"].help
+    source = Path(cli_options.__file__).with_name("cli.py").read_text(encoding="utf-8")
+    assert '"--executor"' not in source and '"--workers"' not in source and '"--address"' not in source
+    for command in ("run", "sweep"):
+        shown = CliRunner().invoke(cli, [command, "--help"])
+        assert shown.exit_code == 0
+        assert "--executor [local|ray]" in shown.output and "--address HOST:PORT" in shown.output
+        assert ("--workers N" in shown.output) == (command == "run")
+
+
 def test_fewer_than_one_worker_and_an_unknown_executor_are_refused():
     result = run_ctrlkit("run", "--executor", "ray", "--workers", "0")
     assert result.returncode == 2 and "Invalid value for '--workers': 0 is not in the range x>=1" in result.stderr
