@@ -12,6 +12,7 @@ id of the process that generated it; it appends each input it generates to ``log
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -272,6 +273,30 @@ def test_more_workers_than_the_cluster_can_hold_are_refused_before_any_work(ray_
     refusal = r"^--executor ray with backbone 'extractive' needs 3 CPUs \(3 workers, 1 each\); the Ray cluster has 2: "
     with pytest.raises(ConfigurationError, match=refusal + "give fewer --workers$"):
         ctrlkit.run(executor="ray", workers=3, address=ray_address)
+
+
+def test_an_address_other_than_the_connected_clusters_is_refused_in_one_line(ray_address, monkeypatch):
+    from ctrlkit import ray_support
+    from ctrlkit.ray_support import connect, host_and_port
+
+    ray = connect(ray_address)
+    port = int(ray_address.rpartition(":")[2])
+    current = ray.get_runtime_context().gcs_address  # Ray names a loopback address by the node's IP
+    assert current.endswith(f":{port}")
+    assert connect(None) is ray and connect("auto") is ray and connect(f"localhost:{port}") is ray
+    monkeypatch.setattr(ray_support, "_GIVEN", {})  # as if the user had connected: only the GCS address
+    assert connect(ray_address) is ray and connect(f"localhost:{port}") is ray and connect(current) is ray
+    refusal = (rf"^--executor ray: this process is connected to the Ray cluster at {re.escape(current)}, not "
+               rf"127\.0\.0\.1:{port + 1}; give no address to use it, or call ray\.shutdown\(\) first$")
+    with pytest.raises(ConfigurationError, match=refusal):
+        connect(f"127.0.0.1:{port + 1}")
+    with pytest.raises(ConfigurationError, match=rf"^--executor ray: .*, not localhost:{port + 1}; "):
+        ctrlkit.run(executor="ray", address=f"localhost:{port + 1}", limit=2, bootstrap=0)
+    with pytest.raises(ConfigurationError, match=r", not 192\.0\.2\.77:"):  # another host, the same port
+        connect(f"192.0.2.77:{port}")
+    assert ray.is_initialized() and ray.get_runtime_context().gcs_address == current  # still connected
+    assert host_and_port("ray://[::1]:10001") == ("::1", 10001) and host_and_port("head:6379") == ("head", 6379)
+    assert host_and_port("auto") is None and host_and_port("local") is None
 
 
 def test_a_local_run_does_not_import_ray():
