@@ -6,7 +6,8 @@ samples.jsonl must be equal.
 The probe backbone is a plugin distribution written here (a ``*.dist-info`` on PYTHONPATH), so
 that the workers load it too: its text is a function of the input alone, or with ``say_pid`` the
 id of the process that generated it; it appends each input it generates to ``log``, and with
-``crash_marker`` the first process to generate creates that file and exits on the spot.
+``crash_marker`` the first process to generate creates that file and exits on the spot. Its
+``load()`` appends the process id to ``load_log``, or fails while the file ``fail_load`` exists.
 """
 
 import hashlib
@@ -16,6 +17,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -33,6 +35,7 @@ import json
 import os
 
 from ctrlkit import Backbone, Option, hookimpl
+from ctrlkit.errors import ConfigurationError
 
 
 class Probe(Backbone):
@@ -40,7 +43,16 @@ class Probe(Backbone):
         Option("log", str, "", "file to append each generated input to"),
         Option("crash_marker", str, "", "the first process to generate creates this file and exits"),
         Option("say_pid", bool, False, "answer the id of the generating process"),
+        Option("load_log", str, "", "file to append the id of each process that loads the backbone to"),
+        Option("fail_load", str, "", "loading fails while this file exists"),
     )
+
+    def load(self):
+        if self.options["fail_load"] and os.path.exists(self.options["fail_load"]):
+            raise ConfigurationError(f"backbone '{self.name}' cannot load: {self.options['fail_load']} exists")
+        if self.options["load_log"]:
+            with open(self.options["load_log"], "a", encoding="utf-8") as log:
+                log.write(f"{os.getpid()}\\n")
 
     def generate(self, inputs):
         if self.options["crash_marker"]:
@@ -209,6 +221,63 @@ def test_a_tiny_bart_on_two_workers_generates_what_it_generates_here(ray_address
     assert [s["prediction"] for s in on_ray.samples] == [s["prediction"] for s in local.samples]
     assert len({s["prediction"] for s in local.samples}) > 1
     assert on_ray.metrics == local.metrics
+
+
+@pytest.fixture
+def probe_here(probe_env, monkeypatch, throwaway_plugins):
+    """The probe backbone registered in this process too, and on the PYTHONPATH its Ray workers get."""
+    plugin = probe_env["PYTHONPATH"].split(os.pathsep)[0]
+    monkeypatch.setenv("PYTHONPATH", probe_env["PYTHONPATH"])
+    monkeypatch.syspath_prepend(plugin)
+    import ctrlkit_probe_plugin
+
+    throwaway_plugins(ctrlkit_probe_plugin, "ctrlkit-probe-here")
+
+
+def _pool(address, workers, **options):
+    from ctrlkit.ray_generation import RayGeneration
+
+    backbone = ctrlkit.get_backbone("probe", **options)
+    return RayGeneration(address, "probe", options, backbone, workers, use_cache=False)
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def test_the_workers_load_their_backbones_as_the_block_opens_and_use_them_for_every_batch(ray_address, tmp_path,
+                                                                                          probe_here):
+    loads = tmp_path / "loads.log"
+    examples = _sample_examples()[:16]
+    inputs = [ModelInput(source=example.document) for example in examples]
+    ids = [example.id for example in examples]
+    assert {_independent_shard(i, 2) for i in ids} == {0, 1}  # work for both workers
+    with _pool(ray_address, 2, load_log=str(loads), say_pid=True) as pool:
+        deadline = time.monotonic() + 120
+        while len(_lines(loads)) < 2:  # no batch asked for yet: the workers load on their own
+            assert time.monotonic() < deadline, "the workers did not load their backbones before a batch"
+            time.sleep(0.2)
+        batches = list(pool.batches(inputs, [], list(range(len(inputs))), ids, 3))
+    loaded_by = _lines(loads)
+    assert len(loaded_by) == len(set(loaded_by)) == 2  # each worker loaded once, whatever its batches
+    generated_by = {pid for _, outputs, _ in batches for pid in outputs}
+    assert generated_by == set(loaded_by)
+    assert sorted(i for batch, _, _ in batches for i in batch) == list(range(len(inputs)))
+
+
+def test_a_worker_that_cannot_load_fails_its_first_batch_in_one_line_and_a_worker_without_work_nothing(
+        ray_address, tmp_path, probe_here):
+    failing = tmp_path / "no-weights"
+    failing.touch()
+    examples = _sample_examples()[:4]
+    inputs = [ModelInput(source=example.document) for example in examples]
+    ids = [example.id for example in examples]
+    with _pool(ray_address, 2, fail_load=str(failing)) as pool:
+        assert list(pool.batches(inputs, [], [], ids, 2)) == []  # nothing to generate: no error to report
+        with pytest.raises(ConfigurationError, match=rf"^backbone 'probe' cannot load: {re.escape(str(failing))} "
+                                                     r"exists$"):
+            list(pool.batches(inputs, [], [0], ids, 2))
+    assert not pool.actors  # stopped on leaving the block
 
 
 def test_an_error_on_a_worker_is_the_local_runs_one_line(ray_address, tmp_path, monkeypatch):
