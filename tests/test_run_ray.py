@@ -280,6 +280,18 @@ def test_a_worker_that_cannot_load_fails_its_first_batch_in_one_line_and_a_worke
     assert not pool.actors  # stopped on leaving the block
 
 
+def test_a_transformers_backbone_reads_its_weights_on_load_and_not_before(tmp_path, monkeypatch):
+    from tiny_models import build_bart
+
+    monkeypatch.chdir(tmp_path)
+    backbone = ctrlkit.get_backbone(f"hf:{build_bart(tmp_path / 'bart')}", device="cpu")
+    assert backbone._model is None  # lazy: nothing read when made
+    backbone.load()
+    assert backbone._model is not None and backbone._tokenizer is not None
+    with pytest.raises(ConfigurationError, match=r"^backbone 'hf': no model folder at ./absent$"):
+        ctrlkit.get_backbone("hf:./absent").load()
+
+
 def test_an_error_on_a_worker_is_the_local_runs_one_line(ray_address, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigurationError, match=r"^backbone 'hf': no model folder at ./absent$"):
