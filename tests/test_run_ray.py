@@ -6,15 +6,18 @@ samples.jsonl must be equal.
 The probe backbone is a plugin distribution written here (a ``*.dist-info`` on PYTHONPATH), so
 that the workers load it too: its text is a function of the input alone, or with ``say_pid`` the
 id of the process that generated it; it appends each input it generates to ``log``, and with
-``crash_marker`` the first process to generate creates that file and exits on the spot.
+``crash_marker`` the first process to generate creates that file and exits on the spot. Its
+``load()`` appends the process id to ``load_log``, or fails while the file ``fail_load`` exists.
 """
 
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -32,6 +35,7 @@ import json
 import os
 
 from ctrlkit import Backbone, Option, hookimpl
+from ctrlkit.errors import ConfigurationError
 
 
 class Probe(Backbone):
@@ -39,7 +43,16 @@ class Probe(Backbone):
         Option("log", str, "", "file to append each generated input to"),
         Option("crash_marker", str, "", "the first process to generate creates this file and exits"),
         Option("say_pid", bool, False, "answer the id of the generating process"),
+        Option("load_log", str, "", "file to append the id of each process that loads the backbone to"),
+        Option("fail_load", str, "", "loading fails while this file exists"),
     )
+
+    def load(self):
+        if self.options["fail_load"] and os.path.exists(self.options["fail_load"]):
+            raise ConfigurationError(f"backbone '{self.name}' cannot load: {self.options['fail_load']} exists")
+        if self.options["load_log"]:
+            with open(self.options["load_log"], "a", encoding="utf-8") as log:
+                log.write(f"{os.getpid()}\\n")
 
     def generate(self, inputs):
         if self.options["crash_marker"]:
@@ -211,6 +224,75 @@ def test_a_tiny_bart_on_two_workers_generates_what_it_generates_here(ray_address
     assert on_ray.metrics == local.metrics
 
 
+@pytest.fixture
+def probe_here(probe_env, monkeypatch, throwaway_plugins):
+    """The probe backbone registered in this process too, and on the PYTHONPATH its Ray workers get."""
+    plugin = probe_env["PYTHONPATH"].split(os.pathsep)[0]
+    monkeypatch.setenv("PYTHONPATH", probe_env["PYTHONPATH"])
+    monkeypatch.syspath_prepend(plugin)
+    import ctrlkit_probe_plugin
+
+    throwaway_plugins(ctrlkit_probe_plugin, "ctrlkit-probe-here")
+
+
+def _pool(address, workers, **options):
+    from ctrlkit.ray_generation import RayGeneration
+
+    backbone = ctrlkit.get_backbone("probe", **options)
+    return RayGeneration(address, "probe", options, backbone, workers, use_cache=False)
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def test_the_workers_load_their_backbones_as_the_block_opens_and_use_them_for_every_batch(ray_address, tmp_path,
+                                                                                          probe_here):
+    loads = tmp_path / "loads.log"
+    examples = _sample_examples()[:16]
+    inputs = [ModelInput(source=example.document) for example in examples]
+    ids = [example.id for example in examples]
+    assert {_independent_shard(i, 2) for i in ids} == {0, 1}  # work for both workers
+    with _pool(ray_address, 2, load_log=str(loads), say_pid=True) as pool:
+        deadline = time.monotonic() + 120
+        while len(_lines(loads)) < 2:  # no batch asked for yet: the workers load on their own
+            assert time.monotonic() < deadline, "the workers did not load their backbones before a batch"
+            time.sleep(0.2)
+        batches = list(pool.batches(inputs, [], list(range(len(inputs))), ids, 3))
+    loaded_by = _lines(loads)
+    assert len(loaded_by) == len(set(loaded_by)) == 2  # each worker loaded once, whatever its batches
+    generated_by = {pid for _, outputs, _ in batches for pid in outputs}
+    assert generated_by == set(loaded_by)
+    assert sorted(i for batch, _, _ in batches for i in batch) == list(range(len(inputs)))
+
+
+def test_a_worker_that_cannot_load_fails_its_first_batch_in_one_line_and_a_worker_without_work_nothing(
+        ray_address, tmp_path, probe_here):
+    failing = tmp_path / "no-weights"
+    failing.touch()
+    examples = _sample_examples()[:4]
+    inputs = [ModelInput(source=example.document) for example in examples]
+    ids = [example.id for example in examples]
+    with _pool(ray_address, 2, fail_load=str(failing)) as pool:
+        assert list(pool.batches(inputs, [], [], ids, 2)) == []  # nothing to generate: no error to report
+        with pytest.raises(ConfigurationError, match=rf"^backbone 'probe' cannot load: {re.escape(str(failing))} "
+                                                     r"exists$"):
+            list(pool.batches(inputs, [], [0], ids, 2))
+    assert not pool.actors  # stopped on leaving the block
+
+
+def test_a_transformers_backbone_reads_its_weights_on_load_and_not_before(tmp_path, monkeypatch):
+    from tiny_models import build_bart
+
+    monkeypatch.chdir(tmp_path)
+    backbone = ctrlkit.get_backbone(f"hf:{build_bart(tmp_path / 'bart')}", device="cpu")
+    assert backbone._model is None  # lazy: nothing read when made
+    backbone.load()
+    assert backbone._model is not None and backbone._tokenizer is not None
+    with pytest.raises(ConfigurationError, match=r"^backbone 'hf': no model folder at ./absent$"):
+        ctrlkit.get_backbone("hf:./absent").load()
+
+
 def test_an_error_on_a_worker_is_the_local_runs_one_line(ray_address, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigurationError, match=r"^backbone 'hf': no model folder at ./absent$"):
@@ -232,6 +314,32 @@ def test_ray_options_without_the_ray_executor_are_refused_in_one_line(tmp_path, 
     assert not (tmp_path / "runs").exists()
 
 
+def test_run_and_sweep_declare_the_ray_options_once_with_their_own_words():
+    from click.testing import CliRunner
+
+    from ctrlkit import cli_options
+    from ctrlkit.cli import cli
+
+    def options(command):
+        return {param.name: param for param in cli.commands[command].params}
+
+    run_options, sweep_options = options("run"), options("sweep")
+    assert tuple(run_options["executor"].type.choices) == tuple(sweep_options["executor"].type.choices) \
+        == ("local", "ray")
+    assert run_options["executor"].default == sweep_options["executor"].default == "local"
+    assert run_options["address"].help == sweep_options["address"].help
+    assert "workers" in run_options and "workers" not in sweep_options
+    assert "generated there, data-parallel on --workers" in run_options["executor"].help
+    assert "each cell is a task there" in sweep_options["executor"].help
+    source = Path(cli_options.__file__).with_name("cli.py").read_text(encoding="utf-8")
+    assert '"--executor"' not in source and '"--workers"' not in source and '"--address"' not in source
+    for command in ("run", "sweep"):
+        shown = CliRunner().invoke(cli, [command, "--help"])
+        assert shown.exit_code == 0
+        assert "--executor [local|ray]" in shown.output and "--address HOST:PORT" in shown.output
+        assert ("--workers N" in shown.output) == (command == "run")
+
+
 def test_fewer_than_one_worker_and_an_unknown_executor_are_refused():
     result = run_ctrlkit("run", "--executor", "ray", "--workers", "0")
     assert result.returncode == 2 and "Invalid value for '--workers': 0 is not in the range x>=1" in result.stderr
@@ -247,6 +355,30 @@ def test_more_workers_than_the_cluster_can_hold_are_refused_before_any_work(ray_
     refusal = r"^--executor ray with backbone 'extractive' needs 3 CPUs \(3 workers, 1 each\); the Ray cluster has 2: "
     with pytest.raises(ConfigurationError, match=refusal + "give fewer --workers$"):
         ctrlkit.run(executor="ray", workers=3, address=ray_address)
+
+
+def test_an_address_other_than_the_connected_clusters_is_refused_in_one_line(ray_address, monkeypatch):
+    from ctrlkit import ray_support
+    from ctrlkit.ray_support import connect, host_and_port
+
+    ray = connect(ray_address)
+    port = int(ray_address.rpartition(":")[2])
+    current = ray.get_runtime_context().gcs_address  # Ray names a loopback address by the node's IP
+    assert current.endswith(f":{port}")
+    assert connect(None) is ray and connect("auto") is ray and connect(f"localhost:{port}") is ray
+    monkeypatch.setattr(ray_support, "_GIVEN", {})  # as if the user had connected: only the GCS address
+    assert connect(ray_address) is ray and connect(f"localhost:{port}") is ray and connect(current) is ray
+    refusal = (rf"^--executor ray: this process is connected to the Ray cluster at {re.escape(current)}, not "
+               rf"127\.0\.0\.1:{port + 1}; give no address to use it, or call ray\.shutdown\(\) first$")
+    with pytest.raises(ConfigurationError, match=refusal):
+        connect(f"127.0.0.1:{port + 1}")
+    with pytest.raises(ConfigurationError, match=rf"^--executor ray: .*, not localhost:{port + 1}; "):
+        ctrlkit.run(executor="ray", address=f"localhost:{port + 1}", limit=2, bootstrap=0)
+    with pytest.raises(ConfigurationError, match=r", not 192\.0\.2\.77:"):  # another host, the same port
+        connect(f"192.0.2.77:{port}")
+    assert ray.is_initialized() and ray.get_runtime_context().gcs_address == current  # still connected
+    assert host_and_port("ray://[::1]:10001") == ("::1", 10001) and host_and_port("head:6379") == ("head", 6379)
+    assert host_and_port("auto") is None and host_and_port("local") is None
 
 
 def test_a_local_run_does_not_import_ray():

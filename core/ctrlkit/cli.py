@@ -9,13 +9,13 @@ from pathlib import Path
 import click
 
 from .cli_options import (BATCH_SIZE, BOOTSTRAP, DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CACHE, ONLY_TOPICS,
-                          RAY_ADDRESS, SAMPLE, SET, SKIP_INVALID, SPLIT, STRICT_CONTROLS, TOPIC_SOURCE_HELP, TOPICS)
+                          RAY_ADDRESS, RUN_EXECUTOR, SAMPLE, SET, SKIP_INVALID, SPLIT, STRICT_CONTROLS, SWEEP_EXECUTOR,
+                          TOPIC_SOURCE_HELP, TOPICS, WORKERS)
 from .component_options import NOUNS, kind_of, qualified
 from .errors import CtrlkitError
 from .options import parse_assignments
 from .outputs import output_folder
 from .plugins import KINDS, add_plugin_commands, get_registry
-from .ray_support import EXECUTORS
 from .schedules import SCHEDULES
 
 
@@ -91,12 +91,8 @@ def cli():
 @SKIP_INVALID
 @STRICT_CONTROLS
 @NO_CACHE
-@click.option("--executor", type=click.Choice(EXECUTORS), default="local", show_default=True,
-              help="Where summaries are generated: here, or data-parallel on a Ray cluster (pip install "
-                   "'ctrlkit[ray]'); scoring and outputs stay here, and the results are the same.")
-@click.option("--workers", type=click.IntRange(min=1), metavar="N",
-              help="With --executor ray: Ray workers generating at once, each holding one backbone on a CPU, or on "
-                   "a GPU for a CUDA model; the examples are shared among them by a hash of their id [default: 1].")
+@RUN_EXECUTOR
+@WORKERS
 @RAY_ADDRESS
 def run(dataset, data, split, controller, backbone, metrics, topics, only_topics, topic_source, assignments, baseline,
         no_baseline, limit, sample, seed, batch_size, bootstrap, out, device, judge, skip_invalid, strict_controls,
@@ -239,10 +235,7 @@ def report_command(directory, out, examples, figures):
 @click.option("--overwrite", is_flag=True,
               help="Replace a sweep with other settings already in --out: its cells/, sweep.json, table.* and "
                    "report.* are removed first (other files stay).")
-@click.option("--executor", type=click.Choice(EXECUTORS), default="local", show_default=True,
-              help="Where the cells run: here, one after another, or each as a task on a Ray cluster "
-                   "(pip install 'ctrlkit[ray]'), written here as they finish. Results are the same either way; "
-                   "a sweep begun with one resumes with the other.")
+@SWEEP_EXECUTOR
 @RAY_ADDRESS
 def sweep(out, recipe, config_file, controllers, metrics, backbones, datasets, data_paths, split, topics, only_topics,
           topic_source, assignments, judge, limit, sample, seed, batch_size, baseline, reference, bootstrap, device,

@@ -1,7 +1,9 @@
-"""Command-line options that several commands share, declared once so they read alike."""
+"""Command-line options that several commands share, and the Ray executor's, declared once so that
+they read alike and cli.py stays a parser."""
 
 import click
 
+from .ray_support import EXECUTORS
 from .uncertainty import DEFAULT_RESAMPLES
 
 DATASET = click.option("-d", "--dataset", default="sample", show_default=True,
@@ -21,6 +23,23 @@ SAMPLE = click.option("--sample", type=click.IntRange(min=1),
 DEVICE = click.option("--device", help="Torch device for a neural backbone (cpu, cuda, cuda:1); default: CUDA when present.")
 SKIP_INVALID = click.option("--skip-invalid", is_flag=True,
                             help="Leave out invalid dataset rows (counted) instead of stopping.")
+
+
+def _executor(on_ray: str):
+    return click.option("--executor", type=click.Choice(EXECUTORS), default="local", show_default=True,
+                        help="Where the work runs: here, or on a Ray cluster (pip install 'ctrlkit[ray]'): "
+                             + on_ray)
+
+
+RUN_EXECUTOR = _executor("the summaries are generated there, data-parallel on --workers; scoring and outputs "
+                         "stay here, and the results are the same.")
+SWEEP_EXECUTOR = _executor("each cell is a task there, several at a time, written here as it finishes (here: "
+                           "one after another). The results are the same either way; a sweep begun with one "
+                           "resumes with the other.")
+WORKERS = click.option("--workers", type=click.IntRange(min=1), metavar="N",
+                       help="With --executor ray: Ray workers generating at once, each holding one backbone on a "
+                            "CPU, or on a GPU for a CUDA model; the examples are shared among them by a hash of "
+                            "their id [default: 1].")
 RAY_ADDRESS = click.option("--address", metavar="HOST:PORT",
                            help="With --executor ray: the Ray cluster (the address ray start --head prints) "
                                 "[default: $RAY_ADDRESS, else a new local Ray instance].")

@@ -138,6 +138,11 @@ class Backbone(Configurable):
                    if name not in self.transport_options and not is_secret(name)}
         return {"backbone": self.name, "options": mask_secrets(options)}
 
+    def load(self) -> None:
+        """Do now what the first use would do lazily (import a library, read the weights), so that
+        it can overlap other work: a Ray worker loads while the driver reads the data. Default:
+        nothing to load."""
+
     def add_special_tokens(self, tokens: Iterable[str]) -> None:
         """Make ``tokens`` atomic for the model; backbones without a vocabulary ignore it."""
 

@@ -159,69 +159,69 @@ def run(
             missing = ", ".join(sorted(c.requires - model.capabilities))
             raise ConfigurationError(f"controller '{c.name}' needs backbone capability {missing}, "
                                      f"which backbone '{backbone}' lacks")
-    # connected before any work: an unreachable or too small cluster is one line
-    pool = _ray_generation(address, backbone, routed.of("backbones", backbone_name(backbone)), model, ray_workers,
-                           cache) if ray_workers else None
+    # connected before any work: an unreachable or too small cluster is one line; the workers start
+    # making their backbones as the block opens, while this process loads what the run reads
+    with (_ray_generation(address, backbone, routed.of("backbones", backbone_name(backbone)), model, ray_workers,
+                          cache) if ray_workers else nullcontext()) as pool:
+        with _timed(timings, "load_s"):
+            # taken before reading: a file changed after this makes a sweep run the cell again
+            digests = {"data_digest": data_digest(source.options.get("path")), "topics_digest": data_digest(topics),
+                       "backbone_digest": backbone_digest(model)}
+            chosen_split = split if split is not None else source.default_split
+            loaded = source.load(chosen_split)
+            chosen = keep_topics(loaded, only_topics, _where(dataset, chosen_split)) if only_topics else loaded
+            examples = admit_examples(chosen[:limit], dataset)
+        report_skipped(source, dataset)
+        if not examples:
+            raise CtrlkitError(f"dataset '{dataset}' gave no examples")
+        if sample is not None:
+            examples = draw_sample(examples, sample, seed, dataset)
+        spaces: dict[str, TopicSpace] = {}
+        if per_document:
+            with _timed(timings, "topic_space_s"):
+                spaces = _topic_spaces({PICKING_VECTORIZER: picker}, topics, source, dataset)
+            examples = admit_examples(pick_topics(examples, spaces[PICKING_VECTORIZER], per_document, loaded,
+                                                  topic_source), dataset)
+        saved = model.saved_controller()
+        model_holdout = (saved or {}).get("holdout_topics")
+        n_held_out = report_held_out(model_holdout, examples, loaded)
+        if metrics is None:
+            scorers = default_scorers(scorers, examples, dataset)
+            needs_space = [c for c in (main, other, *scorers) if c is not None and c.topic_vectorizer]
+            vectorizers = used_vectorizers(vectorizers, needs_space)
+        for c in (main, other):
+            if c is not None:
+                check_controls(c, examples, dataset, strict_controls)
+        check_metrics(scorers, examples, source, dataset, strict_controls, unreferenced=bool(per_document))
 
-    with _timed(timings, "load_s"):
-        # taken before reading: a file changed after this makes a sweep run the cell again
-        digests = {"data_digest": data_digest(source.options.get("path")), "topics_digest": data_digest(topics),
-                   "backbone_digest": backbone_digest(model)}
-        chosen_split = split if split is not None else source.default_split
-        loaded = source.load(chosen_split)
-        chosen = keep_topics(loaded, only_topics, _where(dataset, chosen_split)) if only_topics else loaded
-        examples = admit_examples(chosen[:limit], dataset)
-    report_skipped(source, dataset)
-    if not examples:
-        raise CtrlkitError(f"dataset '{dataset}' gave no examples")
-    if sample is not None:
-        examples = draw_sample(examples, sample, seed, dataset)
-    spaces: dict[str, TopicSpace] = {}
-    if per_document:
         with _timed(timings, "topic_space_s"):
-            spaces = _topic_spaces({PICKING_VECTORIZER: picker}, topics, source, dataset)
-        examples = admit_examples(pick_topics(examples, spaces[PICKING_VECTORIZER], per_document, loaded,
-                                              topic_source), dataset)
-    saved = model.saved_controller()
-    model_holdout = (saved or {}).get("holdout_topics")
-    n_held_out = report_held_out(model_holdout, examples, loaded)
-    if metrics is None:
-        scorers = default_scorers(scorers, examples, dataset)
-        needs_space = [c for c in (main, other, *scorers) if c is not None and c.topic_vectorizer]
-        vectorizers = used_vectorizers(vectorizers, needs_space)
-    for c in (main, other):
-        if c is not None:
-            check_controls(c, examples, dataset, strict_controls)
-    check_metrics(scorers, examples, source, dataset, strict_controls, unreferenced=bool(per_document))
+            spaces.update(_topic_spaces({name: vectorizer for name, vectorizer in vectorizers.items()
+                                         if name not in spaces}, topics, source, dataset))
+        for c in needs_space:
+            _check_topics(c, spaces[c.topic_vectorizer], examples)
+        bind_metrics(scorers, spaces)
 
-    with _timed(timings, "topic_space_s"):
-        spaces.update(_topic_spaces({name: vectorizer for name, vectorizer in vectorizers.items()
-                                     if name not in spaces}, topics, source, dataset))
-    for c in needs_space:
-        _check_topics(c, spaces[c.topic_vectorizer], examples)
-    bind_metrics(scorers, spaces)
-
-    arms = {"run": main, "baseline": other} if other else {"run": main}
-    outcomes = {}
-    by_rank: dict[str, dict] = {}
-    cache_stats = {"hits": 0, "misses": 0}
-    with cache_scope(enabled=cache), pool or nullcontext():  # judge answers too
-        generations = Cache("generations") if cache else None
-        for arm, arm_controller in arms.items():
-            prefix = "" if arm == "run" else "baseline_"
-            with _timed(timings, prefix + "fit_s"):
-                fit_or_restore(arm_controller, model, source, spaces.get(arm_controller.topic_vectorizer), seed)
-                arm_controller.prepare(model)
-                if pool:
-                    pool.prepared(arm_controller)
-            with _timed(timings, prefix + "generate_s"):
-                predictions = generate(arm_controller, model, examples, batch_size, progress, generations,
-                                       cache_stats, pool)
-            with _timed(timings, prefix + "score_s"):
-                outcomes[arm] = (predictions, score(scorers, predictions, examples, progress,
-                                                    unreferenced=bool(per_document)))
-                if per_document > 1:
-                    by_rank[arm] = scores_by_rank(scorers, predictions, examples)
+        arms = {"run": main, "baseline": other} if other else {"run": main}
+        outcomes = {}
+        by_rank: dict[str, dict] = {}
+        cache_stats = {"hits": 0, "misses": 0}
+        with cache_scope(enabled=cache):  # judge answers too
+            generations = Cache("generations") if cache else None
+            for arm, arm_controller in arms.items():
+                prefix = "" if arm == "run" else "baseline_"
+                with _timed(timings, prefix + "fit_s"):
+                    fit_or_restore(arm_controller, model, source, spaces.get(arm_controller.topic_vectorizer), seed)
+                    arm_controller.prepare(model)
+                    if pool:
+                        pool.prepared(arm_controller)
+                with _timed(timings, prefix + "generate_s"):
+                    predictions = generate(arm_controller, model, examples, batch_size, progress, generations,
+                                           cache_stats, pool)
+                with _timed(timings, prefix + "score_s"):
+                    outcomes[arm] = (predictions, score(scorers, predictions, examples, progress,
+                                                        unreferenced=bool(per_document)))
+                    if per_document > 1:
+                        by_rank[arm] = scores_by_rank(scorers, predictions, examples)
     groups = groups_of(examples, source)
     with _timed(timings, "bootstrap_s"):
         uncertainty = intervals_of(scorers, {arm: scores for arm, (_, scores) in outcomes.items()},

@@ -10,6 +10,13 @@ equals), ``batch_size`` inputs at a time, and each batch comes back to the drive
 is done: the driver's progress bar moves, and it stores the batch in its own cache under the
 keys the local run uses, so that a later run on the driver's machine, local or Ray, finds it.
 
+The workers start as the driver's ``with`` block opens, before it reads the data, and each makes
+its backbone at once (``Backbone.load``: for a transformers model, importing torch and reading the
+weights) while the driver loads the data, fits the controllers and prepares its own backbone.
+An error making it is the worker's first batch's error, as it would be had the batch made it; a
+worker whose shard has nothing to generate holds its CPU or GPU until the block closes, and its
+error, should making the backbone fail, is not reported, since no batch of the run needed it.
+
 A worker also reads and fills the generation cache of its own node (its $CTRLKIT_CACHE_DIR,
 under the same keys). A worker that dies is started again (``MAX_RESTARTS``) and the batches it
 had not returned are run again (``MAX_TASK_RETRIES``), so the run completes as if it had not.
@@ -41,11 +48,11 @@ MAX_TASK_RETRIES = 3
 
 
 class GenerationWorker:
-    """One Ray actor's backbone. It is made at the first batch, not in the constructor, so that an
-    error making it (a model folder missing on the node) reaches the driver as that batch's error.
-    The worker works in the driver's working directory where its node has that folder (one
-    machine, a shared file system), so that a relative path (``hf:models/pt``) names what it
-    names on the driver."""
+    """One Ray actor's backbone. :meth:`warm_up` makes it ahead of the first batch; an error making
+    it is kept and raised by each batch, so that it reaches the driver as that batch's error. A
+    restarted worker (its process died) makes it again at its next batch. The worker works in the
+    driver's working directory where its node has that folder (one machine, a shared file system),
+    so that a relative path (``hf:models/pt``) names what it names on the driver."""
 
     def __init__(self, spec: str, options: Mapping[str, Any], use_cache: bool, directory: str):
         if os.path.isdir(directory):
@@ -53,7 +60,15 @@ class GenerationWorker:
         self.spec, self.options, self.use_cache = spec, dict(options), use_cache
         self.backbone = None
         self.cache = None
+        self.failure: Exception | None = None  # what making the backbone raised
         self.applied = 0  # how many of the run's preparations the backbone has had
+
+    def warm_up(self) -> None:
+        """Make and load the backbone now, while the driver is busy with its own loading."""
+        try:
+            self._made()
+        except Exception as exc:  # raised by the first batch, on the driver, as that batch's error
+            self.failure = exc
 
     def generate(self, keys: Sequence, inputs: Sequence, preparations: Sequence) -> dict:
         """Summaries of ``inputs``: ``found`` ``{position: text}`` in the node's cache (by ``keys``,
@@ -75,28 +90,37 @@ class GenerationWorker:
         return {"found": found, "generated": generated, "tokenized": backbone.tokenized - tokenized,
                 "truncated": backbone.truncated - truncated, "truncated_to": backbone.truncated_to}
 
-    def _prepared(self, preparations: Sequence):
-        """The backbone, made if need be, once every controller in ``preparations`` (object refs,
-        in the driver's order) has prepared it; a restarted worker makes and prepares it again."""
+    def _made(self):
+        """The backbone, made and loaded if need be (with the node's cache), or the error that was."""
+        if self.failure is not None:
+            raise self.failure
         if self.backbone is None:
             from .api import get_backbone
             from .cache import Cache
 
-            self.backbone = get_backbone(self.spec, **self.options)
+            backbone = get_backbone(self.spec, **self.options)
+            backbone.load()
             self.cache = Cache("generations") if self.use_cache else None
+            self.backbone = backbone
+        return self.backbone
+
+    def _prepared(self, preparations: Sequence):
+        """The backbone, once every controller in ``preparations`` (object refs, in the driver's
+        order) has prepared it."""
+        backbone = self._made()
         if self.applied < len(preparations):
             import ray
 
             for controller in ray.get(list(preparations[self.applied:])):
-                controller.prepare(self.backbone)
+                controller.prepare(backbone)
             self.applied = len(preparations)
-        return self.backbone
+        return backbone
 
 
 class RayGeneration:
-    """The driver's side: connects to the cluster, checks it can hold the workers, starts each
-    worker when its shard first has work, hands out batches, and stops the workers on leaving
-    its ``with`` block."""
+    """The driver's side: connects to the cluster and checks it can hold the workers; entering its
+    ``with`` block starts them, each warming up; it hands out batches, and leaving the block stops
+    the workers."""
 
     def __init__(self, address: str | None, spec: str, options: Mapping[str, Any], backbone, workers: int,
                  use_cache: bool):
@@ -129,7 +153,7 @@ class RayGeneration:
             shards.setdefault(stable_shard(ids[i], self.workers), []).append(i)
         pending = {}
         for shard, indices in sorted(shards.items()):
-            actor = self._actor(shard)
+            actor = self.actors[shard]
             for start in range(0, len(indices), batch_size):
                 batch = indices[start : start + batch_size]
                 call = actor.generate.remote([keys[i] for i in batch] if keys else [], [inputs[i] for i in batch],
@@ -146,14 +170,15 @@ class RayGeneration:
             found = {batch[j]: text for j, text in result["found"].items()}
             yield [i for i in batch if i not in found], result["generated"], found
 
-    def _actor(self, shard: int):
-        if shard not in self.actors:
-            threads = 1 if "num_cpus" in self.resources else None  # one torch thread on its one CPU
-            self.actors[shard] = self.ray.remote(GenerationWorker).options(
-                max_restarts=MAX_RESTARTS, max_task_retries=MAX_TASK_RETRIES, scheduling_strategy="SPREAD",
-                runtime_env={"env_vars": worker_env_vars(threads)}, **self.resources,
-            ).remote(self.spec, self.options, self.use_cache, os.getcwd())
-        return self.actors[shard]
+    def _start(self):
+        """A worker, asked to warm up at once (its batches queue behind that)."""
+        threads = 1 if "num_cpus" in self.resources else None  # one torch thread on its one CPU
+        actor = self.ray.remote(GenerationWorker).options(
+            max_restarts=MAX_RESTARTS, max_task_retries=MAX_TASK_RETRIES, scheduling_strategy="SPREAD",
+            runtime_env={"env_vars": worker_env_vars(threads)}, **self.resources,
+        ).remote(self.spec, self.options, self.use_cache, os.getcwd())
+        actor.warm_up.remote()
+        return actor
 
     def _result(self, call, shard: int) -> dict:
         """The batch's result; a ctrlkit error raised on the worker as itself (one line), a
@@ -172,6 +197,12 @@ class RayGeneration:
                                f"restarted ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}){kept}") from None
 
     def __enter__(self) -> "RayGeneration":
+        try:
+            for shard in range(self.workers):
+                self.actors[shard] = self._start()
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc_info) -> None:

@@ -4,6 +4,7 @@ toolkit stays Ray-free by default (``pip install 'ctrlkit[ray]'`` brings it)."""
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
 import socket
 from typing import Any, Mapping
@@ -16,6 +17,11 @@ PROBE_SECONDS = 5.0
 unreachable address for minutes, printing a warning every few seconds."""
 WORKER_VARIABLES = ("PYTHONPATH", "CTRLKIT_LOAD_PLUGINS", "CTRLKIT_STRICT_PLUGINS", "CTRLKIT_PLUGIN_TIMEOUT")
 """What decides which plugins a process loads (:mod:`ctrlkit.plugins`): a worker gets the driver's."""
+
+_GIVEN: dict[str, str] = {}
+"""The address :func:`connect` was given (or found in ``RAY_ADDRESS``) for each cluster it connected
+to, by the cluster's GCS address: a Ray Client address (``ray://HOST:PORT``) names the client
+server, which the GCS address is not."""
 
 
 def check_executor(executor: str) -> str:
@@ -35,10 +41,12 @@ def require_ray(what: str):
 
 def connect(address: str | None, what: str = "--executor ray"):
     """Ray, connected to the cluster at ``address`` (``HOST:PORT`` of a running ``ray start
-    --head``), or with no address to the one ``RAY_ADDRESS`` names, else to a new local instance;
-    a connection already made in this process is reused. An unreachable address is one line."""
+    --head``), or with no address to the one ``RAY_ADDRESS`` names, else to a new local instance.
+    A connection already made in this process is reused for no address or the address of its
+    cluster (:func:`check_same_cluster`); another cluster's is one line, as is an unreachable one."""
     ray = require_ray(what)
     if ray.is_initialized():
+        check_same_cluster(ray, address, what)
         return ray
     if address is not None:
         check_reachable(address, what)
@@ -47,17 +55,66 @@ def connect(address: str | None, what: str = "--executor ray"):
     except (ConnectionError, RuntimeError, ValueError) as exc:
         where = address or "a new local Ray instance"
         raise ConfigurationError(f"{what}: cannot connect to {where}: {' '.join(str(exc).split())}") from None
+    given = address or os.environ.get("RAY_ADDRESS")
+    if given:
+        _GIVEN[ray.get_runtime_context().gcs_address] = given
     return ray
+
+
+def check_same_cluster(ray, address: str | None, what: str = "--executor ray") -> None:
+    """One line when ``address`` names another cluster than the one this process is connected to:
+    Ray cannot hold two connections, and would run on the first. The same cluster is its GCS
+    address or the address this module connected to it with, port for port, the host by name or by
+    any address it resolves to, a loopback one standing for this node's address as it does when
+    Ray connects (``localhost:6379`` is the GCS at ``192.0.2.2:6379`` on this node). No address,
+    or one Ray resolves itself (``auto``, ``local``), reuses the connection."""
+    wanted = host_and_port(address) if address is not None else None
+    if wanted is None:
+        return
+    current = ray.get_runtime_context().gcs_address
+    known = [place for name in (current, _GIVEN.get(current)) if name and (place := host_and_port(name))]
+    here = ray.util.get_node_ip_address()
+    if not any(_same_place(wanted, place, here) for place in known):
+        raise ConfigurationError(f"{what}: this process is connected to the Ray cluster at {current}, not {address}; "
+                                 "give no address to use it, or call ray.shutdown() first")
+
+
+def host_and_port(address: str) -> tuple[str, int] | None:
+    """``(host, port)`` of ``HOST:PORT``, ``[IPV6]:PORT`` or ``ray://HOST:PORT``; None for other forms."""
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if not colon or not host or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def _same_place(one: tuple[str, int], other: tuple[str, int], here: str) -> bool:
+    return one[1] == other[1] and bool(_hosts(one[0], here) & _hosts(other[0], here))
+
+
+def _hosts(host: str, here: str) -> set[str]:
+    """``host`` and the addresses it resolves to, a loopback address as ``here``."""
+    try:
+        found = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except (OSError, UnicodeError):
+        found = set()
+    return {host.lower()} | {here if _is_loopback(name) else name for name in found}
+
+
+def _is_loopback(name: str) -> bool:
+    try:
+        return ipaddress.ip_address(name.partition("%")[0]).is_loopback
+    except ValueError:
+        return False
 
 
 def check_reachable(address: str, what: str = "--executor ray") -> None:
     """One line, at once, when nothing accepts a connection at ``address`` (``HOST:PORT``, or
     ``ray://HOST:PORT`` for Ray Client); other forms (``auto``, ``local``) are left to Ray."""
-    host, colon, port = address.removeprefix("ray://").rpartition(":")
-    if not colon or not host or not port.isdigit():
+    place = host_and_port(address)
+    if place is None:
         return
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_SECONDS).close()
+        socket.create_connection(place, timeout=PROBE_SECONDS).close()
     except (OSError, ValueError) as exc:  # ValueError: a port out of range
         raise ConfigurationError(f"{what}: cannot connect to {address}: "
                                  f"{' '.join(str(getattr(exc, 'strerror', None) or exc).split())}; is a Ray cluster "

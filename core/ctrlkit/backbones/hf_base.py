@@ -92,6 +92,9 @@ class HFBackbone(Backbone):
     def device(self):
         return self.model.device
 
+    def load(self) -> None:
+        self._load()
+
     @quietly  # also when a library user calls generate() outside a run
     def _load(self) -> None:
         if self._model is not None:
