@@ -149,3 +149,50 @@ def test_evaluate_shows_progress_while_a_slow_metric_scores(tmp_path, monkeypatc
     lines = capsys.readouterr().err.splitlines()
     assert lines[0] == "ctrlkit: score 3 examples: 0/1 metrics, metric 'slow', 0:00 elapsed"
     assert lines[-1] == "ctrlkit: score 3 examples: 1/1 metrics, 0:00 elapsed"
+
+
+class _InterruptingImport:
+    """A meta-path finder that raises KeyboardInterrupt when ``name`` is imported: a Ctrl-C while it loads."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == self.name:
+            raise KeyboardInterrupt
+        return None
+
+
+def test_ctrl_c_while_the_cli_modules_import_exits_130_with_the_one_line(monkeypatch, capsys):
+    import ctrlkit.__main__ as entry
+
+    monkeypatch.delitem(sys.modules, "ctrlkit.cli", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [_InterruptingImport("ctrlkit.cli"), *sys.meta_path])
+    with pytest.raises(SystemExit) as exited:
+        entry.main()
+    assert exited.value.code == 130
+    assert capsys.readouterr().err.splitlines() == ["Interrupted; rerun the same command to resume."]
+
+
+def test_ctrl_c_while_click_parses_the_arguments_exits_130_not_aborted(monkeypatch, capsys):
+    import click
+
+    from ctrlkit import cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(click.Group, "make_context", interrupted)  # the group's parsing, under click's own handler
+    monkeypatch.setattr(sys, "argv", ["ctrlkit", "list"])
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    assert exited.value.code == 130
+    assert capsys.readouterr().err.splitlines() == ["Interrupted; rerun the same command to resume."]
+
+
+def test_the_ctrlkit_command_starts_where_python_m_ctrlkit_does():
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    assert project["project"]["scripts"]["ctrlkit"] == "ctrlkit.__main__:main"

@@ -13,6 +13,7 @@ from .cli_options import (BATCH_SIZE, BOOTSTRAP, DATA, DATASET, DEVICE, JUDGE, L
                           TOPIC_SOURCE_HELP, TOPICS, WORKERS)
 from .component_options import NOUNS, kind_of, qualified
 from .errors import CtrlkitError
+from .interrupted import exit_interrupted
 from .options import parse_assignments
 from .outputs import output_folder
 from .plugins import KINDS, add_plugin_commands, get_registry
@@ -40,13 +41,19 @@ class CtrlkitGroup(click.Group):
         self._add_plugin_commands(ctx)
         return super().get_command(ctx, name)
 
+    def make_context(self, *args, **kwargs):
+        try:
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt:  # while the arguments are parsed: click would print "Aborted!" and exit 1
+            exit_interrupted()
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except CtrlkitError as exc:
             raise click.ClickException(str(exc)) from None
         except KeyboardInterrupt:  # click's own handling would print "Aborted!" and exit 1
-            _interrupted()
+            exit_interrupted()
 
 
 @click.group(cls=CtrlkitGroup)
@@ -506,15 +513,8 @@ def plugin_new(name, directory):
     click.echo(f"wrote {target}; next: pip install -e '{target}[test]' && python -m pytest {target}")
 
 
-def _interrupted():
-    """Ctrl-C: one line, and the exit status of a process ended by SIGINT (128 + 2)."""
-    start = "\n" if sys.stderr.isatty() else ""  # off the line ^C and a progress bar are on
-    click.echo(f"{start}Interrupted; rerun the same command to resume.", err=True)
-    sys.exit(130)
-
-
 def main():
     try:
         cli(prog_name="ctrlkit")
-    except KeyboardInterrupt:  # outside a command, e.g. while click parses the arguments
-        _interrupted()
+    except KeyboardInterrupt:  # before click's own handling begins
+        exit_interrupted()
