@@ -10,6 +10,10 @@ import pytest
 # A hub-name lookup would retry for over a minute on this offline machine.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# One torch thread, here and in the commands tests run: the tiny models gain nothing from more, and on a
+# machine whose few cores other processes share, torch's threads spin waiting for each other (a file of
+# tiny trainings took 94 s with two threads on 2 busy cores, 78 s with one, and half the CPU time).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 # The generation and judge caches of a test session live apart from the user's.
 os.environ["CTRLKIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="ctrlkit-test-cache-")
 # The Ray cluster of ``ray_address`` and its clients (this process, the commands tests run) share a
