@@ -15,7 +15,7 @@ import ctrlkit
 from ctrlkit.sweep import load_config, sweep
 
 from chat_server import JsonHandler, serving
-from conftest import run_ctrlkit
+from conftest import invoke_ctrlkit
 
 
 @pytest.fixture
@@ -84,8 +84,8 @@ def test_sweep_config_files_are_data(tmp_path):
 
 def test_the_sweep_command(private_cache, tmp_path):
     (tmp_path / "s.toml").write_text('controllers = ["none", "tag"]\nmetrics = ["stas"]\nlimit = 4\n')
-    result = run_ctrlkit("sweep", "--config", str(tmp_path / "s.toml"), "--controllers", "none,prepend",
-                         "-o", str(tmp_path / "out"), env={"CTRLKIT_CACHE_DIR": str(private_cache)})
+    result = invoke_ctrlkit("sweep", "--config", str(tmp_path / "s.toml"), "--controllers", "none,prepend",
+                            "-o", str(tmp_path / "out"), env={"CTRLKIT_CACHE_DIR": str(private_cache)})
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0].startswith("| dataset | backbone | controller | stas |")
     rows = [line for line in result.stdout.splitlines() if line.startswith("|")][2:]  # a note follows the table
