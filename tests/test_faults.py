@@ -22,6 +22,7 @@ from click.testing import CliRunner
 
 import ctrlkit
 from ctrlkit import CtrlkitError
+from ctrlkit.sweep import sweep
 
 from chat_server import JsonHandler
 from conftest import run_ctrlkit
@@ -311,17 +312,21 @@ def _metrics(kind: str, out: Path):
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
-    """``uninterrupted(kind)``: the metrics of the command run once without a signal, in a folder
-    and cache of its own; computed at the first ask and shared by the SIGINT and SIGKILL tests."""
+    """``uninterrupted(kind)``: the metrics of what the command computes, by the library in this
+    process on the extractive backbone (the slow one is it plus a sleep), uncached; computed at
+    the first ask and shared by the SIGINT and SIGKILL tests."""
     metrics = {}
 
     def of(kind: str):
         if kind not in metrics:
-            folder = tmp_path_factory.mktemp(f"uninterrupted-{kind}")
-            reference = subprocess.run(_command(kind, folder / "out"), capture_output=True, text=True, timeout=300,
-                                       env=_slow_backbone(folder))
-            assert reference.returncode == 0, reference.stderr
-            metrics[kind] = _metrics(kind, folder / "out")
+            out = str(tmp_path_factory.mktemp(f"uninterrupted-{kind}") / "out")
+            if kind == "run":
+                metrics[kind] = ctrlkit.run(backbone="extractive", controller="tag", metrics=["stas", "rouge"],
+                                            limit=24, batch_size=2, baseline=None, cache=False, out=out).metrics
+            else:
+                rows = sweep(backbones=["extractive"], controllers=["none", "tag"], metrics=["stas", "rouge"],
+                             limit=12, batch_size=2, cache=False, out=out)
+                metrics[kind] = [row["metrics"] for row in rows]
         return metrics[kind]
 
     return of
