@@ -1,8 +1,10 @@
+import logging
 import os
 import secrets
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,10 @@ import local_ray  # tests/ is on sys.path, as for tiny_models
 # A hub-name lookup would retry for over a minute on this offline machine.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# One torch thread, here and in the commands tests run: the tiny models gain nothing from more, and on a
+# machine whose few cores other processes share, torch's threads spin waiting for each other (a file of
+# tiny trainings took 94 s with two threads on 2 busy cores, 78 s with one, and half the CPU time).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 # The generation and judge caches of a test session live apart from the user's.
 os.environ["CTRLKIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="ctrlkit-test-cache-")
 # The Ray cluster of ``ray_cluster`` and its clients (this process, the commands tests run) share a
@@ -69,6 +75,37 @@ def run_ctrlkit(*args, env=None, cwd=None):
         [sys.executable, "-m", "ctrlkit", *args],
         capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=cwd, timeout=300,
     )
+
+
+def invoke_ctrlkit(*args, env=None, cwd=None):
+    """``ctrlkit ARGS`` in this process, for a test of what a command does rather than of a fresh
+    process (``run_ctrlkit``, whose every start imports scikit-learn, SciPy and NLTK anew: 2-4 s
+    here). Returns what ``run_ctrlkit`` returns (exit status, stdout, stderr), with the environment
+    variables ``env`` and the working folder ``cwd`` for this call only. Its stderr holds what a
+    fresh process prints: log records through logging's last resort (pytest's capture set aside),
+    warnings under Python's default filters. An exception the command lets through is raised."""
+    from click.testing import CliRunner
+
+    from ctrlkit.cli import cli
+
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
+        for name, value in (env or {}).items():
+            patch.setenv(name, str(value))
+        if cwd is not None:
+            patch.chdir(cwd)
+        patch.setattr(logging.getLogger(), "handlers", [])
+        warnings.resetwarnings()
+        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+            warnings.simplefilter("ignore", category)
+        warnings.showwarning = _warning_to_stderr  # not to pytest's record of them
+        result = CliRunner().invoke(cli, [str(arg) for arg in args], prog_name="ctrlkit")
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return subprocess.CompletedProcess(["ctrlkit", *map(str, args)], result.exit_code, result.stdout, result.stderr)
+
+
+def _warning_to_stderr(message, category, filename, lineno, file=None, line=None):
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 @pytest.fixture

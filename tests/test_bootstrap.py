@@ -9,7 +9,7 @@ import pytest
 import scipy.stats
 
 import ctrlkit
-from conftest import NEWTS_CSV, ROOT, run_ctrlkit, shared_file
+from conftest import NEWTS_CSV, ROOT, invoke_ctrlkit, shared_file
 from ctrlkit import Example, Metric, MetricResult
 from ctrlkit.bootstrap import groups_of, intervals, paired, resample_weights
 from ctrlkit.errors import OptionError
@@ -249,8 +249,8 @@ def test_evaluate_records_intervals_and_the_cli_takes_bootstrap_and_seed(tmp_pat
     library = ctrlkit.evaluate(predictions=str(predictions), metrics=["rouge"], limit=12, bootstrap=200, seed=4)
     assert library.results["config"]["bootstrap"] == {"resamples": 200, "seed": 4, "confidence": 0.95,
                                                       "groups": "article"}
-    cli = run_ctrlkit("evaluate", "-p", str(predictions), "-m", "rouge", "--limit", "12", "--bootstrap", "200",
-                      "--seed", "4", "-o", str(tmp_path / "cli"))
+    cli = invoke_ctrlkit("evaluate", "-p", str(predictions), "-m", "rouge", "--limit", "12", "--bootstrap", "200",
+                         "--seed", "4", "-o", str(tmp_path / "cli"))
     assert cli.returncode == 0, cli.stderr
     assert json.loads((tmp_path / "cli" / "results.json").read_text())["intervals"] == library.results["intervals"]
     assert library.results["intervals"]["rouge"]["rouge1"]["low"] < library.metrics["rouge"]["rouge1"]

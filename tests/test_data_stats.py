@@ -10,7 +10,7 @@ import ctrlkit
 from ctrlkit import DatasetError
 from ctrlkit_datasets.stats import dataset_stats, format_stats
 
-from conftest import run_ctrlkit, shared_file
+from conftest import invoke_ctrlkit, shared_file
 
 COLUMNS = ["text", "summary", "length", "keywords", "readability", "focus"]
 CONTROLS = ["length", "keywords", "readability", "focus"]
@@ -80,7 +80,7 @@ def test_dataset_stats_counts_every_subset_and_split_of_ccsbench(release):
 
 
 def test_the_command_prints_rows_per_subset_and_split(release):
-    result = run_ctrlkit("data", "stats", "-d", "ccsbench", "--data", str(release))
+    result = invoke_ctrlkit("data", "stats", "-d", "ccsbench", "--data", str(release))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == (f"dataset 'ccsbench' at {release}: examples per split, and how many carry references and "
@@ -97,7 +97,7 @@ def test_the_command_prints_rows_per_subset_and_split(release):
 
 
 def test_the_command_prints_json_equal_to_the_library(release):
-    result = run_ctrlkit("data", "stats", "-d", "ccsbench", "--data", str(release), "--json", "--split", "test")
+    result = invoke_ctrlkit("data", "stats", "-d", "ccsbench", "--data", str(release), "--json", "--split", "test")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == dataset_stats("ccsbench", str(release), ["test"])
     assert [p["examples"] for p in json.loads(result.stdout)["parts"]] == [11, 4, 5]  # subsets in any case, sorted
@@ -105,24 +105,25 @@ def test_the_command_prints_json_equal_to_the_library(release):
 
 def test_options_and_skipped_rows(release):
     write_csv(release / "compositional" / "test.csv", [row(1), row(2, length="1.5"), row(3)])
-    result = run_ctrlkit("data", "stats", "-d", "ccsbench", "--data", str(release / "compositional"), "--skip-invalid",
-                         "--split", "test", "--set", "ccsbench.length_unit=bin")
+    result = invoke_ctrlkit("data", "stats", "-d", "ccsbench", "--data", str(release / "compositional"),
+                            "--skip-invalid", "--split", "test", "--set", "ccsbench.length_unit=bin")
     assert result.returncode == 0, result.stderr
-    qualified = run_ctrlkit("data", "stats", "-d", "ccsbench", "--data", str(release / "compositional"),
-                            "--skip-invalid", "--split", "test", "--set", "dataset:ccsbench.length_unit=bin")
+    qualified = invoke_ctrlkit("data", "stats", "-d", "ccsbench", "--data", str(release / "compositional"),
+                               "--skip-invalid", "--split", "test", "--set", "dataset:ccsbench.length_unit=bin")
     assert qualified.returncode == 0 and qualified.stdout == result.stdout, qualified.stderr
     assert result.stdout.splitlines()[1:] == [
         "split  examples  skipped  references  length  keywords  readability  focus",
         "test          2        1           2       2         2            2      2"]
     # when no part can be read, the command fails with the first part's error
-    refused = run_ctrlkit("data", "stats", "-d", "ccsbench", "--data", str(release / "compositional"), "--split", "test")
+    refused = invoke_ctrlkit("data", "stats", "-d", "ccsbench", "--data", str(release / "compositional"),
+                             "--split", "test")
     assert refused.returncode == 1
     assert refused.stderr == f"Error: {release / 'compositional' / 'test.csv'}:3: field 'length' must be a whole " \
                              "number of bins, got '1.5'\n"
-    other = run_ctrlkit("data", "stats", "-d", "ccsbench", "--set", "newts.topic_label=id")
+    other = invoke_ctrlkit("data", "stats", "-d", "ccsbench", "--set", "newts.topic_label=id")
     assert other.returncode == 1 and "only options of dataset 'ccsbench' apply here" in other.stderr
     for key in ("backbone:ccsbench", "dataset:newts"):
-        other = run_ctrlkit("data", "stats", "-d", "ccsbench", "--set", f"{key}.length_unit=bin")
+        other = invoke_ctrlkit("data", "stats", "-d", "ccsbench", "--set", f"{key}.length_unit=bin")
         assert other.returncode == 1 and f"--set {key}.*: only options of dataset 'ccsbench' apply here" in other.stderr
 
 
@@ -150,7 +151,7 @@ def test_any_dataset_without_splits_or_subsets(tmp_path):
 
 
 def test_the_bundled_sample():
-    result = run_ctrlkit("data", "stats")
+    result = invoke_ctrlkit("data", "stats")
     assert result.returncode == 0, result.stderr
     examples = ctrlkit.get_dataset("sample").load("test")
     assert result.stdout.splitlines()[1:] == ["split  examples  references  topic",

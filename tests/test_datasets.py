@@ -8,7 +8,7 @@ import pytest
 import ctrlkit
 from ctrlkit import DatasetError
 
-from conftest import run_ctrlkit, shared_file
+from conftest import invoke_ctrlkit, shared_file
 
 
 def test_sample_has_sixty_articles_six_topics_two_examples_each():
@@ -111,8 +111,8 @@ def test_newts_folder_errors(tmp_path):
 
 def test_a_run_says_which_split_it_used(tmp_path):
     test_file = shared_file("newts/NEWTS_test_600.csv")
-    done = run_ctrlkit("run", "-d", "newts", "--data", str(test_file), "-m", "rouge", "--limit", "3",
-                       "--no-baseline", "--no-cache", "-o", str(tmp_path / "run"))
+    done = invoke_ctrlkit("run", "-d", "newts", "--data", str(test_file), "-m", "rouge", "--limit", "3",
+                          "--no-baseline", "--no-cache", "-o", str(tmp_path / "run"))
     assert done.returncode == 0, done.stderr
     assert ("3 examples of split 'test' (the test part of one file split by a hash of docId (test_fraction 0.5); "
             "the official splits are two files: give their folder)") in done.stderr

@@ -12,7 +12,7 @@ from ctrlkit import ConfigurationError
 from ctrlkit.evaluation import evaluate
 from ctrlkit.sweep import sweep
 
-from conftest import run_ctrlkit, shared_file
+from conftest import invoke_ctrlkit, shared_file
 
 NO_TOPIC = "no example of dataset 'jsonl' has a topic, so the default metrics are rouge only (give -m to choose)"
 
@@ -35,7 +35,7 @@ def untopical(tmp_path):
 
 def test_evaluate_on_fd_without_metrics_scores_rouge(tmp_path):
     data = shared_file("fd/arxiv.json")
-    result = run_ctrlkit("evaluate", "-d", "fd", "--data", data, "--limit", "8", "-o", tmp_path / "default")
+    result = invoke_ctrlkit("evaluate", "-d", "fd", "--data", data, "--limit", "8", "-o", tmp_path / "default")
     assert result.returncode == 0, result.stderr
     assert "no example of dataset 'fd' has a topic, so the default metrics are rouge only" in result.stderr
     recorded = json.loads((tmp_path / "default" / "results.json").read_text())
@@ -55,7 +55,7 @@ def test_a_run_on_the_sample_without_metrics_still_scores_rouge_and_stas(private
 
 def test_a_dataset_without_topics_and_no_metric_says_so_in_one_line_and_scores_rouge(untopical, tmp_path,
                                                                                       private_cache):
-    result = run_ctrlkit("run", "-d", "jsonl", "--data", untopical, "-o", tmp_path / "run")
+    result = invoke_ctrlkit("run", "-d", "jsonl", "--data", untopical, "-o", tmp_path / "run")
     assert result.returncode == 0, result.stderr
     assert [line for line in result.stderr.splitlines() if "default metrics" in line] == [f"ctrlkit: {NO_TOPIC}"]
     recorded = json.loads((tmp_path / "run" / "results.json").read_text())
@@ -76,7 +76,7 @@ def test_evaluate_in_python_without_metrics_drops_stas_too(untopical, tmp_path, 
 
 
 def test_an_explicit_stas_is_still_refused_without_topics(untopical, tmp_path):
-    result = run_ctrlkit("run", "-d", "jsonl", "--data", untopical, "-m", "stas", "-o", tmp_path / "run")
+    result = invoke_ctrlkit("run", "-d", "jsonl", "--data", untopical, "-m", "stas", "-o", tmp_path / "run")
     assert result.returncode == 1
     assert result.stderr.strip() == ("Error: metric 'stas' reads control 'topic', but no example of dataset "
                                      "'jsonl' has it")

@@ -6,7 +6,7 @@ import ctrlkit
 from ctrlkit.evaluation import evaluate
 from ctrlkit.meta_evaluation import correlate, meta_evaluate
 
-from conftest import run_ctrlkit, shared_file
+from conftest import invoke_ctrlkit, shared_file
 
 SYSTEMS = ("gpt35", "llama2_70b", "bartlarge", "factsum")
 
@@ -31,10 +31,10 @@ def fd_files(tmp_path_factory):
 
 
 def test_evaluate_reproduces_fds_stored_rouge_for_all_200_pairs(fd_files, tmp_path):
-    result = run_ctrlkit("evaluate", "-d", "jsonl", "--data", fd_files / "data.jsonl",
-                         "-p", fd_files / "predictions.jsonl", "-m", "rouge",
-                         "--set", "rouge.types=rouge1,rouge2,rougeL", "--set", "rouge.use_stemmer=false",
-                         "-o", tmp_path / "eval")
+    result = invoke_ctrlkit("evaluate", "-d", "jsonl", "--data", fd_files / "data.jsonl",
+                            "-p", fd_files / "predictions.jsonl", "-m", "rouge",
+                            "--set", "rouge.types=rouge1,rouge2,rougeL", "--set", "rouge.use_stemmer=false",
+                            "-o", tmp_path / "eval")
     assert result.returncode == 0, result.stderr
     samples = [json.loads(line) for line in (tmp_path / "eval" / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 200
@@ -66,8 +66,8 @@ def test_meta_evaluation_on_fd(fd_files, tmp_path):
 def test_meta_eval_command_prints_and_writes(fd_files, tmp_path):
     evaluate(predictions=str(fd_files / "predictions.jsonl"), dataset="jsonl", data=str(fd_files / "data.jsonl"),
              metrics=["rouge"], options={"rouge": {"types": "rougeL"}}, out=str(tmp_path / "e"))
-    result = run_ctrlkit("meta-eval", tmp_path / "e" / "samples.jsonl", "--human", "given.human",
-                         "-o", tmp_path / "meta.json")
+    result = invoke_ctrlkit("meta-eval", tmp_path / "e" / "samples.jsonl", "--human", "given.human",
+                            "-o", tmp_path / "meta.json")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[2].split()[:2] == ["scores.rouge.rougeL", "200"]
     report = json.loads((tmp_path / "meta.json").read_text())

@@ -6,7 +6,7 @@ import pytest
 from ctrlkit import ConfigurationError, Example
 from ctrlkit.interference import change_amplitude, change_attribute, heatmap_svg, interference
 
-from conftest import run_ctrlkit, shared_file
+from conftest import invoke_ctrlkit, shared_file
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -136,15 +136,15 @@ def test_the_heatmap_is_well_formed_svg_with_escaped_labels():
 
 
 def test_cli_prints_the_matrix_and_writes_both_files(lengths, tmp_path):
-    result = run_ctrlkit("analyze", "interference", "-d", "jsonl", "--data", lengths, "-c", "length",
-                         "--attributes", "length", "-m", "length", "-o", tmp_path / "out")
+    result = invoke_ctrlkit("analyze", "interference", "-d", "jsonl", "--data", lengths, "-c", "length",
+                            "--attributes", "length", "-m", "length", "-o", tmp_path / "out")
     assert result.returncode == 0, result.stderr
     header, _, *rows = result.stdout.splitlines()
     assert header.split() == ["value", "base", "length:", "new", "length:", "CA"]
     assert ["length.word_mad", "4.5000", "9.0000", "1.0000"] in [row.split() for row in rows]
     assert (tmp_path / "out" / "interference.svg").is_file()
-    refused = run_ctrlkit("analyze", "interference", "-d", "jsonl", "--data", lengths, "-c", "length",
-                          "--attributes", "topic", "-m", "length", "-o", tmp_path / "refused")
+    refused = invoke_ctrlkit("analyze", "interference", "-d", "jsonl", "--data", lengths, "-c", "length",
+                             "--attributes", "topic", "-m", "length", "-o", tmp_path / "refused")
     assert refused.returncode == 1
     assert refused.stderr.strip().splitlines() == [
         "Error: controller 'length' does not read attribute 'topic' (it reads length), so changing it cannot "

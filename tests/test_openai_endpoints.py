@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from conftest import run_ctrlkit
+from conftest import invoke_ctrlkit
 from test_openai_backbone import INSTRUCTION, KEY, ChatServer, Reply, closed_port, echo
 
 import ctrlkit
@@ -250,12 +250,13 @@ def test_the_command_line_takes_endpoints_separated_by_commas(serve, tmp_path):
     common = ["run", "-d", "jsonl", "--data", str(data), "-b", "openai:m", "-m", "rouge", "--no-baseline",
               "--set", "openai.concurrency=2", "--batch-size", "6"]
     env = {"no_proxy": "*", "CTRLKIT_CACHE_DIR": str(tmp_path / "cache")}
-    result = run_ctrlkit(*common, "--set", f"openai.base_url={a.url},{b.url}", "-o", str(tmp_path / "out"), env=env)
+    result = invoke_ctrlkit(*common, "--set", f"openai.base_url={a.url},{b.url}", "-o", str(tmp_path / "out"), env=env)
     assert result.returncode == 0, result.stderr
     recorded = json.loads((tmp_path / "out" / "results.json").read_text())["config"]["options"]["openai"]
     assert [e["url"] for e in recorded["endpoints"]] == [a.url, b.url]
     assert [e["served"] for e in recorded["endpoints"]] == [len(a.requests), len(b.requests)]
     assert len(a.requests) + len(b.requests) == 6 and a.requests and b.requests
-    refused = run_ctrlkit(*common, "--set", f"openai.base_url={a.url},,{b.url}", "-o", str(tmp_path / "bad"), env=env)
+    refused = invoke_ctrlkit(*common, "--set", f"openai.base_url={a.url},,{b.url}", "-o", str(tmp_path / "bad"),
+                             env=env)
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
     assert "base_url (--set openai.base_url or $OPENAI_BASE_URL) has an empty item (item 2 of 3)" in refused.stderr

@@ -4,11 +4,11 @@ import ctrlkit
 from ctrlkit.errors import OptionError, UnknownComponentError
 from ctrlkit.options import Option, parse_assignments, resolve_options
 
-from conftest import run_ctrlkit
+from conftest import invoke_ctrlkit
 
 
 def test_unknown_controller_gives_one_line_with_suggestions(tmp_path):
-    result = run_ctrlkit("run", "--controller", "tga", cwd=tmp_path)  # a default runs/ folder would land there
+    result = invoke_ctrlkit("run", "--controller", "tga", cwd=tmp_path)  # a default runs/ folder would land there
     assert result.returncode != 0
     assert result.stderr.strip() == "Error: Unknown controller 'tga'. Did you mean: tag? Available: embed, guidance, length, none, prepend, prompt, tag"
     assert result.stdout == ""
@@ -57,8 +57,8 @@ def test_malformed_set_is_refused(assignment):
 
 
 def test_set_for_a_component_not_in_the_run_is_refused_on_the_command_line(tmp_path):
-    result = run_ctrlkit("run", "--controller", "tag", "--metric", "stas", "--set", "rouge.use_stemmer=false",
-                         cwd=tmp_path)
+    result = invoke_ctrlkit("run", "--controller", "tag", "--metric", "stas", "--set", "rouge.use_stemmer=false",
+                            cwd=tmp_path)
     assert result.returncode != 0
     assert "no component named 'rouge' in this run" in result.stderr
     assert "Traceback" not in result.stderr

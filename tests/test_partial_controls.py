@@ -10,7 +10,7 @@ import pytest
 
 import ctrlkit
 from ctrlkit import SEP, Backbone, ConfigurationError, Metric, MetricResult
-from conftest import run_ctrlkit, shared_file
+from conftest import invoke_ctrlkit, shared_file
 
 DOCS = ["Rain fell on the town. The river rose.", "The team won the final. Fans cheered.",
         "Markets fell sharply. Banks lost value.", "A new phone was released. It sold out.",
@@ -134,21 +134,22 @@ def test_evaluate_scores_the_carrying_examples(partial, tmp_path):
 
 
 def test_macsum_doc_runs_with_topics_on_some_references_only(tmp_path):
-    """The real MACSum-Doc file: references without a topic are left uncontrolled by prepend."""
+    """The real MACSum-Doc file: references without a topic are left uncontrolled by prepend. Its
+    first 100 references (one example each, in file order) hold both kinds."""
     path = shared_file("macsum/macdoc_val.json")
     sources = json.loads(path.read_text())
-    references = [reference for source in sources for reference in source["references"]]
+    references = [reference for source in sources for reference in source["references"]][:100]
     without_topic = sum(not (reference["control_attribute"].get("topic") or "").strip() for reference in references)
     assert 0 < without_topic < len(references)
     out = tmp_path / "macsum"
-    done = run_ctrlkit("run", "-d", "macsum", "--data", str(path), "-c", "prepend", "-m", "rouge", "--no-baseline",
-                       "--no-cache", "-o", str(out))
+    done = invoke_ctrlkit("run", "-d", "macsum", "--data", str(path), "-c", "prepend", "-m", "rouge", "--no-baseline",
+                          "--no-cache", "--limit", str(len(references)), "-o", str(out))
     assert done.returncode == 0, done.stderr
     warnings = [line for line in done.stderr.splitlines() if "uncontrolled" in line]
     assert len(warnings) == 1 and f"controller 'prepend' left {without_topic} of {len(references)} examples" in warnings[0]
     results = json.loads((out / "results.json").read_text())
     assert results["uncontrolled"] == {"prepend": without_topic} and results["n_examples"] == len(references)
-    refused = run_ctrlkit("run", "-d", "macsum", "--data", str(path), "-c", "prepend", "-m", "rouge",
-                          "--strict-controls", "--no-cache", "-o", str(tmp_path / "strict"))
+    refused = invoke_ctrlkit("run", "-d", "macsum", "--data", str(path), "-c", "prepend", "-m", "rouge",
+                             "--strict-controls", "--no-cache", "-o", str(tmp_path / "strict"))
     assert refused.returncode == 1
     assert refused.stderr.strip().splitlines()[-1].startswith("Error: controller 'prepend' reads control 'topic'")

@@ -6,7 +6,7 @@ import ctrlkit
 from ctrlkit.bootstrap import groups_of
 from ctrlkit import ConfigurationError
 
-from conftest import run_ctrlkit, shared_file
+from conftest import invoke_ctrlkit, run_ctrlkit, shared_file
 
 
 @pytest.fixture(scope="module")
@@ -117,8 +117,8 @@ def test_topics_file_defines_the_topics_for_a_plain_dataset(tmp_path):
 
 
 def test_errors_reach_the_command_line_as_one_line(tmp_path):
-    result = run_ctrlkit("run", "--dataset", "jsonl", "--data", str(tmp_path / "nope.jsonl"), "--metric", "stas",
-                         cwd=tmp_path)
+    result = invoke_ctrlkit("run", "--dataset", "jsonl", "--data", str(tmp_path / "nope.jsonl"), "--metric", "stas",
+                            cwd=tmp_path)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == f"Error: {tmp_path / 'nope.jsonl'}: no such file"
     assert "Traceback" not in result.stderr
@@ -159,7 +159,7 @@ def test_a_topic_that_is_not_a_string_is_refused(tmp_path):
 def test_an_unusable_output_folder_is_refused_before_any_work(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    result = run_ctrlkit("run", "-c", "tag", "-m", "stas", "--out", str(blocker / "sub"))
+    result = invoke_ctrlkit("run", "-c", "tag", "-m", "stas", "--out", str(blocker / "sub"))
     assert result.returncode == 1
     assert result.stderr.startswith(f"Error: cannot create output folder {blocker / 'sub'}")
     assert "generate" not in result.stderr  # no progress: nothing was generated

@@ -28,7 +28,7 @@ from ctrlkit_metrics.length import length_bin
 
 from ccs_release import write_release
 from chat_server import JsonHandler, serving
-from conftest import NEWTS_CSV, ROOT, run_ctrlkit, shared_file
+from conftest import NEWTS_CSV, ROOT, invoke_ctrlkit, run_ctrlkit, shared_file
 from test_meta_eval import expected_p
 
 NAMES = ["ccsbench", "entsum", "fd-meta-eval", "passali-newts"]
@@ -104,12 +104,12 @@ def test_the_recipes_are_package_data_of_the_core_wheel(tmp_path):
 
 
 def test_an_unknown_recipe_a_recipe_with_a_config_and_a_missing_need_are_one_line(tmp_path):
-    unknown = run_ctrlkit("sweep", "--recipe", "entsm", "-o", str(tmp_path / "a"))
+    unknown = invoke_ctrlkit("sweep", "--recipe", "entsm", "-o", str(tmp_path / "a"))
     assert unknown.returncode == 1 and unknown.stderr.startswith("Error: Unknown recipe 'entsm'. Did you mean: entsum?")
-    both = run_ctrlkit("sweep", "--recipe", "entsum", "--config", str(ROOT / "examples" / "sweep.toml"),
-                       "-o", str(tmp_path / "b"))
+    both = invoke_ctrlkit("sweep", "--recipe", "entsum", "--config", str(ROOT / "examples" / "sweep.toml"),
+                          "-o", str(tmp_path / "b"))
     assert both.returncode == 2 and "give --recipe or --config, not both" in both.stderr
-    needs = run_ctrlkit("sweep", "--recipe", "ccsbench", "-o", str(tmp_path / "c"))
+    needs = invoke_ctrlkit("sweep", "--recipe", "ccsbench", "-o", str(tmp_path / "c"))
     assert needs.returncode == 1 and needs.stderr.startswith("Error: recipe 'ccsbench' needs --backbones: a chat")
     assert len(needs.stderr.splitlines()) == 1 and not (tmp_path / "c").exists()
     edited = tmp_path / "mine.toml"
@@ -142,8 +142,8 @@ def test_a_wrong_recipe_file_is_one_line_naming_the_file_and_the_key(tmp_path, t
 def test_passali_newts_runs_its_four_controllers_as_standalone_runs_would(tmp_path, private_cache):
     data = str(shared_file(NEWTS_CSV.relative_to(ROOT.parent / "shared" / "data")))
     out = tmp_path / "newts"
-    result = run_ctrlkit("sweep", "--recipe", "passali-newts", "--data", data, "--limit", "3", "-o", str(out),
-                         env={"CTRLKIT_CACHE_DIR": str(private_cache)})
+    result = invoke_ctrlkit("sweep", "--recipe", "passali-newts", "--data", data, "--limit", "3", "-o", str(out),
+                            env={"CTRLKIT_CACHE_DIR": str(private_cache)})
     assert result.returncode == 0, result.stderr
     rows = _rows(out)
     assert [row["controller"] for row in rows] == ["none", "tag", "prepend", "prepend+tag"]

@@ -13,7 +13,7 @@ import pytest
 from ctrlkit.errors import CtrlkitError
 from ctrlkit.report import write_report
 
-from conftest import run_ctrlkit, shared_file
+from conftest import invoke_ctrlkit, shared_file
 
 SCRIPT = "<script>alert(1)</script>"
 IMAGE = "<img src=x onerror=alert(1)>"
@@ -188,12 +188,12 @@ def test_the_report_of_an_interference_folder_shows_its_ca_table_and_heatmap(tmp
     monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
     data = shared_file("macsum/macdoc_val.json")
     folder = tmp_path / "analysis"
-    analysed = run_ctrlkit("analyze", "interference", "-d", "macsum", "--data", data, "-c", "length+prepend",
-                           "--set", "prepend.attributes=topic", "--attributes", "length,topic", "-m", "length",
-                           "-m", "rouge", "--limit", "20", "-o", folder)
+    analysed = invoke_ctrlkit("analyze", "interference", "-d", "macsum", "--data", data, "-c", "length+prepend",
+                              "--set", "prepend.attributes=topic", "--attributes", "length,topic", "-m", "length",
+                              "-m", "rouge", "--limit", "20", "-o", folder)
     assert analysed.returncode == 0, analysed.stderr
     assert sorted(path.name for path in folder.iterdir()) == ["interference.json", "interference.svg"]
-    result = run_ctrlkit("report", folder)
+    result = invoke_ctrlkit("report", folder)
     assert result.returncode == 0, result.stderr
     written = json.loads((folder / "interference.json").read_text())
 
@@ -233,12 +233,12 @@ def test_a_folder_without_results_is_refused(tmp_path):
 
 
 def test_report_command_prints_both_paths(run_dir, tmp_path):
-    result = run_ctrlkit("report", run_dir, "--out", tmp_path / "shared.html", "--examples", "1")
+    result = invoke_ctrlkit("report", run_dir, "--out", tmp_path / "shared.html", "--examples", "1")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [str(tmp_path / "shared.html"), str(tmp_path / "shared.md")]
     empty = tmp_path / "empty"
     empty.mkdir()
-    result = run_ctrlkit("report", empty)
+    result = invoke_ctrlkit("report", empty)
     assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
     assert "table.json" in result.stderr and "interference.json" in result.stderr
 

@@ -14,7 +14,7 @@ from ctrlkit.errors import CtrlkitError
 from ctrlkit.figures import BEST, value_axis
 from ctrlkit.report import draw_figures, load, write_report
 
-from conftest import run_ctrlkit
+from conftest import invoke_ctrlkit
 
 SCRIPT = "<script>alert(1)</script>"
 HOSTILE = "<svg onload=alert(2)>$\\frac{a}{b}$ ]]> &amp; \"x\""
@@ -152,7 +152,7 @@ def test_a_sweep_reads_each_cells_intervals(tmp_path):
 @pytest.mark.parametrize("kind, begins", [("pdf", b"%PDF-"), ("png", b"\x89PNG\r\n\x1a\n"), ("svg", b"<?xml")])
 def test_figures_are_written_as_files_of_each_format(tmp_path, kind, begins):
     folder = _run(tmp_path / "run", metric=f"plugin{HOSTILE}")
-    result = run_ctrlkit("report", folder, "--figures", kind)
+    result = invoke_ctrlkit("report", folder, "--figures", kind)
     assert result.returncode == 0, result.stderr
     printed = [Path(line) for line in result.stdout.split("\n") if line]
     assert printed[:2] == [folder / "report.html", folder / "report.md"]

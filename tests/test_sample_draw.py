@@ -10,7 +10,7 @@ from ctrlkit.errors import OptionError
 from ctrlkit.interference import interference
 from ctrlkit.sampling import check_sample, draw_sample
 
-from conftest import run_ctrlkit
+from conftest import invoke_ctrlkit
 
 EXAMPLES = [Example(id=f"e{i}", document=f"document {i}.", controls={"topic": f"t{i % 3}"}) for i in range(50)]
 
@@ -82,8 +82,8 @@ def test_an_analysis_of_the_bundled_sample_uses_and_records_the_drawn_examples(t
 
 
 def test_cli_records_the_sample_and_refuses_in_one_line(tmp_path):
-    result = run_ctrlkit("analyze", "interference", "-c", "tag", "--attributes", "topic", "-m", "stas",
-                         "--sample", "10", "-o", tmp_path / "out")
+    result = invoke_ctrlkit("analyze", "interference", "-c", "tag", "--attributes", "topic", "-m", "stas",
+                            "--sample", "10", "-o", tmp_path / "out")
     assert result.returncode == 0, result.stderr
     written = json.loads((tmp_path / "out" / "interference.json").read_text())
     assert written["sample"]["size"] == 10 and written["sample"]["seed"] == 0 and len(written["sample"]["ids"]) == 10
@@ -93,8 +93,8 @@ def test_cli_records_the_sample_and_refuses_in_one_line(tmp_path):
                         (["--sample", "121"], "Error: sample 121 is more than the 120 usable examples of dataset "
                                               "'sample'")]:
         options = extra if extra[0] == "--sample" else ["--sample", "10", *extra]
-        refused = run_ctrlkit("analyze", "interference", "-c", "tag", "--attributes", "topic", "-m", "stas",
-                              *options, "-o", tmp_path / "refused")
+        refused = invoke_ctrlkit("analyze", "interference", "-c", "tag", "--attributes", "topic", "-m", "stas",
+                                 *options, "-o", tmp_path / "refused")
         assert refused.returncode == 1
         assert refused.stderr.strip().splitlines() == [line]
         assert not (tmp_path / "refused").exists()
@@ -113,7 +113,7 @@ def test_run_draws_the_same_examples_as_interference_with_one_helper(tmp_path):
 
 
 def test_run_cli_refuses_sample_with_limit_in_one_line(tmp_path):
-    refused = run_ctrlkit("run", "--sample", "5", "--limit", "5", "-o", tmp_path / "refused")
+    refused = invoke_ctrlkit("run", "--sample", "5", "--limit", "5", "-o", tmp_path / "refused")
     assert refused.returncode == 1
     assert refused.stderr.strip().splitlines() == [
         "Error: sample and limit cannot be given together: sample draws N random examples, limit takes the first N"]

@@ -4,7 +4,6 @@ optimizer step of a real tiny training, read from training.json and from the opt
 
 import json
 import math
-import os
 
 import pytest
 
@@ -96,7 +95,6 @@ def tiny_bart(tmp_path_factory):
     pytest.importorskip("transformers", reason="training needs transformers")
     import tiny_models
 
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     return tiny_models.build_bart(tmp_path_factory.mktemp("schedules") / "bart")
 
 

@@ -11,7 +11,7 @@ from ctrlkit.evaluation import evaluate
 from ctrlkit.interference import interference
 from ctrlkit.report import write_report
 
-from conftest import run_ctrlkit
+from conftest import invoke_ctrlkit
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def test_a_run_into_a_reported_folder_removes_the_old_report(tmp_path, private_c
     ctrlkit.run(limit=2, metrics=["rouge"], out=str(out))
     write_report(out)
     assert "rouge" in (out / "report.md").read_text()
-    result = run_ctrlkit("run", "--limit", "3", "-m", "rouge", "-o", out)
+    result = invoke_ctrlkit("run", "--limit", "3", "-m", "rouge", "-o", out)
     assert result.returncode == 0, result.stderr
     assert not (out / "report.html").exists() and not (out / "report.md").exists()
     assert [line for line in result.stderr.splitlines() if "removed report" in line] == [_stale_line(out)]

@@ -15,7 +15,7 @@ import ctrlkit
 from ctrlkit.sweep import load_config, sweep
 
 from chat_server import JsonHandler, serving
-from conftest import run_ctrlkit
+from conftest import invoke_ctrlkit
 
 
 @pytest.fixture
@@ -84,8 +84,8 @@ def test_sweep_config_files_are_data(tmp_path):
 
 def test_the_sweep_command(private_cache, tmp_path):
     (tmp_path / "s.toml").write_text('controllers = ["none", "tag"]\nmetrics = ["stas"]\nlimit = 4\n')
-    result = run_ctrlkit("sweep", "--config", str(tmp_path / "s.toml"), "--controllers", "none,prepend",
-                         "-o", str(tmp_path / "out"), env={"CTRLKIT_CACHE_DIR": str(private_cache)})
+    result = invoke_ctrlkit("sweep", "--config", str(tmp_path / "s.toml"), "--controllers", "none,prepend",
+                            "-o", str(tmp_path / "out"), env={"CTRLKIT_CACHE_DIR": str(private_cache)})
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0].startswith("| dataset | backbone | controller | stas |")
     rows = [line for line in result.stdout.splitlines() if line.startswith("|")][2:]  # a note follows the table
@@ -136,6 +136,10 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_results(tmp_path):
     env = _slow_backbone(tmp_path)
     command = [sys.executable, "-m", "ctrlkit", "run", "-b", "slow", "-c", "tag", "-m", "stas", "-m", "rouge",
                "--limit", "48", "--batch-size", "4", "--no-baseline"]
+    # the uninterrupted reference (uncached: it neither reads nor fills the cache) beside the run to be killed
+    with (tmp_path / "whole.err").open("w") as errors:
+        whole = subprocess.Popen([*command, "--no-cache", "-o", str(tmp_path / "whole")], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=errors)
     process = subprocess.Popen([*command, "-o", str(tmp_path / "run")], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
@@ -151,9 +155,7 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_results(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["cache"] == {"hits": done_before_kill, "misses": 48 - done_before_kill}
-    whole = subprocess.run([*command, "--no-cache", "-o", str(tmp_path / "whole")], env=env, capture_output=True,
-                           text=True)
-    assert whole.returncode == 0, whole.stderr
+    assert whole.wait(timeout=300) == 0, (tmp_path / "whole.err").read_text()
     assert json.loads((tmp_path / "whole" / "results.json").read_text())["metrics"] == results["metrics"]
     assert [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()] == \
         [json.loads(line) for line in (tmp_path / "whole" / "samples.jsonl").read_text().splitlines()]

@@ -15,7 +15,7 @@ from ctrlkit.digest import data_digest
 from ctrlkit.sweep import load_config, sweep
 MAX_CONFIG_BYTES = 64 * 1024
 
-from conftest import ROOT, run_ctrlkit
+from conftest import ROOT, invoke_ctrlkit
 
 
 @pytest.fixture
@@ -65,8 +65,8 @@ def test_a_config_with_a_comma_string_and_one_data_path_runs_from_the_command_li
     data = _write_data(tmp_path / "d.jsonl")
     path = _config(tmp_path, f'controllers = "none,prepend"\nmetrics = "rouge"\ndatasets = "jsonl"\n'
                              f'data = {json.dumps(str(data))}\n')
-    result = run_ctrlkit("sweep", "--config", str(path), "-o", str(tmp_path / "out"),
-                         env={"CTRLKIT_CACHE_DIR": str(private_cache)})
+    result = invoke_ctrlkit("sweep", "--config", str(path), "-o", str(tmp_path / "out"),
+                            env={"CTRLKIT_CACHE_DIR": str(private_cache)})
     assert result.returncode == 0, result.stderr
     table = json.loads((tmp_path / "out" / "table.json").read_text())
     assert [(row["dataset"], row["controller"]) for row in table["rows"]] == [("jsonl", "none"), ("jsonl", "prepend")]
@@ -153,7 +153,7 @@ def test_a_null_setting_in_yaml_is_left_out(tmp_path):
 
 def test_a_bad_config_from_the_command_line_is_one_line_and_writes_nothing(tmp_path):
     path = _config(tmp_path, 'controllers = "none"\nlimit = -5\n')
-    result = run_ctrlkit("sweep", "--config", str(path), "-o", str(tmp_path / "out"))
+    result = invoke_ctrlkit("sweep", "--config", str(path), "-o", str(tmp_path / "out"))
     assert result.returncode != 0 and "Traceback" not in result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and str(path) in lines[0] and "'limit'" in lines[0], result.stderr
@@ -212,8 +212,8 @@ def test_the_example_config_loads_and_runs(tmp_path, private_cache):
     example = ROOT / "examples" / "sweep.toml"
     settings = load_config(example)
     assert settings["controllers"] == ["none", "prepend", "tag"] and settings["metrics"] == ["stas", "rouge"]
-    result = run_ctrlkit("sweep", "--config", str(example), "-o", str(tmp_path / "out"),
-                         env={"CTRLKIT_CACHE_DIR": str(private_cache)})
+    result = invoke_ctrlkit("sweep", "--config", str(example), "-o", str(tmp_path / "out"),
+                            env={"CTRLKIT_CACHE_DIR": str(private_cache)})
     assert result.returncode == 0, result.stderr
     table = json.loads((tmp_path / "out" / "table.json").read_text())
     assert [row["controller"] for row in table["rows"]] == ["none", "prepend", "tag"]

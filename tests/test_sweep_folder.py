@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import ctrlkit
-from conftest import run_ctrlkit
+from conftest import invoke_ctrlkit
 from ctrlkit.errors import CtrlkitError
 from ctrlkit.report import write_report
 from ctrlkit.sweep import _same_configuration, _with_device, load_config, sweep
@@ -53,8 +53,8 @@ def test_a_sweep_with_other_settings_is_refused_and_changes_nothing(tmp_path, pr
 def test_the_command_refuses_in_one_line(tmp_path, private_cache):
     out = tmp_path / "s"
     common = ["sweep", "--controllers", "none", "--metrics", "rouge", "-o", str(out)]
-    assert run_ctrlkit(*common, "--limit", "2").returncode == 0
-    refused = run_ctrlkit(*common, "--limit", "3")
+    assert invoke_ctrlkit(*common, "--limit", "2").returncode == 0
+    refused = invoke_ctrlkit(*common, "--limit", "3")
     assert refused.returncode == 1
     assert refused.stderr.startswith(f"Error: {out} holds a sweep with other settings (limit);")
     assert len(refused.stderr.splitlines()) == 1
@@ -104,9 +104,9 @@ def test_overwrite_removes_the_earlier_sweep_and_says_what(tmp_path, private_cac
 
 def test_the_command_takes_overwrite(tmp_path, private_cache):
     out = tmp_path / "s"
-    first = run_ctrlkit("sweep", "--controllers", "none", "--metrics", "rouge", "--limit", "2", "-o", str(out))
+    first = invoke_ctrlkit("sweep", "--controllers", "none", "--metrics", "rouge", "--limit", "2", "-o", str(out))
     assert first.returncode == 0, first.stderr
-    replaced = run_ctrlkit("sweep", "--controllers", "tag", "--metrics", "rouge", "--limit", "2", "-o", str(out),
+    replaced = invoke_ctrlkit("sweep", "--controllers", "tag", "--metrics", "rouge", "--limit", "2", "-o", str(out),
                            "--overwrite")
     assert replaced.returncode == 0, replaced.stderr
     assert "removing the earlier sweep" in replaced.stderr
@@ -200,7 +200,7 @@ def test_device_is_set_on_every_backbone_that_takes_one(tmp_path, private_cache,
 
 
 def test_a_device_no_backbone_takes_is_one_line(tmp_path):
-    result = run_ctrlkit("sweep", "--controllers", "none", "--device", "cpu", "-o", str(tmp_path / "s"))
+    result = invoke_ctrlkit("sweep", "--controllers", "none", "--device", "cpu", "-o", str(tmp_path / "s"))
     assert result.returncode == 1
     assert result.stderr == "Error: device 'cpu': no backbone of the sweep takes a device (extractive)\n"
     assert not (tmp_path / "s").exists()
@@ -209,14 +209,14 @@ def test_a_device_no_backbone_takes_is_one_line(tmp_path):
 def test_no_cache_generates_everything_again_and_records_no_cache(tmp_path, private_cache):
     command = ["sweep", "--controllers", "none", "--metrics", "rouge", "--limit", "2"]
     env = {"CTRLKIT_CACHE_DIR": str(private_cache)}
-    result = run_ctrlkit(*command, "--no-cache", "-o", str(tmp_path / "s"), env=env)
+    result = invoke_ctrlkit(*command, "--no-cache", "-o", str(tmp_path / "s"), env=env)
     assert result.returncode == 0, result.stderr
     assert json.loads((tmp_path / "s" / "cells" / "sample--extractive--none" / "results.json").read_text())[
         "cache"] is None
     assert not private_cache.exists()
     config = tmp_path / "c.toml"
     config.write_text('controllers = "none"\nmetrics = "rouge"\nlimit = 2\ncache = false\n')
-    result = run_ctrlkit("sweep", "--config", str(config), "-o", str(tmp_path / "t"), env=env)
+    result = invoke_ctrlkit("sweep", "--config", str(config), "-o", str(tmp_path / "t"), env=env)
     assert result.returncode == 0, result.stderr
     assert not private_cache.exists()
 

@@ -10,7 +10,7 @@ import pytest
 import ctrlkit
 from ctrlkit.sweep import load_config, sweep
 
-from conftest import run_ctrlkit
+from conftest import invoke_ctrlkit
 
 
 @pytest.fixture
@@ -65,8 +65,8 @@ def test_the_command_line_wins_over_the_file_sample_over_limit_and_set_option_by
     path = tmp_path / "s.toml"
     path.write_text('controllers = ["tag"]\nmetrics = "stas"\nlimit = 4\n'
                     '[options.tag]\ntop_n = 20\nstop_words = false\n')
-    result = run_ctrlkit("sweep", "--config", str(path), "--sample", "3", "--seed", "1", "--set", "tag.top_n=7",
-                         "-o", str(tmp_path / "out"), env={"CTRLKIT_CACHE_DIR": str(private_cache)})
+    result = invoke_ctrlkit("sweep", "--config", str(path), "--sample", "3", "--seed", "1", "--set", "tag.top_n=7",
+                            "-o", str(tmp_path / "out"), env={"CTRLKIT_CACHE_DIR": str(private_cache)})
     assert result.returncode == 0, result.stderr
     [row] = json.loads((tmp_path / "out" / "table.json").read_text())["rows"]
     config = json.loads((tmp_path / "out" / row["run"] / "results.json").read_text())["config"]

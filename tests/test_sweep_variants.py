@@ -12,7 +12,7 @@ import ctrlkit
 from ctrlkit.sweep import load_config, sweep
 
 from ccs_release import write_release
-from conftest import run_ctrlkit
+from conftest import invoke_ctrlkit
 
 
 @pytest.fixture
@@ -160,8 +160,8 @@ def test_the_command_runs_variants_from_a_file_with_one_data_path_for_their_comp
                     '[variants.lead]\nof = "none"\n'
                     '[variants.ccs-len]\nof = "ccsbench"\noptions = { subset = "length" }\n'
                     '[variants.ccs-all]\nof = "ccsbench"\noptions = { subset = "compositional" }\n')
-    result = run_ctrlkit("sweep", "--config", str(path), "--data", str(release), "-o", str(tmp_path / "out"),
-                         env={"CTRLKIT_CACHE_DIR": str(private_cache)})
+    result = invoke_ctrlkit("sweep", "--config", str(path), "--data", str(release), "-o", str(tmp_path / "out"),
+                            env={"CTRLKIT_CACHE_DIR": str(private_cache)})
     assert result.returncode == 0, result.stderr
     rows = json.loads((tmp_path / "out" / "table.json").read_text())["rows"]
     assert [(row["dataset"], row["controller"]) for row in rows] == [
@@ -177,8 +177,8 @@ def test_an_option_set_on_the_command_line_wins_over_a_files_variants(tmp_path, 
                     '[variants.tag-3]\nof = "tag"\noptions = { top_n = 3, stop_words = false }\n'
                     '[variants.both-5]\nof = "prepend+tag"\noptions = { tag = { top_n = 5 } }\n')
     out = tmp_path / "out"
-    result = run_ctrlkit("sweep", "--config", str(path), "--set", "tag.top_n=7", "-o", str(out),
-                         env={"CTRLKIT_CACHE_DIR": str(private_cache)})
+    result = invoke_ctrlkit("sweep", "--config", str(path), "--set", "tag.top_n=7", "-o", str(out),
+                            env={"CTRLKIT_CACHE_DIR": str(private_cache)})
     assert result.returncode == 0, result.stderr
     rows = json.loads((out / "table.json").read_text())["rows"]
     for row, controller, stop_words in zip(rows, ("tag", "prepend+tag"), (False, True)):

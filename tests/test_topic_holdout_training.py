@@ -5,7 +5,6 @@ model says which of its examples request a topic the model never saw."""
 import csv
 import json
 import logging
-import os
 
 import pytest
 
@@ -27,7 +26,6 @@ FAST = {"hf": {"max_new_tokens": 4, "num_beams": 1}}
 
 @pytest.fixture(scope="module")
 def tiny_bart(tmp_path_factory):
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     return tiny_models.build_bart(tmp_path_factory.mktemp("holdout") / "bart")
 
 

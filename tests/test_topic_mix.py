@@ -9,7 +9,7 @@ from ctrlkit import Example
 from ctrlkit.text import sentences
 from ctrlkit_datasets.topic_mix import build_topic_mix, mix_topics, topic_mix
 
-from conftest import run_ctrlkit, shared_file
+from conftest import invoke_ctrlkit, run_ctrlkit, shared_file
 
 
 def _sample():
@@ -159,7 +159,7 @@ def test_the_command_reports_unpaired_articles(tmp_path):
     data.write_text("".join(json.dumps({"id": f"{topic}{i}", "document": f"A {topic} story, number {i}.",
                                         "references": "R", "controls": {"topic": topic}}) + "\n"
                             for topic, count in (("a", 4), ("b", 1)) for i in range(count)))
-    result = run_ctrlkit("data", "topic-mix", "-d", "jsonl", "--data", str(data), "-o", str(tmp_path / "mix.jsonl"))
+    result = invoke_ctrlkit("data", "topic-mix", "-d", "jsonl", "--data", str(data), "-o", str(tmp_path / "mix.jsonl"))
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [f"5 articles, 2 used in 1 pairs: 2 examples in {tmp_path / 'mix.jsonl'}",
                                           "unpaired on a: 3"]
@@ -168,18 +168,18 @@ def test_the_command_reports_unpaired_articles(tmp_path):
 def test_the_command_takes_dataset_options(tmp_path):
     csv_path = shared_file("newts/NEWTS_test_600.csv")
     out = tmp_path / "mix.jsonl"
-    result = run_ctrlkit("data", "topic-mix", "-d", "newts", "--data", str(csv_path), "--split", "train",
-                         "--set", "newts.topic_label=id", "-o", str(out))
+    result = invoke_ctrlkit("data", "topic-mix", "-d", "newts", "--data", str(csv_path), "--split", "train",
+                            "--set", "newts.topic_label=id", "-o", str(out))
     assert result.returncode == 0, result.stderr
     expected = build_topic_mix(ctrlkit.get_dataset("newts", path=str(csv_path), topic_label="id").load("train"))
     assert [json.loads(line) for line in out.read_text().splitlines()] == expected
     assert all(row["controls"]["topic"].isdigit() for row in expected)
-    refused = run_ctrlkit("data", "topic-mix", "--set", "rouge.use_stemmer=false", "-o", str(out))
+    refused = invoke_ctrlkit("data", "topic-mix", "--set", "rouge.use_stemmer=false", "-o", str(out))
     assert refused.returncode == 1 and "only options of dataset 'sample'" in refused.stderr
 
 
 def test_the_mix_is_made_from_the_train_split_unless_told_otherwise(tmp_path):
-    refused = run_ctrlkit("data", "topic-mix", "-o", str(tmp_path / "mix.jsonl"))
+    refused = invoke_ctrlkit("data", "topic-mix", "-o", str(tmp_path / "mix.jsonl"))
     assert refused.returncode == 1
     assert refused.stderr == ("Error: dataset 'sample' has no 'train' split (it has test); a topic mix is training "
                               "data: it is made from one, so choose the split with --split\n")
@@ -237,7 +237,7 @@ def test_a_file_that_is_one_split_is_mixed_whole_unless_told_otherwise(tmp_path)
     assert ctrlkit.get_dataset("newts", path=str(newts)).data_splits() == ("train", "test")
 
     out = tmp_path / "mix.jsonl"
-    result = run_ctrlkit("data", "topic-mix", "-d", "macsum", "--data", str(path), "--out", str(out))
+    result = invoke_ctrlkit("data", "topic-mix", "-d", "macsum", "--data", str(path), "--out", str(out))
     assert result.returncode == 0, result.stderr
     total, without, articles = _macsum_reference_counts(path)
     expected = build_topic_mix(source.load(None))
@@ -248,12 +248,12 @@ def test_a_file_that_is_one_split_is_mixed_whole_unless_told_otherwise(tmp_path)
                                              f"{used} examples in {out}")
     assert result.stderr == (f"ctrlkit: topic mix: {without} of {total} examples have no topic (control 'topic') "
                              "and are left out\n")
-    as_val = run_ctrlkit("data", "topic-mix", "-d", "macsum", "--data", str(path), "--split", "val",
-                         "--out", str(tmp_path / "val.jsonl"))
+    as_val = invoke_ctrlkit("data", "topic-mix", "-d", "macsum", "--data", str(path), "--split", "val",
+                            "--out", str(tmp_path / "val.jsonl"))
     assert as_val.returncode == 0, as_val.stderr
     assert (tmp_path / "val.jsonl").read_bytes() == out.read_bytes()
-    refused = run_ctrlkit("data", "topic-mix", "-d", "macsum", "--data", str(path), "--split", "train",
-                          "--out", str(tmp_path / "train.jsonl"))
+    refused = invoke_ctrlkit("data", "topic-mix", "-d", "macsum", "--data", str(path), "--split", "train",
+                             "--out", str(tmp_path / "train.jsonl"))
     assert refused.returncode == 1
     assert refused.stderr == "Error: --data is the file macdoc_val.json; --split train does not apply to it\n"
 
@@ -262,7 +262,7 @@ def test_a_dataset_without_any_topic_is_refused_in_one_line(tmp_path):
     data = tmp_path / "plain.jsonl"
     data.write_text("".join(json.dumps({"document": f"Story {i}.", "references": "R", "controls": {"length": "short"}})
                             + "\n" for i in range(3)))
-    refused = run_ctrlkit("data", "topic-mix", "-d", "jsonl", "--data", str(data), "-o", str(tmp_path / "mix.jsonl"))
+    refused = invoke_ctrlkit("data", "topic-mix", "-d", "jsonl", "--data", str(data), "-o", str(tmp_path / "mix.jsonl"))
     assert refused.returncode == 1
     assert refused.stderr == ("Error: none of the 3 examples has a topic (control 'topic'); "
                               "a topic mix needs topic-labelled examples\n")

@@ -50,11 +50,34 @@ def _run(argv, cwd):
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600, env=ENV)
 
 
+@pytest.fixture
+def start():
+    """``start(argv, cwd)``: a command run beside another (two one-thread processes on the two cores);
+    one still running when the test ends is killed."""
+    started = []
+
+    def begin(argv, cwd) -> subprocess.Popen:
+        started.append(subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                        env=ENV))
+        return started[-1]
+
+    yield begin
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+def _finish(process: subprocess.Popen) -> subprocess.CompletedProcess:
+    stdout, stderr = process.communicate(timeout=600)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
 def _out(argv: list[str]) -> str:
     return argv[argv.index("-o") + 1]
 
 
-def test_the_readme_commands_build_train_run_and_resume_offline(tmp_path):
+def test_the_readme_commands_build_train_run_and_resume_offline(tmp_path, start):
     build, train, run = (_argv(line) for line in _documented_commands())
     assert build[1].endswith("examples/tiny_model.py") and train[3:4] == ["train"] and run[3:4] == ["run"]
 
@@ -65,24 +88,13 @@ def test_the_readme_commands_build_train_run_and_resume_offline(tmp_path):
     again = _run(build, tmp_path)
     assert again.returncode != 0 and "already exists" in again.stderr  # never written over
 
-    trained = _run(train, tmp_path)
-    assert trained.returncode == 0, trained.stderr
-    assert "20 steps on 120 pairs" in trained.stdout
-    whole = json.loads((tmp_path / _out(train) / "training.json").read_text(encoding="utf-8"))
-    assert whole["steps"] == 20 and not whole["resumed"] and whole["config"]["split"] == "test"
-
-    ran = _run(run, tmp_path)
-    assert ran.returncode == 0, ran.stderr
-    out = next((tmp_path / "runs").iterdir())  # the default output folder
-    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert results["n_examples"] == 10 and set(results["metrics"]) == {"rouge", "stas"}
-    assert results["config"]["options"]["hf"]["model"] == _out(train)
-
-    # the same training into another folder, stopped with Ctrl-C after its first checkpoint
-    train[train.index("-o") + 1] = "models/pt-interrupted"
+    # the training as written and, beside it, the same training into another folder, stopped with Ctrl-C
+    # after its first checkpoint
+    interrupted = [*train]
+    interrupted[interrupted.index("-o") + 1] = "models/pt-interrupted"
     checkpoint = tmp_path / "models" / "pt-interrupted" / "checkpoint"
-    process = subprocess.Popen(train, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=ENV)
+    training = start(train, tmp_path)
+    process = start(interrupted, tmp_path)
     deadline = time.monotonic() + 300
     while not (checkpoint / "trainer_state.json").is_file() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -93,7 +105,15 @@ def test_the_readme_commands_build_train_run_and_resume_offline(tmp_path):
     step = json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))["step"]
     assert step in (5, 10, 15)
 
-    resumed = _run(train, tmp_path)
+    trained = _finish(training)
+    assert trained.returncode == 0, trained.stderr
+    assert "20 steps on 120 pairs" in trained.stdout
+    whole = json.loads((tmp_path / _out(train) / "training.json").read_text(encoding="utf-8"))
+    assert whole["steps"] == 20 and not whole["resumed"] and whole["config"]["split"] == "test"
+
+    # the run of the trained model and, beside it, the interrupted training run again
+    running = start(run, tmp_path)
+    resumed = _run(interrupted, tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert (f"ctrlkit: train [prepend+tag]: resuming: {step} of 20 steps already done "
             f"(models/pt-interrupted/checkpoint)") in resumed.stderr
@@ -102,6 +122,13 @@ def test_the_readme_commands_build_train_run_and_resume_offline(tmp_path):
     assert record["resumed"] and record["steps"] == 20
     assert record["losses"] == pytest.approx(whole["losses"], abs=1e-5)
     assert not checkpoint.exists()
+
+    ran = _finish(running)
+    assert ran.returncode == 0, ran.stderr
+    out = next((tmp_path / "runs").iterdir())  # the default output folder
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert results["n_examples"] == 10 and set(results["metrics"]) == {"rouge", "stas"}
+    assert results["config"]["options"]["hf"]["model"] == _out(train)
 
 
 def test_the_folders_the_commands_write_are_ignored_by_git():

@@ -6,7 +6,6 @@ in one line, and --bf16 is refused where CUDA with bfloat16 is absent."""
 import contextlib
 import json
 import math
-import os
 import re
 import warnings
 
@@ -32,7 +31,6 @@ RUN = dict(split="test", limit=8, batch_size=2)
 
 @pytest.fixture(scope="module")
 def tiny_bart(tmp_path_factory):
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     return tiny_models.build_bart(tmp_path_factory.mktemp("optimizer") / "bart")
 
 

@@ -125,8 +125,11 @@ class HFBackbone(Backbone):
         try:
             self._tokenizer = transformers.AutoTokenizer.from_pretrained(vocabulary, local_files_only=bool(offline))
             model_class = getattr(transformers, self.auto_model_class)
+            # transformers does not pass local_files_only to its look for an adapter config: without
+            # adapter_kwargs, that look retries the unreachable Hub for over 20 s
             self._model = model_class.from_pretrained(name, dtype=getattr(torch, dtype),
-                                                      local_files_only=bool(offline))
+                                                      local_files_only=bool(offline),
+                                                      adapter_kwargs={"local_files_only": bool(offline)})
         except (OSError, ValueError) as exc:
             if offline:
                 raise ConfigurationError(not_found_offline(f"backbone '{self.name}'", name, offline)) from None
