@@ -34,6 +34,13 @@ def set_environment() -> None:
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 
 
+def _cluster_environment() -> dict[str, str]:
+    """This process's environment without OMP_NUM_THREADS (the tests set it to 1 for themselves), as
+    a cluster started from a plain shell has it: Ray then gives each task and actor as many torch
+    threads as the CPUs it holds."""
+    return {name: value for name, value in os.environ.items() if name != "OMP_NUM_THREADS"}
+
+
 class LocalCluster:
     """``with LocalCluster(cpus) as cluster:`` a running head at ``cluster.address`` (``127.0.0.1:PORT``);
     ``cluster.pid`` is its ``ray start`` process, ``cluster.start_seconds`` how long it took to start.
@@ -62,7 +69,7 @@ class LocalCluster:
                 [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block",
                  "--node-ip-address=127.0.0.1", f"--port={port}", f"--num-cpus={self.cpus}",
                  "--include-dashboard=false", f"--temp-dir={self._temp}", "--disable-usage-stats"],
-                stdout=output, stderr=subprocess.STDOUT)
+                stdout=output, stderr=subprocess.STDOUT, env=_cluster_environment())
         self.pid = self._head.pid
         try:
             while "Ray runtime started" not in log.read_text(errors="replace"):

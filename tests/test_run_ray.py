@@ -18,7 +18,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -107,9 +107,25 @@ def _sample_examples():
     return sample.load(sample.default_split)
 
 
-def _independent_shard(example_id: str, shards: int) -> int:
-    """The shard of an id computed apart from ctrlkit: the sha256's first 16 hex digits as a number."""
-    return int(hashlib.sha256(example_id.encode("utf-8")).hexdigest()[:16], 16) % shards
+def _independent_shards(example_ids: list[str], shards: int) -> dict[str, int]:
+    """The shard of each (distinct) id computed apart from ctrlkit: the ids sorted by their sha256's
+    hex digits, then the first to shard 0, the second to shard 1, and so on round the shards."""
+    by_digest = sorted(example_ids, key=lambda example_id: hashlib.sha256(example_id.encode("utf-8")).hexdigest())
+    return {example_id: rank % shards for rank, example_id in enumerate(by_digest)}
+
+
+@pytest.mark.parametrize("shards", [1, 2, 3, 7, 200])
+def test_shards_differ_in_size_by_one_at_most_and_not_with_the_order_of_the_ids(shards):
+    from ctrlkit.ray_support import stable_shards
+
+    ids = [example.id for example in _sample_examples()]
+    assert len(set(ids)) == 120
+    found = stable_shards(ids, shards)
+    assert dict(zip(ids, found)) == _independent_shards(ids, shards)
+    sizes = Counter(found)
+    assert len(sizes) == min(shards, len(ids)) and max(sizes.values()) - min(sizes.values()) <= 1
+    assert dict(zip(ids[::-1], stable_shards(ids[::-1], shards))) == dict(zip(ids, found))
+    assert Counter(stable_shards(["same"] * 5, 2)) == {0: 3, 1: 2}  # equal ids too, by their position
 
 
 def _log(path: Path) -> list[tuple[str, str]]:
@@ -171,9 +187,10 @@ def test_examples_are_sharded_by_a_stable_hash_of_their_id_and_generated_once_in
     for sample in samples:
         by_pid[sample["prediction"]].add(sample["id"])
     by_shard = defaultdict(set)
-    for sample in samples:
-        by_shard[_independent_shard(sample["id"], 2)].add(sample["id"])
+    for example_id, shard in _independent_shards([sample["id"] for sample in samples], 2).items():
+        by_shard[shard].add(example_id)
     assert len(by_pid) == 2 and sorted(map(sorted, by_pid.values())) == sorted(map(sorted, by_shard.values()))
+    assert sorted(map(len, by_pid.values())) == [60, 60]  # a hash modulo 2 would give 63 and 57
 
     examples = _sample_examples()
     prepend = get_controller("prepend")
@@ -252,7 +269,6 @@ def test_the_workers_load_their_backbones_as_the_block_opens_and_use_them_for_ev
     examples = _sample_examples()[:16]
     inputs = [ModelInput(source=example.document) for example in examples]
     ids = [example.id for example in examples]
-    assert {_independent_shard(i, 2) for i in ids} == {0, 1}  # work for both workers
     with _pool(ray_address, 2, load_log=str(loads), say_pid=True) as pool:
         deadline = time.monotonic() + 120
         while len(_lines(loads)) < 2:  # no batch asked for yet: the workers load on their own
@@ -264,6 +280,20 @@ def test_the_workers_load_their_backbones_as_the_block_opens_and_use_them_for_ev
     generated_by = {pid for _, outputs, _ in batches for pid in outputs}
     assert generated_by == set(loaded_by)
     assert sorted(i for batch, _, _ in batches for i in batch) == list(range(len(inputs)))
+
+
+def test_a_worker_on_the_cpu_runs_torch_on_one_thread_its_one_cpu(ray_address, tmp_path):
+    # ctrlkit gives the worker no environment of its own (Ray may hand it a process it started
+    # beforehand); Ray sets OMP_NUM_THREADS to the CPUs it holds, on a cluster started without one
+    from ctrlkit.ray_generation import RayGeneration
+    from tiny_models import build_bart
+
+    spec = f"hf:{build_bart(tmp_path / 'bart')}"
+    with RayGeneration(ray_address, spec, {"device": "cpu"}, ctrlkit.get_backbone(spec, device="cpu"), 1,
+                       use_cache=False) as pool:
+        threads = pool.ray.get(pool.actors[0].__ray_call__.remote(
+            lambda worker: (worker._made(), __import__("torch").get_num_threads())[1]))
+    assert threads == 1 < os.cpu_count()
 
 
 def test_a_worker_that_cannot_load_fails_its_first_batch_in_one_line_and_a_worker_without_work_nothing(
@@ -379,6 +409,19 @@ def test_an_address_other_than_the_connected_clusters_is_refused_in_one_line(ray
     assert ray.is_initialized() and ray.get_runtime_context().gcs_address == current  # still connected
     assert host_and_port("ray://[::1]:10001") == ("::1", 10001) and host_and_port("head:6379") == ("head", 6379)
     assert host_and_port("auto") is None and host_and_port("local") is None
+
+
+def test_a_client_that_would_look_for_a_loopback_only_cluster_elsewhere_is_told_at_once(ray_address, tmp_path):
+    # the session's cluster listens on 127.0.0.1 alone; a client without the variable would have Ray
+    # look for it at this node's outward address, and retry there for minutes
+    started = time.monotonic()
+    result = run_ctrlkit("run", "--limit", "2", "--bootstrap", "0", "--no-cache", "--executor", "ray", "--address",
+                         ray_address, "-o", str(tmp_path / "out"), env={"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1"})
+    assert result.returncode == 1 and time.monotonic() - started < 60
+    assert re.fullmatch(rf"Error: --executor ray: the Ray cluster at {re.escape(ray_address)} answers on loopback "
+                        r"only, and Ray looks for it at this node's address, \S+: set "
+                        r"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 here, as where the cluster was started\n", result.stderr)
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_local_run_does_not_import_ray():

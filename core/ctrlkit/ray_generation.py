@@ -1,11 +1,11 @@
 """A run's generation on a Ray cluster (``run(executor="ray", workers=N)``).
 
 The driver does all a local run does (controllers, cache look-ups, scoring, writing) except the
-generating itself. The examples left to generate are split into ``N`` shards by a stable hash of
-their id (:func:`ctrlkit.ray_support.stable_shard`), one per worker: a Ray actor holding one
-backbone, made on its node from the run's backbone name and options and prepared by the run's
-controllers in the order the driver's was (a token a controller adds is in the worker's model
-too). A worker takes its shard in the local run's order (longest input first, input order among
+generating itself. The examples left to generate are split into ``N`` shards, as equal in size as
+they can be, by a stable hash of their id (:func:`ctrlkit.ray_support.stable_shards`), one per
+worker: a Ray actor holding one backbone, made on its node from the run's backbone name and options
+and prepared by the run's controllers in the order the driver's was (a token a controller adds is
+in the worker's model too). A worker takes its shard in the local run's order (longest input first, input order among
 equals), ``batch_size`` inputs at a time, and each batch comes back to the driver as soon as it
 is done: the driver's progress bar moves, and it stores the batch in its own cache under the
 keys the local run uses, so that a later run on the driver's machine, local or Ray, finds it.
@@ -39,7 +39,7 @@ import os
 from typing import Any, Iterator, Mapping, Sequence
 
 from .errors import ConfigurationError, CtrlkitError
-from .ray_support import backbone_resources, check_capacity, connect, stable_shard, worker_env_vars
+from .ray_support import backbone_resources, check_capacity, connect, stable_shards, worker_environment
 
 MAX_RESTARTS = 3
 """How many times a worker that died is started again before the run gives up."""
@@ -149,8 +149,8 @@ class RayGeneration:
         """``(indices generated, their outputs, {index: text found in a worker's cache})`` for each
         batch, as the workers finish them; ``todo`` is the local run's order."""
         shards: dict[int, list[int]] = {}
-        for i in todo:
-            shards.setdefault(stable_shard(ids[i], self.workers), []).append(i)
+        for i, shard in zip(todo, stable_shards([ids[i] for i in todo], self.workers)):
+            shards.setdefault(shard, []).append(i)
         pending = {}
         for shard, indices in sorted(shards.items()):
             actor = self.actors[shard]
@@ -172,10 +172,9 @@ class RayGeneration:
 
     def _start(self):
         """A worker, asked to warm up at once (its batches queue behind that)."""
-        threads = 1 if "num_cpus" in self.resources else None  # one torch thread on its one CPU
         actor = self.ray.remote(GenerationWorker).options(
             max_restarts=MAX_RESTARTS, max_task_retries=MAX_TASK_RETRIES, scheduling_strategy="SPREAD",
-            runtime_env={"env_vars": worker_env_vars(threads)}, **self.resources,
+            runtime_env=worker_environment(), **self.resources,
         ).remote(self.spec, self.options, self.use_cache, os.getcwd())
         actor.warm_up.remote()
         return actor

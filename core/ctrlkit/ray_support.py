@@ -7,7 +7,7 @@ import hashlib
 import ipaddress
 import os
 import socket
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .errors import ConfigurationError, OptionError
 
@@ -49,7 +49,7 @@ def connect(address: str | None, what: str = "--executor ray"):
         check_same_cluster(ray, address, what)
         return ray
     if address is not None:
-        check_reachable(address, what)
+        check_reachable(address, what, ray)
     try:
         ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -107,23 +107,44 @@ def _is_loopback(name: str) -> bool:
         return False
 
 
-def check_reachable(address: str, what: str = "--executor ray") -> None:
+def check_reachable(address: str, what: str = "--executor ray", ray=None) -> None:
     """One line, at once, when nothing accepts a connection at ``address`` (``HOST:PORT``, or
-    ``ray://HOST:PORT`` for Ray Client); other forms (``auto``, ``local``) are left to Ray."""
+    ``ray://HOST:PORT`` for Ray Client); other forms (``auto``, ``local``) are left to Ray. Given
+    ``ray``, a loopback ``HOST:PORT`` is probed where Ray will look for it too, this node's address
+    (unless ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``): a cluster that listens on loopback alone would
+    have Ray retry there for minutes."""
     place = host_and_port(address)
     if place is None:
         return
+    if failure := _refusal(place):
+        raise ConfigurationError(f"{what}: cannot connect to {address}: {failure}; is a Ray cluster running there "
+                                 "(ray start --head)?")
+    if ray is None or address.startswith("ray://") or not (place[0] == "localhost" or _is_loopback(place[0])):
+        return
+    node = ray.util.get_node_ip_address()
+    if not _is_loopback(node) and _refusal((node, place[1])):
+        raise ConfigurationError(f"{what}: the Ray cluster at {address} answers on loopback only, and Ray looks for "
+                                 f"it at this node's address, {node}: set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 here, "
+                                 "as where the cluster was started")
+
+
+def _refusal(place: tuple[str, int]) -> str:
+    """Why nothing accepts a connection at ``place``; empty when something does."""
     try:
         socket.create_connection(place, timeout=PROBE_SECONDS).close()
     except (OSError, ValueError) as exc:  # ValueError: a port out of range
-        raise ConfigurationError(f"{what}: cannot connect to {address}: "
-                                 f"{' '.join(str(getattr(exc, 'strerror', None) or exc).split())}; is a Ray cluster "
-                                 f"running there (ray start --head)?") from None
+        return " ".join(str(getattr(exc, "strerror", None) or exc).split())
+    return ""
 
 
 def worker_environment() -> dict:
-    """The ``runtime_env`` of a sweep cell's task: :func:`worker_env_vars`."""
-    return {"env_vars": worker_env_vars()}
+    """The ``runtime_env`` of a Ray worker (a sweep cell's task, a run's generation actor):
+    :func:`worker_env_vars`, or none when the driver has none of them set, so that Ray can give the
+    task or actor one of the worker processes it keeps started (a runtime_env of its own needs a new
+    process). Torch's threads are Ray's: OMP_NUM_THREADS is the CPUs the task or actor holds (1),
+    unless the cluster was started with OMP_NUM_THREADS set, which Ray keeps."""
+    env = worker_env_vars()
+    return {"env_vars": env} if env else {}
 
 
 def check_executor_options(executor: str, workers: int | None, address: str | None) -> int | None:
@@ -144,24 +165,29 @@ def check_executor_options(executor: str, workers: int | None, address: str | No
     return workers
 
 
-def stable_shard(name: str, shards: int) -> int:
-    """Which of ``shards`` the name falls in: its sha256 (the first 8 bytes, big-endian) modulo
-    ``shards``; the same on every machine, process and run, as Python's salted ``hash`` is not."""
-    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).digest()
-    return int.from_bytes(digest[:8], "big") % shards
+def stable_shards(names: Sequence[str], shards: int) -> list[int]:
+    """The shard of each of ``names``: the names ranked by their sha256 (equal names by their
+    position) and dealt out in that order, one to each shard in turn, so that the shards' sizes
+    differ by one at most (a hash modulo ``shards`` leaves them as uneven as chance makes them: 63
+    and 57 of the bundled sample's 120). The same on every machine, process and run for the same
+    names, as Python's salted ``hash`` is not, and whatever order the names come in, but for equal
+    names."""
+    ranked = sorted(range(len(names)), key=lambda i: (hashlib.sha256(names[i].encode("utf-8", "surrogatepass"))
+                                                      .digest(), i))
+    shard_of = [0] * len(names)
+    for rank, i in enumerate(ranked):
+        shard_of[i] = rank % shards
+    return shard_of
 
 
-def worker_env_vars(threads: int | None = None) -> dict[str, str]:
+def worker_env_vars() -> dict[str, str]:
     """The environment variables of a Ray worker process (``runtime_env={"env_vars": ...}``): the
     driver's :data:`WORKER_VARIABLES` that are set, so that a worker loads the plugins the driver
     loads, from the same paths (the nodes have the driver's Python environment; the driver's
     PYTHONPATH replaces the node's, since Ray's ``${PYTHONPATH}`` expansion would leave an empty
-    entry, the working folder, on a node that has none); with ``threads``, OMP_NUM_THREADS (torch's
-    threads on the CPU). Everything else (API keys, CTRLKIT_CACHE_DIR, HF_HOME) is the node's own."""
-    env = {name: os.environ[name] for name in WORKER_VARIABLES if name in os.environ}
-    if threads is not None:
-        env["OMP_NUM_THREADS"] = str(threads)
-    return env
+    entry, the working folder, on a node that has none). Everything else (API keys,
+    CTRLKIT_CACHE_DIR, HF_HOME) is the node's own."""
+    return {name: os.environ[name] for name in WORKER_VARIABLES if name in os.environ}
 
 
 def backbone_resources(options: Mapping[str, Any], cluster: Mapping[str, float]) -> dict[str, int]:
