@@ -17,7 +17,8 @@ outputs. Building the model and starting the cluster are not timed:
 
 * local, one torch thread (OMP_NUM_THREADS=1): the baseline of both targets, a process doing what
   one worker does;
-* ray with 2 workers and with 1 worker (one torch thread each: ``runtime_env`` OMP_NUM_THREADS=1);
+* ray with 2 workers and with 1 worker (one torch thread each: Ray sets OMP_NUM_THREADS to the one
+  CPU each worker holds);
 * local with as many torch threads as the machine has CPUs, torch's own default, for the record
   (no target: intra-op threads are another way to use the cores).
 
