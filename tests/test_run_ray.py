@@ -282,17 +282,13 @@ def test_the_workers_load_their_backbones_as_the_block_opens_and_use_them_for_ev
     assert sorted(i for batch, _, _ in batches for i in batch) == list(range(len(inputs)))
 
 
-def test_a_worker_on_the_cpu_runs_torch_on_one_thread_its_one_cpu(ray_address, tmp_path):
+def test_a_worker_on_the_cpu_runs_torch_on_one_thread_its_one_cpu(ray_address):
     # ctrlkit gives the worker no environment of its own (Ray may hand it a process it started
     # beforehand); Ray sets OMP_NUM_THREADS to the CPUs it holds, on a cluster started without one
     from ctrlkit.ray_generation import RayGeneration
-    from tiny_models import build_bart
 
-    spec = f"hf:{build_bart(tmp_path / 'bart')}"
-    with RayGeneration(ray_address, spec, {"device": "cpu"}, ctrlkit.get_backbone(spec, device="cpu"), 1,
-                       use_cache=False) as pool:
-        threads = pool.ray.get(pool.actors[0].__ray_call__.remote(
-            lambda worker: (worker._made(), __import__("torch").get_num_threads())[1]))
+    with RayGeneration(ray_address, "extractive", {}, ctrlkit.get_backbone("extractive"), 1, use_cache=False) as pool:
+        threads = pool.ray.get(pool.actors[0].__ray_call__.remote(lambda worker: __import__("torch").get_num_threads()))
     assert threads == 1 < os.cpu_count()
 
 
