@@ -107,19 +107,19 @@ def _is_loopback(name: str) -> bool:
         return False
 
 
-def check_reachable(address: str, what: str = "--executor ray", ray=None) -> None:
+def check_reachable(address: str, what: str, ray) -> None:
     """One line, at once, when nothing accepts a connection at ``address`` (``HOST:PORT``, or
-    ``ray://HOST:PORT`` for Ray Client); other forms (``auto``, ``local``) are left to Ray. Given
-    ``ray``, a loopback ``HOST:PORT`` is probed where Ray will look for it too, this node's address
-    (unless ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``): a cluster that listens on loopback alone would
-    have Ray retry there for minutes."""
+    ``ray://HOST:PORT`` for Ray Client); other forms (``auto``, ``local``) are left to Ray. A
+    loopback ``HOST:PORT`` is probed where ``ray`` will look for it too, this node's address (unless
+    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``): a cluster that listens on loopback alone would have
+    Ray retry there for minutes."""
     place = host_and_port(address)
     if place is None:
         return
     if failure := _refusal(place):
         raise ConfigurationError(f"{what}: cannot connect to {address}: {failure}; is a Ray cluster running there "
                                  "(ray start --head)?")
-    if ray is None or address.startswith("ray://") or not (place[0] == "localhost" or _is_loopback(place[0])):
+    if address.startswith("ray://") or not (place[0] == "localhost" or _is_loopback(place[0])):
         return
     node = ray.util.get_node_ip_address()
     if not _is_loopback(node) and _refusal((node, place[1])):
