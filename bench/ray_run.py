@@ -39,7 +39,11 @@ loopback only, a token of this run's own in the environment only), waited on unt
 are idle (a new cluster starts its idle workers in the background), and stopped after the side,
 so that no cluster runs beside a local side. Its start and settling seconds are reported apart.
 Both sides use glibc malloc with fixed thresholds (the workers inherit them from the cluster), as
-``pipeline_overhead.py`` explains. Rounds rotate which side goes first; medians are reported.
+``pipeline_overhead.py`` explains. Rounds run the sides forward and backward in turn (ray-1, local,
+ray-2, local with all threads; then the reverse), so that the local side runs next to each Ray
+side, and a machine whose speed drifts over minutes (this one ran the same local side in
+77.7 s and, ten minutes later, 118.3 s) moves both sides of a pair alike; an even number of rounds
+balances which side goes first. Medians are reported, and each round's own ratios.
 
     python bench/ray_run.py [--rounds 2] [--address HOST:PORT] [--new-tokens 160] [--d-model 256]
                             [--batch-size 16] [--num-beams 4] [--out bench/results.json]
@@ -64,6 +68,8 @@ POSITIONS = 1024
 FIXED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(256 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
 SIDES = ("local", "ray2", "ray1", "local_all_threads")
 RAY_SIDES = ("ray2", "ray1")
+ORDER = ("ray1", "local", "ray2", "local_all_threads")
+"""A round's sides, the local one beside each Ray side; every other round runs them backwards."""
 
 
 def main() -> None:
@@ -107,8 +113,9 @@ def main() -> None:
         generate_s = {side: [] for side in SIDES}
         differing = {side: [] for side in RAY_SIDES}
         cluster_s = {side: {"start": [], "settle": []} for side in RAY_SIDES}
+        speedups, overheads = [], []  # each round's local / ray-2 and ray-1 / local
         for round_ in range(args.rounds):
-            order = SIDES[round_ % len(SIDES):] + SIDES[:round_ % len(SIDES)]
+            order = ORDER if round_ % 2 == 0 else ORDER[::-1]
             predictions = {}
             for side in order:
                 extra, env = sides[side]
@@ -127,9 +134,12 @@ def main() -> None:
                                      for line in (out / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
             for side in differing:
                 differing[side].append(sum(a != b for a, b in zip(predictions[side], predictions["local"])))
+            speedups.append(seconds["local"][-1] / seconds["ray2"][-1])
+            overheads.append(seconds["ray1"][-1] / seconds["local"][-1])
             started = "" if args.address else "; clusters started (untimed) in " + ", ".join(
                 f"{side} {cluster_s[side]['start'][-1]:.1f} s" for side in RAY_SIDES)
             print(f"round {round_ + 1}: " + ", ".join(f"{side} {seconds[side][-1]:.2f} s" for side in SIDES)
+                  + f"; local / ray-2 {speedups[-1]:.2f}x, ray-1 / local {overheads[-1]:.3f}"
                   + f"; outputs differing from local: ray2 {differing['ray2'][-1]}, ray1 {differing['ray1'][-1]} "
                     f"of {len(predictions['local'])}{started}", flush=True)
 
@@ -144,6 +154,7 @@ def main() -> None:
         "met": met, "overhead_ratio": round(overhead, 3),
         "seconds": {side: round(value, 3) for side, value in median.items()},
         "seconds_all_rounds": {side: [round(v, 3) for v in values] for side, values in seconds.items()},
+        "ratio_by_round": [round(v, 3) for v in speedups], "overhead_ratio_by_round": [round(v, 3) for v in overheads],
         "generate_seconds_median": {side: round(statistics.median(values), 3) for side, values in generate_s.items()},
         "local_all_threads_speedup_over_local": round(median["local"] / median["local_all_threads"], 3),
         "outputs_differing_from_local": differing, "examples": len(predictions["local"]),
