@@ -34,21 +34,23 @@ def set_environment() -> None:
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 
 
-def _cluster_environment() -> dict[str, str]:
+def _cluster_environment(extra: dict[str, str]) -> dict[str, str]:
     """This process's environment without OMP_NUM_THREADS (the tests set it to 1 for themselves), as
     a cluster started from a plain shell has it: Ray then gives each task and actor as many torch
-    threads as the CPUs it holds."""
-    return {name: value for name, value in os.environ.items() if name != "OMP_NUM_THREADS"}
+    threads as the CPUs it holds; and ``extra``."""
+    return {**{name: value for name, value in os.environ.items() if name != "OMP_NUM_THREADS"}, **extra}
 
 
 class LocalCluster:
-    """``with LocalCluster(cpus) as cluster:`` a running head at ``cluster.address`` (``127.0.0.1:PORT``);
-    ``cluster.pid`` is its ``ray start`` process, ``cluster.start_seconds`` how long it took to start.
+    """``with LocalCluster(cpus) as cluster:`` a running head at ``cluster.address`` (``127.0.0.1:PORT``),
+    started with ``environment`` added to this process's; ``cluster.pid`` is its ``ray start``
+    process, ``cluster.start_seconds`` how long it took to start.
     Leaving the block stops it (SIGTERM: it takes its processes with it, and leaves any other cluster
     on the machine alone) and removes its temporary folder."""
 
-    def __init__(self, cpus: int):
+    def __init__(self, cpus: int, environment: dict[str, str] | None = None):
         self.cpus = cpus
+        self.environment = dict(environment or {})
         self.address = ""
         self.pid = 0
         self.start_seconds = 0.0
@@ -69,7 +71,7 @@ class LocalCluster:
                 [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block",
                  "--node-ip-address=127.0.0.1", f"--port={port}", f"--num-cpus={self.cpus}",
                  "--include-dashboard=false", f"--temp-dir={self._temp}", "--disable-usage-stats"],
-                stdout=output, stderr=subprocess.STDOUT, env=_cluster_environment())
+                stdout=output, stderr=subprocess.STDOUT, env=_cluster_environment(self.environment))
         self.pid = self._head.pid
         try:
             while "Ray runtime started" not in log.read_text(errors="replace"):

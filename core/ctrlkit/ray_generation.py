@@ -39,7 +39,8 @@ import os
 from typing import Any, Iterator, Mapping, Sequence
 
 from .errors import ConfigurationError, CtrlkitError
-from .ray_support import backbone_resources, check_capacity, connect, stable_shards, worker_environment
+from .ray_support import (backbone_resources, check_capacity, connect, match_torch_threads, stable_shards,
+                          worker_environment)
 
 MAX_RESTARTS = 3
 """How many times a worker that died is started again before the run gives up."""
@@ -55,6 +56,7 @@ class GenerationWorker:
     so that a relative path (``hf:models/pt``) names what it names on the driver."""
 
     def __init__(self, spec: str, options: Mapping[str, Any], use_cache: bool, directory: str):
+        match_torch_threads()
         if os.path.isdir(directory):
             os.chdir(directory)
         self.spec, self.options, self.use_cache = spec, dict(options), use_cache

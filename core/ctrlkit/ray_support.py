@@ -7,6 +7,7 @@ import hashlib
 import ipaddress
 import os
 import socket
+import sys
 from typing import Any, Mapping, Sequence
 
 from .errors import ConfigurationError, OptionError
@@ -145,6 +146,18 @@ def worker_environment() -> dict:
     unless the cluster was started with OMP_NUM_THREADS set, which Ray keeps."""
     env = worker_env_vars()
     return {"env_vars": env} if env else {}
+
+
+def match_torch_threads() -> None:
+    """In a Ray worker, run torch on the threads OMP_NUM_THREADS names. Ray sets the variable (the
+    CPUs the task or actor holds) when it hands the worker its work, and torch reads it once, when
+    imported: a worker process that imported torch before that (a cluster started with
+    ``RAY_preload_python_modules=torch``) would run one thread per core of the machine on one CPU's
+    share (on this 2-CPU machine a data-parallel run's generation took 4.5 times as long)."""
+    torch = sys.modules.get("torch")
+    threads = os.environ.get("OMP_NUM_THREADS", "")
+    if torch is not None and threads.isdigit() and int(threads) > 0 and torch.get_num_threads() != int(threads):
+        torch.set_num_threads(int(threads))
 
 
 def check_executor_options(executor: str, workers: int | None, address: str | None) -> int | None:

@@ -51,7 +51,7 @@ from .errors import ConfigurationError, CtrlkitError
 from .files import atomic_write_bytes
 from .plugins import get_registry
 from .progress import Progress, say
-from .ray_support import connect, worker_environment
+from .ray_support import connect, match_torch_threads, worker_environment
 from .report import remove_stale_report
 from .sweep import cell_components, run_cell
 
@@ -146,6 +146,7 @@ def needs_gpu(arguments: dict, cluster_gpus: bool) -> bool:
 def run_on_worker(arguments: dict, record: dict, cache: bool) -> dict:
     """The Ray task of one cell: ``{"files": {relative path: bytes}, "warnings": [line], "cached":
     the cache entries its run found or stored}`` (:data:`ctrlkit.cache.Recorded`; none without ``cache``)."""
+    match_torch_threads()
     kept = _Kept()
     ctrlkit_logger = logging.getLogger("ctrlkit")
     ctrlkit_logger.addHandler(kept)
