@@ -21,8 +21,10 @@ reported apart.
 
 The three tables must hold the same numbers, and every cell the same predictions (the untrained
 models score ROUGE 0 everywhere, so equal tables alone would prove nothing). Each round runs the
-three sweeps, in an order that rotates from round to round; the medians are compared. Targets:
-local / Ray with 2 workers >= 1.6x; Ray with 1 worker / local <= 1.15.
+three sweeps forward or backward in turn (Ray 1 worker, local, Ray 2 workers; then the reverse),
+so that the local sweep runs next to each Ray sweep while the machine's speed drifts (as
+``ray_run.py`` explains); the medians are compared, and each round's own ratios reported.
+Targets: local / Ray with 2 workers >= 1.6x; Ray with 1 worker / local <= 1.15.
 
 Every process that runs a cell first imports torch, transformers and the metrics' libraries and
 loads the model, about 11 s here: the local sweep pays it once, each Ray worker once, at the same
@@ -51,6 +53,8 @@ SPEEDUP_TARGET = 1.6
 OVERHEAD_TARGET = 1.15
 CONTROLLERS = ["none", "prepend", "tag", "prompt"]
 MODES = ("local", "ray2", "ray1")
+ORDER = ("ray1", "local", "ray2")
+"""A round's sweeps, the local one beside each Ray one; every other round runs them backwards."""
 
 
 def main() -> None:
@@ -72,11 +76,12 @@ def main() -> None:
     seconds = {mode: [] for mode in MODES}
     cluster_seconds = {mode: {"start": [], "settle": []} for mode in MODES[1:]}
     same = same_predictions = True
+    speedups, overheads = [], []  # each round's local / ray-2 and ray-1 / local
     with tempfile.TemporaryDirectory() as folder:
         models = [str(build_bart(Path(folder) / f"bart{width}", d_model=width)) for width in (64, 96)]
         for round_ in range(args.rounds):
             found = {}
-            for mode in MODES[round_ % len(MODES):] + MODES[:round_ % len(MODES)]:
+            for mode in ORDER if round_ % 2 == 0 else ORDER[::-1]:
                 out = Path(folder) / f"{mode}-{round_}"
                 if mode == "local":
                     found[mode] = _sweep(mode, models, args.limit, out, "")
@@ -92,7 +97,10 @@ def main() -> None:
             same &= found["local"]["rows"] == found["ray2"]["rows"] == found["ray1"]["rows"]
             same_predictions &= found["local"]["predictions"] == found["ray2"]["predictions"] == \
                 found["ray1"]["predictions"]
-            print(f"round {round_ + 1}: " + ", ".join(f"{mode} {seconds[mode][-1]:.2f} s" for mode in MODES), flush=True)
+            speedups.append(seconds["local"][-1] / seconds["ray2"][-1])
+            overheads.append(seconds["ray1"][-1] / seconds["local"][-1])
+            print(f"round {round_ + 1}: " + ", ".join(f"{mode} {seconds[mode][-1]:.2f} s" for mode in MODES)
+                  + f"; local / ray-2 {speedups[-1]:.2f}x, ray-1 / local {overheads[-1]:.3f}", flush=True)
     median = {mode: statistics.median(values) for mode, values in seconds.items()}
     speedup = median["local"] / median["ray2"]
     overhead = median["ray1"] / median["local"]
@@ -103,6 +111,7 @@ def main() -> None:
         "met": bool(speedup >= SPEEDUP_TARGET and overhead <= OVERHEAD_TARGET and same and same_predictions),
         "seconds": {mode: round(value, 2) for mode, value in median.items()},
         "seconds_all_rounds": {mode: [round(value, 2) for value in values] for mode, values in seconds.items()},
+        "ratio_by_round": [round(v, 3) for v in speedups], "overhead_ratio_by_round": [round(v, 3) for v in overheads],
         "overhead_ray1_over_local": round(overhead, 3), "cells": 2 * len(CONTROLLERS), "limit": args.limit,
         "rounds": args.rounds, "same_tables": same, "same_predictions": same_predictions,
         "timed": "in each sweep's process, from after importing ctrlkit.sweep to its return (the cluster running)",
