@@ -13,6 +13,7 @@ local instance writes it), while a client not told ``RAY_AUTH_MODE=token`` is re
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 import shutil
@@ -41,6 +42,33 @@ def _cluster_environment(extra: dict[str, str]) -> dict[str, str]:
     return {**{name: value for name, value in os.environ.items() if name != "OMP_NUM_THREADS"}, **extra}
 
 
+_DIES_WITH_PARENT = (
+    "import ctypes, os, signal, sys; ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+"""Runs its arguments as a process that gets SIGTERM when its parent dies (Linux's PR_SET_PDEATHSIG,
+kept across exec): a test process killed outright leaves no cluster behind."""
+
+
+def _free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports free now: a cluster's fixed defaults (the client server's
+    10001, the dashboard agent's 52365) would clash with a second cluster on the machine."""
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [probe.getsockname()[1] for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+
+
+def _client_server_port(port: int) -> list[str]:
+    """The Ray Client server's port, where Ray starts one: only with grpc installed (``ray[client]``),
+    and a port given without it is refused."""
+    return [f"--ray-client-server-port={port}"] if importlib.util.find_spec("grpc") else []
+
+
 class LocalCluster:
     """``with LocalCluster(cpus) as cluster:`` a running head at ``cluster.address`` (``127.0.0.1:PORT``),
     started with ``environment`` added to this process's; ``cluster.pid`` is its ``ray start``
@@ -60,16 +88,15 @@ class LocalCluster:
     def __enter__(self) -> "LocalCluster":
         if os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER") != "0" or "RAY_AUTH_TOKEN" not in os.environ:
             raise RuntimeError("call local_ray.set_environment() first, before anything imports ray")
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
+        port, client_port, agent_port = _free_ports(3)
         self._temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # Ray's socket paths must stay short
         log = self._temp / "start.log"
         started = time.perf_counter()
         with log.open("w") as output:
             self._head = subprocess.Popen(
-                [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block",
-                 "--node-ip-address=127.0.0.1", f"--port={port}", f"--num-cpus={self.cpus}",
+                [sys.executable, "-c", _DIES_WITH_PARENT, str(Path(sys.executable).with_name("ray")), "start",
+                 "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}", f"--num-cpus={self.cpus}",
+                 f"--dashboard-agent-listen-port={agent_port}", *_client_server_port(client_port),
                  "--include-dashboard=false", f"--temp-dir={self._temp}", "--disable-usage-stats"],
                 stdout=output, stderr=subprocess.STDOUT, env=_cluster_environment(self.environment))
         self.pid = self._head.pid

@@ -5,7 +5,7 @@ samples.jsonl must be equal.
 
 The probe backbone is a plugin distribution written here (a ``*.dist-info`` on PYTHONPATH), so
 that the workers load it too: its text is a function of the input alone, or with ``say_pid`` the
-id of the process that generated it (with ``say_threads``, how many threads its torch runs); it appends each input it generates to ``log``, and with
+id of the process that generated it (``say_threads``: how many threads its torch runs); it appends each input it generates to ``log``, and with
 ``crash_marker`` the first process to generate creates that file and exits on the spot. Its
 ``load()`` appends the process id to ``load_log``, or fails while the file ``fail_load`` exists.
 """
@@ -315,11 +315,9 @@ print(*ray.get(plain_task.remote()))
 
 def test_a_worker_whose_process_imported_torch_before_ray_set_its_threads_still_runs_one(probe_env, tmp_path):
     """A cluster may import torch in each worker process as it starts (RAY_preload_python_modules):
-    torch then takes a thread per core of the machine before Ray sets OMP_NUM_THREADS to the one CPU
-    the worker holds, as a plain task shows; a run's generation workers and a sweep's cells set
-    torch's threads again (a run with 2 workers generated 4.5 times as slowly without it)."""
-    if (os.cpu_count() or 1) < 2:
-        pytest.skip("one CPU: torch's default is one thread already")
+    torch then takes its default threads (one per core) before Ray sets OMP_NUM_THREADS to the one
+    CPU the worker holds, as a plain task shows; a run's generation workers and a sweep's cells set
+    torch's threads again."""
     pytest.importorskip("ray", reason="the Ray executor's tests need ray (requirements-test.txt)")
     import local_ray
 
@@ -327,12 +325,15 @@ def test_a_worker_whose_process_imported_torch_before_ray_set_its_threads_still_
     with local_ray.LocalCluster(cpus=1, environment={"RAY_preload_python_modules": "torch"}) as cluster:
         plain = subprocess.run([sys.executable, "-c", PLAIN_TASK, cluster.address], capture_output=True, text=True,
                                timeout=300)
+        assert plain.returncode == 0, plain.stderr[-3000:]
+        imported, threads = plain.stdout.split()
+        assert imported == "True"
+        if int(threads) < 2:
+            pytest.skip("torch's default here is one thread: a preloaded worker runs one anyway")
         run = run_ctrlkit("run", *probe, "-b", "probe", "-c", "none", "-m", "stats", "--no-baseline",
                           "--address", cluster.address, "-o", str(tmp_path / "run"), env=probe_env)
         swept = run_ctrlkit("sweep", *probe, "--backbones", "probe", "--controllers", "none", "--metrics", "stats",
                             "--address", cluster.address, "-o", str(tmp_path / "sweep"), env=probe_env)
-    assert plain.returncode == 0, plain.stderr[-3000:]
-    assert plain.stdout.split() == ["True", str(os.cpu_count())]
     assert run.returncode == 0, run.stderr[-3000:]
     assert [sample["prediction"] for sample in _written(tmp_path / "run")[1]] == ["1", "1"]
     assert swept.returncode == 0, swept.stderr[-3000:]

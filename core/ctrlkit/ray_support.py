@@ -152,11 +152,10 @@ def match_torch_threads() -> None:
     """In a Ray worker, run torch on the threads OMP_NUM_THREADS names. Ray sets the variable (the
     CPUs the task or actor holds) when it hands the worker its work, and torch reads it once, when
     imported: a worker process that imported torch before that (a cluster started with
-    ``RAY_preload_python_modules=torch``) would run one thread per core of the machine on one CPU's
-    share (on this 2-CPU machine a data-parallel run's generation took 4.5 times as long)."""
+    ``RAY_preload_python_modules=torch``) would run one thread per core on one CPU's share."""
     torch = sys.modules.get("torch")
-    threads = os.environ.get("OMP_NUM_THREADS", "")
-    if torch is not None and threads.isdigit() and int(threads) > 0 and torch.get_num_threads() != int(threads):
+    threads = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if torch is not None and threads.isascii() and threads.isdigit() and int(threads) > 0:
         torch.set_num_threads(int(threads))
 
 
