@@ -5,9 +5,10 @@ samples.jsonl must be equal.
 
 The probe backbone is a plugin distribution written here (a ``*.dist-info`` on PYTHONPATH), so
 that the workers load it too: its text is a function of the input alone, or with ``say_pid`` the
-id of the process that generated it (``say_threads``: how many threads its torch runs); it appends each input it generates to ``log``, and with
-``crash_marker`` the first process to generate creates that file and exits on the spot. Its
-``load()`` appends the process id to ``load_log``, or fails while the file ``fail_load`` exists.
+id of the process that generated it (``say_threads``: how many threads its torch runs); it
+appends each input it generates to ``log``, and with ``crash_marker`` the first process to
+generate creates that file and exits on the spot. Its ``load()`` appends the process id to
+``load_log``, or fails while the file ``fail_load`` exists.
 """
 
 import hashlib
