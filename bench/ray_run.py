@@ -20,15 +20,23 @@ outputs. Building the model and starting the cluster are not timed:
 * ray with 2 workers and with 1 worker (one torch thread each: Ray sets OMP_NUM_THREADS to the one
   CPU each worker holds);
 * local with as many torch threads as the machine has CPUs, torch's own default, for the record
-  (no target: intra-op threads are another way to use the cores).
+  (no target: intra-op threads are another way to use the cores);
+* two controls without Ray, for the record (no target), each a local run with one torch thread
+  on one of the two shards a 2-worker Ray run deals out (the same examples, written to a JSONL file
+  and read with ``-d jsonl``): ``local_half``, one shard's run alone, and ``local_halves``, both
+  shards' runs started at the same moment, timed until the second ends. ``local_halves`` is what
+  splitting the run over this machine's CPUs gives with no executor at all, so local / local_halves
+  is this machine's ceiling for the 2-worker speedup, and local_halves / ray-2 is what Ray itself
+  costs or saves against it; local / local_half is the speedup two processes would give if running
+  together did not slow each other down.
 
 Every process that generates imports torch and transformers and loads the model: about 9 s of
 CPU here, paid once by a local run, and by each worker, in parallel, on Ray. The generation is
 made long enough (160 new tokens) that this fixed cost does not decide the comparison.
 
 Targets: local / ray-2 median seconds >= 1.6 (data-parallel speedup on 2 cores), and ray-1 / local
-<= 1.15 (the executor's overhead at most 15%). Agreement: each Ray side's predictions are compared
-with the local ones, text for text, in every round (a worker's batches are not the local batches,
+<= 1.15 (the executor's overhead at most 15%). Agreement: each Ray side's and each control's
+predictions are compared with the local ones, example for example, in every round (a worker's batches are not the local batches,
 so a padded model may differ in the last bits: :mod:`ctrlkit.ray_generation`); the count that
 differ is reported.
 
@@ -38,12 +46,13 @@ this machine started before the clock starts, as a user's cluster is already run
 loopback only, a token of this run's own in the environment only), waited on until its processes
 are idle (a new cluster starts its idle workers in the background), and stopped after the side,
 so that no cluster runs beside a local side. Its start and settling seconds are reported apart.
-Both sides use glibc malloc with fixed thresholds (the workers inherit them from the cluster), as
+Every side uses glibc malloc with fixed thresholds (the workers inherit them from the cluster), as
 ``pipeline_overhead.py`` explains. Rounds run the sides forward and backward in turn (ray-1, local,
-ray-2, local with all threads; then the reverse), so that the local side runs next to each Ray
-side, and a machine whose speed drifts over minutes (this one ran the same local side in
-77.7 s and, ten minutes later, 118.3 s) moves both sides of a pair alike; an even number of rounds
-balances which side goes first. Medians are reported, and each round's own ratios.
+ray-2, the two controls, local with all threads; then the reverse), so that the local side runs
+next to each Ray side and ray-2 next to the controls, and a machine whose speed drifts over minutes
+(this one ran the same local side in 77.7 s and, ten minutes later, 118.3 s) moves both sides of a
+pair alike; an even number of rounds balances which side goes first. Medians are reported, and
+each round's own ratios.
 
     python bench/ray_run.py [--rounds 2] [--address HOST:PORT] [--new-tokens 160] [--d-model 256]
                             [--batch-size 16] [--num-beams 4] [--out bench/results.json]
@@ -53,12 +62,13 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
+import time
 import tempfile
 from contextlib import nullcontext
 from pathlib import Path
 
-from pipeline_overhead import timed  # bench/ is the script's folder, first on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # local_ray: the tests' cluster of one machine
@@ -66,10 +76,46 @@ SPEEDUP_TARGET = 1.6
 OVERHEAD_TARGET = 1.15
 POSITIONS = 1024
 FIXED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(256 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
-SIDES = ("local", "ray2", "ray1", "local_all_threads")
+SIDES = ("local", "ray2", "ray1", "local_all_threads", "local_halves", "local_half")
 RAY_SIDES = ("ray2", "ray1")
-ORDER = ("ray1", "local", "ray2", "local_all_threads")
+ORDER = ("ray1", "local", "ray2", "local_halves", "local_half", "local_all_threads")
 """A round's sides, the local one beside each Ray side; every other round runs them backwards."""
+COMPARED = ("ray2", "ray1", "local_halves", "local_half")
+"""The sides whose predictions are compared with the local side's, example for example."""
+
+
+def write_shards(folder: Path) -> list[Path]:
+    """The bundled sample's examples in the two shards a 2-worker Ray run deals them into, each in
+    a JSONL file that ``-d jsonl`` reads."""
+    from ctrlkit.api import get_dataset
+    from ctrlkit.ray_support import stable_shards
+
+    examples = list(get_dataset("sample").load("test"))
+    rows = [[], []]
+    for example, shard in zip(examples, stable_shards([example.id for example in examples], 2)):
+        rows[shard].append(json.dumps({"id": example.id, "document": example.document,
+                                       "references": list(example.references), "controls": dict(example.controls)}))
+    files = [folder / f"shard-{n + 1}.jsonl" for n in range(2)]
+    for file, shard_rows in zip(files, rows):
+        file.write_text("\n".join(shard_rows) + "\n", encoding="utf-8")
+    return files
+
+
+def timed_together(commands: list[list[str]], env: dict, folder: Path) -> float:
+    """Wall seconds from starting all of ``commands`` at the same moment until the last one ends;
+    their output (in files, so that a full pipe cannot stall one) is shown only when one fails."""
+    logs = [folder / f"process-{n}.log" for n in range(len(commands))]
+    start = time.perf_counter()
+    processes = []
+    for command, log in zip(commands, logs):
+        with log.open("w") as output:
+            processes.append(subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env))
+    codes = [process.wait() for process in processes]
+    seconds = time.perf_counter() - start
+    for command, code, log in zip(commands, codes, logs):
+        if code:
+            sys.exit(f"{' '.join(command)} failed (exit {code}):\n{log.read_text(errors='replace')}")
+    return seconds
 
 
 def main() -> None:
@@ -99,49 +145,61 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as temporary:
         temporary = Path(temporary)
         model = build_bart(temporary / "bart", positions=POSITIONS, d_model=args.d_model, init_std=0.3)
-        command = [str(ctrlkit), "run", "-d", "sample", "-c", "none", "-b", f"hf:{model}", "--no-baseline",
+        command = [str(ctrlkit), "run", "-c", "none", "-b", f"hf:{model}", "--no-baseline",
                    "--no-cache", "--bootstrap", "0", "-m", "readability", "--batch-size", str(args.batch_size),
                    "--device", "cpu", "--set", f"hf.max_new_tokens={args.new_tokens}",
                    "--set", f"hf.min_new_tokens={args.new_tokens}", "--set", f"hf.num_beams={args.num_beams}"]
-        sides = {
-            "local": ([], {"OMP_NUM_THREADS": "1"}),
-            "ray2": (["--executor", "ray", "--workers", "2"], {"OMP_NUM_THREADS": "1"}),
-            "ray1": (["--executor", "ray", "--workers", "1"], {"OMP_NUM_THREADS": "1"}),
-            "local_all_threads": ([], {"OMP_NUM_THREADS": str(cpus)}),
+        sample = ["-d", "sample"]
+        shards = [["-d", "jsonl", "--data", str(file)] for file in write_shards(temporary)]
+        one_thread = {"OMP_NUM_THREADS": "1"}
+        sides = {  # each side's processes, started together, and their environment
+            "local": ([sample], one_thread),
+            "ray2": ([[*sample, "--executor", "ray", "--workers", "2"]], one_thread),
+            "ray1": ([[*sample, "--executor", "ray", "--workers", "1"]], one_thread),
+            "local_all_threads": ([sample], {"OMP_NUM_THREADS": str(cpus)}),
+            "local_halves": (shards, one_thread),
+            "local_half": (shards[:1], one_thread),
         }
         seconds = {side: [] for side in SIDES}
         generate_s = {side: [] for side in SIDES}
-        differing = {side: [] for side in RAY_SIDES}
+        differing = {side: [] for side in COMPARED}
         cluster_s = {side: {"start": [], "settle": []} for side in RAY_SIDES}
-        speedups, overheads = [], []  # each round's local / ray-2 and ray-1 / local
+        speedups, overheads, ceilings = [], [], []  # each round's local / ray-2, ray-1 / local, local / local_halves
         for round_ in range(args.rounds):
             order = ORDER if round_ % 2 == 0 else ORDER[::-1]
             predictions = {}
             for side in order:
-                extra, env = sides[side]
-                out = temporary / f"{side}-{round_}"
+                tails, env = sides[side]
+                outs = [temporary / f"{side}-{round_}-{n}" for n in range(len(tails))]
                 on_ray = side in RAY_SIDES
                 with (local_ray.LocalCluster(cpus) if on_ray and not args.address else nullcontext()) as cluster:
                     if cluster:
                         cluster_s[side]["start"].append(cluster.start_seconds)
                         cluster_s[side]["settle"].append(cluster.settle())
                     address = ["--address", args.address or cluster.address] if on_ray else []
-                    seconds[side].append(timed([*command, *extra, *address, "-o", str(out)],
-                                               {**os.environ, **env, "CTRLKIT_CACHE_DIR": str(temporary / "cache")}))
-                results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-                generate_s[side].append(results["timings"]["generate_s"])
-                predictions[side] = [json.loads(line)["prediction"]
-                                     for line in (out / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+                    seconds[side].append(timed_together(
+                        [[*command, *tail, *address, "-o", str(out)] for tail, out in zip(tails, outs)],
+                        {**os.environ, **env, "CTRLKIT_CACHE_DIR": str(temporary / "cache")}, temporary))
+                generate_s[side].append(max(json.loads((out / "results.json").read_text(encoding="utf-8"))
+                                            ["timings"]["generate_s"] for out in outs))
+                predictions[side] = {}
+                for out in outs:
+                    for line in (out / "samples.jsonl").read_text(encoding="utf-8").splitlines():
+                        sample_line = json.loads(line)
+                        predictions[side][sample_line["id"]] = sample_line["prediction"]
             for side in differing:
-                differing[side].append(sum(a != b for a, b in zip(predictions[side], predictions["local"])))
+                local = predictions["local"]
+                differing[side].append(sum(text != local[id_] for id_, text in predictions[side].items()))
             speedups.append(seconds["local"][-1] / seconds["ray2"][-1])
             overheads.append(seconds["ray1"][-1] / seconds["local"][-1])
+            ceilings.append(seconds["local"][-1] / seconds["local_halves"][-1])
             started = "" if args.address else "; clusters started (untimed) in " + ", ".join(
                 f"{side} {cluster_s[side]['start'][-1]:.1f} s" for side in RAY_SIDES)
             print(f"round {round_ + 1}: " + ", ".join(f"{side} {seconds[side][-1]:.2f} s" for side in SIDES)
-                  + f"; local / ray-2 {speedups[-1]:.2f}x, ray-1 / local {overheads[-1]:.3f}"
-                  + f"; outputs differing from local: ray2 {differing['ray2'][-1]}, ray1 {differing['ray1'][-1]} "
-                    f"of {len(predictions['local'])}{started}", flush=True)
+                  + f"; local / ray-2 {speedups[-1]:.2f}x, ray-1 / local {overheads[-1]:.3f}, "
+                    f"local / local_halves {ceilings[-1]:.2f}x; outputs differing from local: "
+                  + ", ".join(f"{side} {differing[side][-1]} of {len(predictions[side])}" for side in COMPARED)
+                  + f"{started}", flush=True)
 
     median = {side: statistics.median(values) for side, values in seconds.items()}
     speedup = median["local"] / median["ray2"]
@@ -157,9 +215,15 @@ def main() -> None:
         "ratio_by_round": [round(v, 3) for v in speedups], "overhead_ratio_by_round": [round(v, 3) for v in overheads],
         "generate_seconds_median": {side: round(statistics.median(values), 3) for side, values in generate_s.items()},
         "local_all_threads_speedup_over_local": round(median["local"] / median["local_all_threads"], 3),
+        "local_halves_speedup_over_local": round(median["local"] / median["local_halves"], 3),
+        "local_halves_speedup_over_local_by_round": [round(v, 3) for v in ceilings],
+        "local_half_speedup_over_local": round(median["local"] / median["local_half"], 3),
+        "ray2_speedup_over_local_halves": round(median["local_halves"] / median["ray2"], 3),
+        "controls": "local_halves: two local runs at once, one on each shard of a 2-worker Ray run, no Ray; "
+                    "local_half: the first shard's run alone; no targets",
         "outputs_differing_from_local": differing, "examples": len(predictions["local"]),
-        "distinct_outputs": len(set(predictions["local"])), "rounds": args.rounds, "batch_size": args.batch_size,
-        "new_tokens_per_example": args.new_tokens, "num_beams": args.num_beams,
+        "distinct_outputs": len(set(predictions["local"].values())), "rounds": args.rounds,
+        "batch_size": args.batch_size, "new_tokens_per_example": args.new_tokens, "num_beams": args.num_beams,
         "cluster": "given by --address" if args.address else
         f"this machine's, {cpus} CPUs, loopback only: ray start --head for each Ray side of each round, untimed",
         "cluster_start_seconds": None if args.address else
@@ -172,12 +236,16 @@ def main() -> None:
     }
     record(Path(args.out), entry)
     labels = {"local": "local, 1 thread", "ray2": "ray, 2 workers", "ray1": "ray, 1 worker",
-              "local_all_threads": f"local, {cpus} threads"}
-    print(f"{'side':<18} {'median s':>9} {'generate s':>11}")
+              "local_all_threads": f"local, {cpus} threads", "local_halves": "local, 2 shards at once",
+              "local_half": "local, 1 shard alone"}
+    print(f"{'side':<24} {'median s':>9} {'generate s':>11}")
     for side in SIDES:
-        print(f"{labels[side]:<18} {median[side]:>9.2f} {statistics.median(generate_s[side]):>11.2f}")
+        print(f"{labels[side]:<24} {median[side]:>9.2f} {statistics.median(generate_s[side]):>11.2f}")
     print(f"speedup local / ray-2 = {speedup:.2f}x (target >= {SPEEDUP_TARGET}x); ray-1 / local = {overhead:.3f} "
           f"(target <= {OVERHEAD_TARGET}); {'met' if met else 'NOT met'}")
+    print(f"without Ray (no targets): local / 2 shards at once = {entry['local_halves_speedup_over_local']:.2f}x, "
+          f"local / 1 shard alone = {entry['local_half_speedup_over_local']:.2f}x; "
+          f"2 shards at once / ray-2 = {entry['ray2_speedup_over_local_halves']:.3f}")
     if not args.address:
         starts = [v for side in RAY_SIDES for v in cluster_s[side]["start"]]
         print(f"cluster start (not in the times above): median {statistics.median(starts):.1f} s over {len(starts)} "
