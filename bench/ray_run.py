@@ -24,11 +24,11 @@ outputs. Building the model and starting the cluster are not timed:
 * two controls without Ray, for the record (no target), each a local run with one torch thread
   on one of the two shards a 2-worker Ray run deals out (the same examples, written to a JSONL file
   and read with ``-d jsonl``): ``local_half``, one shard's run alone, and ``local_halves``, both
-  shards' runs started at the same moment, timed until the second ends. ``local_halves`` is what
-  splitting the run over this machine's CPUs gives with no executor at all, so local / local_halves
-  is this machine's ceiling for the 2-worker speedup, and local_halves / ray-2 is what Ray itself
-  costs or saves against it; local / local_half is the speedup two processes would give if running
-  together did not slow each other down.
+  shards' runs started at the same moment, timed until the second ends (its generate seconds: the
+  slower process's). ``local_halves`` is what splitting the run over this machine's CPUs gives
+  with no executor at all, so local / local_halves is the reference for the 2-worker speedup on
+  this machine, and local_halves / ray-2 is what Ray itself costs or saves against it; local /
+  local_half is the speedup two processes would give if running together did not slow each other.
 
 Every process that generates imports torch and transformers and loads the model: about 9 s of
 CPU here, paid once by a local run, and by each worker, in parallel, on Ray. The generation is
@@ -36,9 +36,10 @@ made long enough (160 new tokens) that this fixed cost does not decide the compa
 
 Targets: local / ray-2 median seconds >= 1.6 (data-parallel speedup on 2 cores), and ray-1 / local
 <= 1.15 (the executor's overhead at most 15%). Agreement: each Ray side's and each control's
-predictions are compared with the local ones, example for example, in every round (a worker's batches are not the local batches,
-so a padded model may differ in the last bits: :mod:`ctrlkit.ray_generation`); the count that
-differ is reported.
+predictions are compared with the local ones, example by example id, in every round (a worker's
+batches are not the local batches, so a padded model may differ in the last bits:
+:mod:`ctrlkit.ray_generation`); a side that gives other ids than it should stops the benchmark,
+and the count that differ is reported.
 
 The cluster: ``--address`` of a running one; else, for each Ray side in each round, a cluster of
 this machine started before the clock starts, as a user's cluster is already running: ``ray start
@@ -64,8 +65,8 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 import tempfile
+import time
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -79,43 +80,65 @@ FIXED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(256 << 20), "MALLOC_TRIM_THRESHOLD
 SIDES = ("local", "ray2", "ray1", "local_all_threads", "local_halves", "local_half")
 RAY_SIDES = ("ray2", "ray1")
 ORDER = ("ray1", "local", "ray2", "local_halves", "local_half", "local_all_threads")
-"""A round's sides, the local one beside each Ray side; every other round runs them backwards."""
+"""A round's sides, the local one beside each Ray side and ray-2 beside the controls; every other
+round runs them backwards."""
 COMPARED = ("ray2", "ray1", "local_halves", "local_half")
 """The sides whose predictions are compared with the local side's, example for example."""
 
 
-def write_shards(folder: Path) -> list[Path]:
-    """The bundled sample's examples in the two shards a 2-worker Ray run deals them into, each in
-    a JSONL file that ``-d jsonl`` reads."""
+def write_shards(folder: Path, shards: int) -> list[tuple[Path, set[str]]]:
+    """The bundled sample's examples in the shards a Ray run with ``shards`` workers deals them
+    into: for each, a JSONL file that ``-d jsonl`` reads, and its examples' ids."""
     from ctrlkit.api import get_dataset
     from ctrlkit.ray_support import stable_shards
 
     examples = list(get_dataset("sample").load("test"))
-    rows = [[], []]
-    for example, shard in zip(examples, stable_shards([example.id for example in examples], 2)):
+    rows = [[] for _ in range(shards)]
+    for example, shard in zip(examples, stable_shards([example.id for example in examples], shards)):
         rows[shard].append(json.dumps({"id": example.id, "document": example.document,
                                        "references": list(example.references), "controls": dict(example.controls)}))
-    files = [folder / f"shard-{n + 1}.jsonl" for n in range(2)]
+    files = [folder / f"shard-{n + 1}.jsonl" for n in range(shards)]
     for file, shard_rows in zip(files, rows):
         file.write_text("\n".join(shard_rows) + "\n", encoding="utf-8")
-    return files
+    return [(file, {json.loads(row)["id"] for row in shard_rows}) for file, shard_rows in zip(files, rows)]
+
+
+def read_predictions(outs: list[Path], side: str, expected: set[str]) -> dict[str, str]:
+    """Each example id's prediction in the samples.jsonl of ``outs``; the benchmark stops unless
+    they hold exactly the ``expected`` ids, once each (a side that left one out, or gave one twice,
+    would be compared on fewer examples than it ran)."""
+    predictions = {}
+    for out in outs:
+        for line in (out / "samples.jsonl").read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            if row["id"] in predictions:
+                sys.exit(f"{side}: example {row['id']!r} twice in its samples")
+            predictions[row["id"]] = row["prediction"]
+    if predictions.keys() != expected:
+        sys.exit(f"{side}: samples of {len(predictions)} examples, not of the {len(expected)} expected")
+    return predictions
 
 
 def timed_together(commands: list[list[str]], env: dict, folder: Path) -> float:
     """Wall seconds from starting all of ``commands`` at the same moment until the last one ends;
-    their output (in files, so that a full pipe cannot stall one) is shown only when one fails."""
+    their output (in files, so that a full pipe cannot stall one) is shown only when one fails, and
+    a failure or an interruption stops the others."""
     logs = [folder / f"process-{n}.log" for n in range(len(commands))]
-    start = time.perf_counter()
     processes = []
-    for command, log in zip(commands, logs):
-        with log.open("w") as output:
-            processes.append(subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env))
-    codes = [process.wait() for process in processes]
-    seconds = time.perf_counter() - start
-    for command, code, log in zip(commands, codes, logs):
-        if code:
-            sys.exit(f"{' '.join(command)} failed (exit {code}):\n{log.read_text(errors='replace')}")
-    return seconds
+    try:
+        start = time.perf_counter()
+        for command, log in zip(commands, logs):
+            with log.open("w") as output:
+                processes.append(subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env))
+        for command, process, log in zip(commands, processes, logs):
+            if process.wait():
+                sys.exit(f"{' '.join(command)} failed (exit {process.returncode}):\n{log.read_text(errors='replace')}")
+        return time.perf_counter() - start
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
 
 
 def main() -> None:
@@ -150,26 +173,29 @@ def main() -> None:
                    "--device", "cpu", "--set", f"hf.max_new_tokens={args.new_tokens}",
                    "--set", f"hf.min_new_tokens={args.new_tokens}", "--set", f"hf.num_beams={args.num_beams}"]
         sample = ["-d", "sample"]
-        shards = [["-d", "jsonl", "--data", str(file)] for file in write_shards(temporary)]
+        (first, first_ids), (second, second_ids) = write_shards(temporary, 2)
+        shards = [["-d", "jsonl", "--data", str(file)] for file in (first, second)]
+        everything = first_ids | second_ids
         one_thread = {"OMP_NUM_THREADS": "1"}
-        sides = {  # each side's processes, started together, and their environment
-            "local": ([sample], one_thread),
-            "ray2": ([[*sample, "--executor", "ray", "--workers", "2"]], one_thread),
-            "ray1": ([[*sample, "--executor", "ray", "--workers", "1"]], one_thread),
-            "local_all_threads": ([sample], {"OMP_NUM_THREADS": str(cpus)}),
-            "local_halves": (shards, one_thread),
-            "local_half": (shards[:1], one_thread),
+        sides = {  # each side's processes, started together, their environment, and the examples they run
+            "local": ([sample], one_thread, everything),
+            "ray2": ([[*sample, "--executor", "ray", "--workers", "2"]], one_thread, everything),
+            "ray1": ([[*sample, "--executor", "ray", "--workers", "1"]], one_thread, everything),
+            "local_all_threads": ([sample], {"OMP_NUM_THREADS": str(cpus)}, everything),
+            "local_halves": (shards, one_thread, everything),
+            "local_half": (shards[:1], one_thread, first_ids),
         }
         seconds = {side: [] for side in SIDES}
         generate_s = {side: [] for side in SIDES}
         differing = {side: [] for side in COMPARED}
         cluster_s = {side: {"start": [], "settle": []} for side in RAY_SIDES}
-        speedups, overheads, ceilings = [], [], []  # each round's local / ray-2, ray-1 / local, local / local_halves
+        speedups, overheads = [], []  # each round's local / ray-2 and ray-1 / local
+        without_ray, against_without = [], []  # each round's local / local_halves and local_halves / ray-2
         for round_ in range(args.rounds):
             order = ORDER if round_ % 2 == 0 else ORDER[::-1]
             predictions = {}
             for side in order:
-                tails, env = sides[side]
+                tails, env, expected = sides[side]
                 outs = [temporary / f"{side}-{round_}-{n}" for n in range(len(tails))]
                 on_ray = side in RAY_SIDES
                 with (local_ray.LocalCluster(cpus) if on_ray and not args.address else nullcontext()) as cluster:
@@ -182,22 +208,20 @@ def main() -> None:
                         {**os.environ, **env, "CTRLKIT_CACHE_DIR": str(temporary / "cache")}, temporary))
                 generate_s[side].append(max(json.loads((out / "results.json").read_text(encoding="utf-8"))
                                             ["timings"]["generate_s"] for out in outs))
-                predictions[side] = {}
-                for out in outs:
-                    for line in (out / "samples.jsonl").read_text(encoding="utf-8").splitlines():
-                        sample_line = json.loads(line)
-                        predictions[side][sample_line["id"]] = sample_line["prediction"]
+                predictions[side] = read_predictions(outs, side, expected)
+            local = predictions["local"]
             for side in differing:
-                local = predictions["local"]
                 differing[side].append(sum(text != local[id_] for id_, text in predictions[side].items()))
             speedups.append(seconds["local"][-1] / seconds["ray2"][-1])
             overheads.append(seconds["ray1"][-1] / seconds["local"][-1])
-            ceilings.append(seconds["local"][-1] / seconds["local_halves"][-1])
+            without_ray.append(seconds["local"][-1] / seconds["local_halves"][-1])
+            against_without.append(seconds["local_halves"][-1] / seconds["ray2"][-1])
             started = "" if args.address else "; clusters started (untimed) in " + ", ".join(
                 f"{side} {cluster_s[side]['start'][-1]:.1f} s" for side in RAY_SIDES)
             print(f"round {round_ + 1}: " + ", ".join(f"{side} {seconds[side][-1]:.2f} s" for side in SIDES)
                   + f"; local / ray-2 {speedups[-1]:.2f}x, ray-1 / local {overheads[-1]:.3f}, "
-                    f"local / local_halves {ceilings[-1]:.2f}x; outputs differing from local: "
+                    f"local / local_halves {without_ray[-1]:.2f}x, local_halves / ray-2 {against_without[-1]:.3f}; "
+                    f"outputs differing from local: "
                   + ", ".join(f"{side} {differing[side][-1]} of {len(predictions[side])}" for side in COMPARED)
                   + f"{started}", flush=True)
 
@@ -216,12 +240,14 @@ def main() -> None:
         "generate_seconds_median": {side: round(statistics.median(values), 3) for side, values in generate_s.items()},
         "local_all_threads_speedup_over_local": round(median["local"] / median["local_all_threads"], 3),
         "local_halves_speedup_over_local": round(median["local"] / median["local_halves"], 3),
-        "local_halves_speedup_over_local_by_round": [round(v, 3) for v in ceilings],
-        "local_half_speedup_over_local": round(median["local"] / median["local_half"], 3),
+        "local_halves_speedup_over_local_by_round": [round(v, 3) for v in without_ray],
+        "local_over_one_shard_alone": round(median["local"] / median["local_half"], 3),
         "ray2_speedup_over_local_halves": round(median["local_halves"] / median["ray2"], 3),
+        "ray2_speedup_over_local_halves_by_round": [round(v, 3) for v in against_without],
         "controls": "local_halves: two local runs at once, one on each shard of a 2-worker Ray run, no Ray; "
                     "local_half: the first shard's run alone; no targets",
         "outputs_differing_from_local": differing, "examples": len(predictions["local"]),
+        "examples_compared": {side: len(predictions[side]) for side in COMPARED},
         "distinct_outputs": len(set(predictions["local"].values())), "rounds": args.rounds,
         "batch_size": args.batch_size, "new_tokens_per_example": args.new_tokens, "num_beams": args.num_beams,
         "cluster": "given by --address" if args.address else
@@ -244,7 +270,7 @@ def main() -> None:
     print(f"speedup local / ray-2 = {speedup:.2f}x (target >= {SPEEDUP_TARGET}x); ray-1 / local = {overhead:.3f} "
           f"(target <= {OVERHEAD_TARGET}); {'met' if met else 'NOT met'}")
     print(f"without Ray (no targets): local / 2 shards at once = {entry['local_halves_speedup_over_local']:.2f}x, "
-          f"local / 1 shard alone = {entry['local_half_speedup_over_local']:.2f}x; "
+          f"local / 1 shard alone = {entry['local_over_one_shard_alone']:.2f}x; "
           f"2 shards at once / ray-2 = {entry['ray2_speedup_over_local_halves']:.3f}")
     if not args.address:
         starts = [v for side in RAY_SIDES for v in cluster_s[side]["start"]]
