@@ -196,3 +196,13 @@ def test_the_ctrlkit_command_starts_where_python_m_ctrlkit_does():
 
     project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     assert project["project"]["scripts"]["ctrlkit"] == "ctrlkit.__main__:main"
+
+
+def test_importing_the_package_loads_none_of_its_modules():
+    """``ctrlkit`` and ``python -m ctrlkit`` import the package before the command's own code can
+    catch a Ctrl-C: the package loads its modules on first use, so that a Ctrl-C early in a loaded
+    machine's start lands in the command's handling, not in a traceback."""
+    probe = ("import sys, ctrlkit; "
+             "print(sorted(m for m in sys.modules if m.startswith('ctrlkit.') or m in ('pluggy', 'click')))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"

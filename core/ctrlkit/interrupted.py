@@ -1,6 +1,7 @@
-"""What a Ctrl-C ends the ``ctrlkit`` command with, wherever it lands: one line and the exit status
-of a process ended by SIGINT. Kept apart from :mod:`ctrlkit.cli` so that the command can say it
-while the CLI's modules are still importing."""
+"""What a Ctrl-C ends the ``ctrlkit`` command with, wherever it lands once Python has started and
+imported the (nearly empty) package: one line and the exit status of a process ended by SIGINT.
+Kept apart from :mod:`ctrlkit.cli` so that the command can say it while the CLI's modules are
+still importing."""
 
 import sys
 
