@@ -71,3 +71,16 @@ def test_dir_lists_what_the_module_offers():
     for name in ("run", "evaluate", "RunResult", "TopicSpace", "get_metric", "Example"):
         assert name in listed
     assert all(hasattr(ctrlkit, name) for name in ctrlkit.__all__)
+
+
+def test_what_type_checkers_read_is_where_each_name_loads_from():
+    """The package loads its names lazily from a table; the imports editors read and ``__all__``
+    must say the same."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(ctrlkit.__file__).read_text(encoding="utf-8"))
+    block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    imported = {alias.name: node.module for node in block.body for alias in node.names}
+    assert imported == ctrlkit._HOME_OF
+    assert sorted(ctrlkit.__all__) == sorted(imported)

@@ -2,6 +2,7 @@
 level or an empirical focus, and measure how well the steering worked."""
 
 import importlib
+from typing import TYPE_CHECKING
 
 _HOMES = {
     "api": ("create_controller", "get_backbone", "get_controller", "get_dataset", "get_metric", "get_vectorizer"),
@@ -28,6 +29,19 @@ __all__ = [
     "UnknownComponentError", "Vectorizer", "create_controller", "get_backbone", "get_controller",
     "evaluate", "get_dataset", "get_metric", "get_vectorizer", "hookimpl", "recipes", "run",
 ]
+
+if TYPE_CHECKING:  # what editors and type checkers read; at run time, __getattr__ below
+    from .api import create_controller, get_backbone, get_controller, get_dataset, get_metric, get_vectorizer
+    from .components import Backbone, Controller, ControllerChain, Dataset, Metric, Vectorizer
+    from .errors import (ConfigurationError, CtrlkitError, DatasetError, DuplicateComponentError, OptionError,
+                         PluginLoadError, UnknownComponentError)
+    from .evaluation import evaluate
+    from .hookspecs import hookimpl
+    from .options import Option
+    from .pipeline import RunResult, run
+    from .recipe import recipes
+    from .topics import TopicSpace
+    from .types import SEP, TAG, Example, MetricResult, ModelInput
 
 
 def __dir__():
