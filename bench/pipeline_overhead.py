@@ -130,7 +130,7 @@ def main() -> None:
                        "--no-cache", "-m", "readability", "--batch-size", str(args.batch_size), "--device", "cpu",
                        "--set", f"hf.max_new_tokens={args.new_tokens}", "--set", f"hf.min_new_tokens={args.new_tokens}",
                        "--set", f"hf.num_beams={args.num_beams}", "-o", str(out)]
-            seconds = timed(command, env)
+            seconds = timed([command], env)
             samples = [json.loads(line) for line in (out / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
             results = json.loads((out / "results.json").read_text(encoding="utf-8"))
             return (seconds, [s["prediction"] for s in samples], [s["scores"]["readability"]["fkgl"] for s in samples],
@@ -138,9 +138,9 @@ def main() -> None:
 
         def reference(round_: int):
             out = temporary / f"bare{round_}.json"
-            seconds = timed([sys.executable, __file__, "--bare", str(model), str(out), "--batch-size",
-                             str(args.batch_size), "--new-tokens", str(args.new_tokens), "--num-beams",
-                             str(args.num_beams)], env)
+            seconds = timed([[sys.executable, __file__, "--bare", str(model), str(out), "--batch-size",
+                              str(args.batch_size), "--new-tokens", str(args.new_tokens), "--num-beams",
+                              str(args.num_beams)]], env)
             return seconds, json.loads(out.read_text(encoding="utf-8"))
 
         seconds = {"toolkit": [], "bare": []}
@@ -204,14 +204,29 @@ def main() -> None:
           f"{'identical' if identical else 'DIFFER'}: {'met' if met else 'NOT met'}")
 
 
-def timed(command: list[str], env: dict) -> float:
-    """Wall seconds of one subprocess; its output is shown only when it fails."""
-    start = time.perf_counter()
-    finished = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    seconds = time.perf_counter() - start
-    if finished.returncode:
-        sys.exit(f"{' '.join(command)} failed (exit {finished.returncode}):\n{finished.stdout}{finished.stderr}")
-    return seconds
+def timed(commands: list[list[str]], env: dict) -> float:
+    """Wall seconds from starting all of ``commands`` as subprocesses at the same moment until the
+    last one ends; their output (in files, so that a full pipe cannot stall one) is shown only when
+    one fails, and a failure or an interruption stops the others."""
+    logs = [tempfile.TemporaryFile() for _ in commands]
+    processes = []
+    try:
+        start = time.perf_counter()
+        for command, log in zip(commands, logs):
+            processes.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env))
+        for command, process, log in zip(commands, processes, logs):
+            if process.wait():
+                log.seek(0)
+                sys.exit(f"{' '.join(command)} failed (exit {process.returncode}):\n"
+                         f"{log.read().decode(errors='replace')}")
+        return time.perf_counter() - start
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        for log in logs:
+            log.close()
 
 
 if __name__ == "__main__":

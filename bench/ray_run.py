@@ -63,12 +63,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from contextlib import nullcontext
 from pathlib import Path
+
+from pipeline_overhead import timed  # bench/ is the script's folder, first on sys.path
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,14 +93,15 @@ def write_shards(folder: Path, shards: int) -> list[tuple[Path, set[str]]]:
     from ctrlkit.ray_support import stable_shards
 
     examples = list(get_dataset("sample").load("test"))
-    rows = [[] for _ in range(shards)]
-    for example, shard in zip(examples, stable_shards([example.id for example in examples], shards)):
-        rows[shard].append(json.dumps({"id": example.id, "document": example.document,
-                                       "references": list(example.references), "controls": dict(example.controls)}))
-    files = [folder / f"shard-{n + 1}.jsonl" for n in range(shards)]
-    for file, shard_rows in zip(files, rows):
-        file.write_text("\n".join(shard_rows) + "\n", encoding="utf-8")
-    return [(file, {json.loads(row)["id"] for row in shard_rows}) for file, shard_rows in zip(files, rows)]
+    dealt = stable_shards([example.id for example in examples], shards)
+    written = []
+    for n in range(shards):
+        mine = [example for example, shard in zip(examples, dealt) if shard == n]
+        file = folder / f"shard-{n + 1}.jsonl"
+        file.write_text("".join(json.dumps({"id": e.id, "document": e.document, "references": list(e.references),
+                                            "controls": dict(e.controls)}) + "\n" for e in mine), encoding="utf-8")
+        written.append((file, {example.id for example in mine}))
+    return written
 
 
 def read_predictions(outs: list[Path], side: str, expected: set[str]) -> dict[str, str]:
@@ -117,28 +118,6 @@ def read_predictions(outs: list[Path], side: str, expected: set[str]) -> dict[st
     if predictions.keys() != expected:
         sys.exit(f"{side}: samples of {len(predictions)} examples, not of the {len(expected)} expected")
     return predictions
-
-
-def timed_together(commands: list[list[str]], env: dict, folder: Path) -> float:
-    """Wall seconds from starting all of ``commands`` at the same moment until the last one ends;
-    their output (in files, so that a full pipe cannot stall one) is shown only when one fails, and
-    a failure or an interruption stops the others."""
-    logs = [folder / f"process-{n}.log" for n in range(len(commands))]
-    processes = []
-    try:
-        start = time.perf_counter()
-        for command, log in zip(commands, logs):
-            with log.open("w") as output:
-                processes.append(subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env))
-        for command, process, log in zip(commands, processes, logs):
-            if process.wait():
-                sys.exit(f"{' '.join(command)} failed (exit {process.returncode}):\n{log.read_text(errors='replace')}")
-        return time.perf_counter() - start
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
 
 
 def main() -> None:
@@ -203,9 +182,9 @@ def main() -> None:
                         cluster_s[side]["start"].append(cluster.start_seconds)
                         cluster_s[side]["settle"].append(cluster.settle())
                     address = ["--address", args.address or cluster.address] if on_ray else []
-                    seconds[side].append(timed_together(
+                    seconds[side].append(timed(
                         [[*command, *tail, *address, "-o", str(out)] for tail, out in zip(tails, outs)],
-                        {**os.environ, **env, "CTRLKIT_CACHE_DIR": str(temporary / "cache")}, temporary))
+                        {**os.environ, **env, "CTRLKIT_CACHE_DIR": str(temporary / "cache")}))
                 generate_s[side].append(max(json.loads((out / "results.json").read_text(encoding="utf-8"))
                                             ["timings"]["generate_s"] for out in outs))
                 predictions[side] = read_predictions(outs, side, expected)
