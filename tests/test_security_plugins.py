@@ -237,6 +237,15 @@ def test_a_distribution_whose_metadata_cannot_be_read_is_reported_and_the_rest_l
     assert len(lines) == 1 and "metadata cannot be read: UnicodeDecodeError" in lines[0]
 
 
+def test_a_plugin_whose_metadata_is_not_utf8_is_reported_and_the_rest_load(tmp_path):
+    env = _distributions(tmp_path, mangled="")
+    (tmp_path / "zoo_mangled-0.1.dist-info" / "METADATA").write_bytes(b"Metadata-Version: 2.1\nName: x\xff\n")
+    listing = run_ctrlkit("list", "metrics", env=env)
+    assert listing.returncode == 0 and "  rouge  (ctrlkit-metrics)" in listing.stdout, listing.stderr
+    lines = [line for line in listing.stderr.splitlines() if "zoo_mangled-0.1.dist-info" in line]
+    assert len(lines) == 1 and "metadata cannot be read: UnicodeDecodeError" in lines[0], listing.stderr
+
+
 def test_a_distribution_without_a_name_is_known_by_its_entry_point(tmp_path):
     env = _distributions(tmp_path, nameless="")
     (tmp_path / "zoo_nameless-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nVersion: 0.1\n")

@@ -97,9 +97,23 @@ def load_plugins() -> None:
 
 
 def _entry_points() -> list:
-    """The group's entry points, read one distribution at a time (the first of a name on
-    ``sys.path`` wins, as in ``importlib.metadata.entry_points``), so that a distribution whose
-    metadata cannot be read is reported and the others still load."""
+    """The group's entry points, the first distribution of a name on ``sys.path`` winning.
+    ``importlib.metadata.entry_points`` reads them quickly, knowing each distribution by its folder
+    name; when some distribution's entry points, or a plugin's metadata, cannot be read, they are
+    read again one distribution at a time, so that the broken one is reported and the others load."""
+    try:
+        found = list(metadata.entry_points(group=GROUP))
+        for entry_point in found:  # the plugins' own metadata, read here for their names
+            _ = entry_point.dist.name if entry_point.dist else None
+        return found
+    except Exception:
+        return _entry_points_one_by_one()
+
+
+def _entry_points_one_by_one() -> list:
+    """The group's entry points, read from each distribution in turn: this reads every distribution's
+    whole metadata for its name (a tenth of a second in a large environment), a failure reported for
+    the distribution it is in."""
     seen, found = set(), []
     for dist in metadata.distributions():
         label = str(getattr(dist, "_path", "a distribution"))
