@@ -1,4 +1,4 @@
-"""How a metric value is named in every table, and which way it is better.
+"""How a metric value is named in every table, which way it is better, and how it is written.
 
 A run scores corpus values as ``{metric: {value: number}}``. Every table (the text table of
 ``ctrlkit run``, a sweep's table.md, table.csv and table.json, a report, interference.json) names
@@ -12,6 +12,7 @@ marked nowhere, since its largest value is not a better one.
 
 from __future__ import annotations
 
+import math
 from typing import Iterable, Literal
 
 Better = Literal["higher", "lower"] | None
@@ -36,6 +37,17 @@ def label(metric: str, value: str) -> str:
 def is_count(value: str) -> bool:
     """Values that count things (``n_topic``, ``left_out``), shown as whole numbers."""
     return value.startswith("n_") or value in COUNTS
+
+
+def number(value, count: bool = False) -> float | int | None:
+    """A finite float, or None for an undefined value (JSON has no NaN); a ``count`` that is a
+    whole number is an int (``"failed": 2``, not ``2.0``)."""
+    if value is None:
+        return None
+    value = float(value)
+    if not math.isfinite(value):
+        return None
+    return int(value) if count and value.is_integer() else value
 
 
 def better(value: str, higher_is_better: bool | None = True) -> Better:

@@ -24,12 +24,12 @@ from .digest import backbone_digest, data_digest
 from .errors import ConfigurationError, CtrlkitError, OptionError
 from .intake import Intake, admit_examples
 from .plugins import get_registry
-from .metric_values import is_count
+from .metric_values import is_count, number
 from .outputs import check_output, leaves_no_empty_folder
 from .progress import Progress, say
 from .quiet import quietly
 from .ray_support import check_executor_options
-from .results import format_table, number, versions, write_run
+from .results import format_table, versions, write_run
 from .sampling import check_sample, draw_sample
 from .secrets import mask_secrets
 from .topic_selection import drop_topics, keep_topics, report_held_out, topic_names

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import platform
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
@@ -10,7 +9,7 @@ from pathlib import Path
 
 from .files import atomic_write_json, atomic_write_jsonl
 from .markdown import visible
-from .metric_values import is_count, label
+from .metric_values import is_count, label, number
 from .plugins import plugin_versions
 from .report import describe_difference, describe_interval, remove_stale_report
 
@@ -34,17 +33,6 @@ def _git_commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return found.stdout.strip() if found.returncode == 0 else None
-
-
-def number(value, count: bool = False) -> float | int | None:
-    """A finite float, or None for an undefined value (JSON has no NaN); a ``count`` that is a
-    whole number is an int (``"failed": 2``, not ``2.0``)."""
-    if value is None:
-        return None
-    value = float(value)
-    if not math.isfinite(value):
-        return None
-    return int(value) if count and value.is_integer() else value
 
 
 def write_run(out: str | Path, results: dict, samples: list[dict]) -> None:

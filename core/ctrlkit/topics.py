@@ -16,9 +16,6 @@ import numpy as np
 
 from .errors import ConfigurationError, CtrlkitError
 
-STAS_THRESHOLD = 0.696
-"""Above this STAS, people judged the topic strongly present (Passali & Tsoumakas)."""
-
 _STATE_FILE = "topic_space.json"
 _VECTORS_FILE = "topic_vectors.npy"
 

@@ -8,9 +8,8 @@ import logging
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from .errors import OptionError
-from .metric_values import is_count
+from .metric_values import is_count, number
 from .progress import Progress
-from .results import number
 
 if TYPE_CHECKING:
     import numpy as np

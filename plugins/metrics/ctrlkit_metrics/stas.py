@@ -1,7 +1,9 @@
 import ctrlkit
 from ctrlkit import Metric, MetricResult, Option
 from ctrlkit.components import weighted_mean
-from ctrlkit.topics import STAS_THRESHOLD
+
+STAS_THRESHOLD = 0.696
+"""Above this STAS, people judged the topic strongly present (Passali & Tsoumakas)."""
 
 
 class Stas(Metric):
