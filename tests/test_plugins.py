@@ -1,4 +1,5 @@
 import json
+import os
 import textwrap
 
 import click
@@ -42,6 +43,30 @@ def _distribution(tmp_path, dist, module_source, entry_name=None):
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(f"[ctrlkit]\n{entry_name or dist} = {module}\n")
     return {"PYTHONPATH": str(tmp_path)}
+
+
+def test_plugins_are_told_apart_by_their_metadata_name_the_first_of_a_name_winning(tmp_path):
+    """Egg-info folders named with hyphens all begin 'ctrlkit-', which importlib.metadata's own
+    entry_points() takes for one name: each must still load. A second copy of a distribution later
+    on the path is left out, as Python's import leaves out its module."""
+    first, later = tmp_path / "first", tmp_path / "later"
+    for dist in ("ctrlkit-zoo-a", "ctrlkit-zoo-b"):
+        module = dist.replace("-", "_")
+        info = first / f"{dist}.egg-info"
+        info.mkdir(parents=True)
+        (first / f"{module}.py").write_text("import ctrlkit\n\n\n@ctrlkit.hookimpl\ndef register_controllers(register):\n"
+                                           f"    register({module!r}, 'ctrlkit_controllers.tag:Tag')\n")
+        (info / "PKG-INFO").write_text(f"Metadata-Version: 1.1\nName: {dist}\nVersion: 0.1\n")
+        (info / "entry_points.txt").write_text(f"[ctrlkit]\n{dist} = {module}\n")
+    copy = later / "ctrlkit_zoo_a-0.2.dist-info"
+    copy.mkdir(parents=True)
+    (copy / "METADATA").write_text("Metadata-Version: 2.1\nName: ctrlkit-zoo-a\nVersion: 0.2\n")
+    (copy / "entry_points.txt").write_text("[ctrlkit]\nctrlkit-zoo-a-copy = ctrlkit_zoo_a\n")
+    result = run_ctrlkit("plugins", env={"PYTHONPATH": os.pathsep.join([str(first), str(later)])})
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    rows = {row["name"]: row for row in json.loads(result.stdout)}
+    assert {name: rows[name]["version"] for name in rows if "zoo" in name} == {"ctrlkit-zoo-a": "0.1",
+                                                                             "ctrlkit-zoo-b": "0.1"}
 
 
 def _broken_distribution(tmp_path):

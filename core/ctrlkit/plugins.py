@@ -97,40 +97,39 @@ def load_plugins() -> None:
 
 
 def _entry_points() -> list:
-    """The group's entry points, the first distribution of a name on ``sys.path`` winning.
-    ``importlib.metadata.entry_points`` reads them quickly, knowing each distribution by its folder
-    name; when some distribution's entry points, or a plugin's metadata, cannot be read, they are
-    read again one distribution at a time, so that the broken one is reported and the others load."""
-    try:
-        found = list(metadata.entry_points(group=GROUP))
-        for entry_point in found:  # the plugins' own metadata, read here for their names
-            _ = entry_point.dist.name if entry_point.dist else None
-        return found
-    except Exception:
-        return _entry_points_one_by_one()
-
-
-def _entry_points_one_by_one() -> list:
-    """The group's entry points, read from each distribution in turn: this reads every distribution's
-    whole metadata for its name (a tenth of a second in a large environment), a failure reported for
-    the distribution it is in."""
+    """The group's entry points, read one distribution at a time, so that a distribution whose
+    entry points or metadata cannot be read is reported and the others still load. Of two
+    distributions of one name with entry points in the group, the first on ``sys.path`` wins, as in
+    ``importlib.metadata``. Only those are read for their name: reading every installed
+    distribution's metadata took a tenth of a second of each command's start."""
     seen, found = set(), []
     for dist in metadata.distributions():
-        label = str(getattr(dist, "_path", "a distribution"))
         try:
-            label = dist.name or label
+            entry_points = dist.entry_points.select(group=GROUP)
+            if not entry_points:
+                continue
             key = re.sub(r"[-_.]+", "_", dist.name or "").lower()
             if key and key in seen:
                 continue
             seen.add(key)
-            found.extend(dist.entry_points.select(group=GROUP))
-        except Exception as exc:  # e.g. an entry_points.txt that is not UTF-8
+            found.extend(entry_points)
+        except Exception as exc:  # e.g. an entry_points.txt or METADATA that is not UTF-8
+            label = _name_or_folder(dist)
             error = f"metadata cannot be read: {describe_exception(exc)}"
             if _strict():
                 raise PluginLoadError(f"Plugin '{label}' failed to load: {error}") from None
             failures[label] = error
             logger.warning("ctrlkit: plugin '%s' failed to load (%s); continuing without it", label, error)
     return found
+
+
+def _name_or_folder(dist) -> str:
+    """A distribution's name for a message, else its folder when its metadata cannot say."""
+    folder = str(getattr(dist, "_path", "a distribution"))
+    try:
+        return dist.name or folder
+    except Exception:
+        return folder
 
 
 def _register_checked(plugin, name: str) -> None:

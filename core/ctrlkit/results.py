@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .files import atomic_write_json, atomic_write_jsonl
 from .markdown import visible
-from .metric_values import is_count, label, number
+from .metric_values import is_count, label
 from .plugins import plugin_versions
 from .report import describe_difference, describe_interval, remove_stale_report
 

@@ -10,7 +10,8 @@ from ..text import WORD, lemma, word_count
 
 def select(candidates, query: str, tagged_terms: set[str], options, budget: int) -> str:
     """The best-scoring sentences that fit ``budget`` words (at most ``max_sentences``), in document
-    order; ``options`` are the backbone's. With ``selection=lead`` the first sentences score highest."""
+    order, or the best one alone when none fits; ``options`` are the backbone's. With
+    ``selection=lead`` the first sentences score highest."""
     if options["selection"] == "lead":
         scores = -np.arange(len(candidates), dtype=float)
     else:
