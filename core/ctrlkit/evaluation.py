@@ -21,8 +21,8 @@ from .files import read_jsonl
 from .intake import Intake, admit_examples
 from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _seed_everything, _timed, _topic_spaces,
                        bind_metrics, check_counts, check_metrics, components, create_metrics, create_vectorizers,
-                       default_scorers, groups_of, intervals_of, report_skipped, resolved_options, sample_head, score,
-                       used_vectorizers, with_data)
+                       default_scorers, groups_of, intervals_of, judge_options, report_skipped, resolved_options,
+                       sample_head, score, used_vectorizers, with_data)
 from .outputs import check_output, leaves_no_empty_folder
 from .quiet import quietly
 from .results import versions, write_run
@@ -121,7 +121,7 @@ def evaluate(
     source = get_dataset(dataset, **routed.of("datasets", dataset))
     if metrics is not None and not metrics:
         raise ConfigurationError("an evaluation needs at least one metric")
-    scorers = create_metrics(metrics or DEFAULT_METRICS, routed, judge)
+    scorers, judging = create_metrics(metrics or DEFAULT_METRICS, routed, judge)
     vectorizers = create_vectorizers([m for m in scorers if m.topic_vectorizer], routed)
     routed.check_unused()
 
@@ -153,8 +153,10 @@ def evaluate(
     timings["total_s"] = time.perf_counter() - started
     results = {
         "config": mask_secrets({"mode": "evaluate", "predictions": predictions, "dataset": dataset, "data": data,
-                   "split": chosen_split, "split_origin": source.describe_split(chosen_split), "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,
-                   "limit": limit, "strict_controls": strict_controls, "seed": seed,
+                   "split": chosen_split, "split_origin": source.describe_split(chosen_split),
+                   "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,
+                   "judge_options": judge_options(judging), "limit": limit, "strict_controls": strict_controls,
+                   "seed": seed,
                    "bootstrap": recorded(bootstrap, seed, source),
                    "options": resolved_options(routed, datasets=[source], metrics=scorers,
                                                vectorizers=vectorizers.values())}),

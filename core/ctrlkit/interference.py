@@ -30,7 +30,7 @@ from .metric_values import label
 from .component_options import RunOptions
 from .pipeline import (_check_topics, _names, _seed_everything, _topic_spaces, bind_metrics, check_counts,
                        check_metrics, components, create_metrics, create_vectorizers, fit_or_restore, generate,
-                       report_skipped, resolved_options, score, with_data)
+                       judge_options, report_skipped, resolved_options, score, with_data)
 from .outputs import check_output, leaves_no_empty_folder
 from .quiet import quietly
 from .report import remove_stale_report
@@ -95,7 +95,7 @@ def interference(
     source = get_dataset(dataset, **routed.of("datasets", dataset))
     steering = create_controller(controller, routed.names("controllers"))
     model = get_backbone(backbone, **routed.of("backbones", backbone_name(backbone)))
-    scorers = create_metrics(metrics, routed, judge)
+    scorers, judging = create_metrics(metrics, routed, judge)
     needs_space = [c for c in (steering, *scorers) if c.topic_vectorizer]
     vectorizers = create_vectorizers(needs_space, routed)
     routed.check_unused()
@@ -150,6 +150,7 @@ def interference(
                 undefined.setdefault(attribute, {})[path] = why
     config["options"] = resolved_options(routed, datasets=[source], controllers=[steering], backbones=[model],
                                          metrics=scorers, vectorizers=vectorizers.values())
+    config["judge_options"] = judge_options(judging)
     report = {
         "attributes": attributes,
         "values": list(base),

@@ -148,7 +148,7 @@ def run(
     main = create_controller(controller, routed.names("controllers"))
     other = create_controller(baseline, routed.names("controllers")) if baseline and baseline != controller else None
     model = get_backbone(backbone, **routed.of("backbones", backbone_name(backbone)))
-    scorers = create_metrics(metrics or DEFAULT_METRICS, routed, judge)
+    scorers, judging = create_metrics(metrics or DEFAULT_METRICS, routed, judge)
     needs_space = [c for c in (main, other, *scorers) if c is not None and c.topic_vectorizer]
     vectorizers = create_vectorizers(needs_space, routed)
     picker = (vectorizers.get(PICKING_VECTORIZER) or create_vectorizers([_Picking()], routed)[PICKING_VECTORIZER]
@@ -237,7 +237,7 @@ def run(
             "backbone": backbone, "backbone_digest": digests["backbone_digest"], "metrics": [m.name for m in scorers],
             "topics": topics,
             "topics_digest": digests["topics_digest"], "only_topics": only_topics, "topic_source": topic_source,
-            "judge": judge,
+            "judge": judge, "judge_options": judge_options(judging),
             "baseline": other.name if other else None, "limit": limit, "sample": sample, "seed": seed,
             "batch_size": batch_size, "executor": executor, "workers": ray_workers, "strict_controls": strict_controls,
             "bootstrap": recorded(bootstrap, seed, source),
@@ -338,18 +338,26 @@ def with_data(options: Mapping[str, Mapping[str, Any]] | None, dataset: str, dat
     return options
 
 
-def create_metrics(names: Sequence[str], options: RunOptions, judge: str | None) -> list:
-    """The named metrics with their options, each given the judge backbone when it needs one."""
+def create_metrics(names: Sequence[str], options: RunOptions, judge: str | None) -> tuple[list, Any]:
+    """The named metrics with their options, each given the judge backbone when it needs one; and
+    that backbone (None when no metric needs one), whose options a results.json records."""
     scorers = [get_metric(name, **options.of("metrics", name)) for name in dict.fromkeys(names)]
     needing = [m.name for m in scorers if m.needs_judge]
     if needing and not judge:
         raise ConfigurationError(f"metric '{needing[0]}' needs a judge: --judge BACKBONE (e.g. openai:MODEL)")
-    if needing:
-        judging = get_backbone(judge, **options.of("backbones", backbone_name(judge)))
-        for metric in scorers:
-            if metric.needs_judge:
-                metric.use_judge(judging)
-    return scorers
+    if not needing:
+        return scorers, None
+    judging = get_backbone(judge, **options.of("backbones", backbone_name(judge)))
+    for metric in scorers:
+        if metric.needs_judge:
+            metric.use_judge(judging)
+    return scorers, judging
+
+
+def judge_options(judging) -> dict | None:
+    """The judge backbone's options as results.json records them (under ``judge_options``, apart from
+    the run's backbone, which may be of the same name with other options)."""
+    return judging.recorded_options() if judging is not None else None
 
 
 def default_metrics(examples: Sequence[Example], dataset: str, choose: str = "-m") -> list[str]:
