@@ -47,6 +47,8 @@ def _cells(folder):
 
 def _steady(folder, cell) -> dict:
     results = json.loads((folder / "cells" / cell / "results.json").read_text())
+    judge = results["config"].get("judge_options") or {}
+    judge.pop("endpoints", None)  # the requests each endpoint served: what this run asked, as the cache counts
     return {key: value for key, value in results.items() if key not in VOLATILE}
 
 

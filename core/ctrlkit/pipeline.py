@@ -19,6 +19,7 @@ from .api import backbone_name, create_controller, get_backbone, get_dataset, ge
 from .bootstrap import groups_of
 from .cache import Cache, scope as cache_scope
 from .component_options import Component, RunOptions, qualified
+from .components import Backbone
 from .controls import apply_control, carries, check_controls, scored_indices, uncontrolled
 from .digest import backbone_digest, data_digest
 from .errors import ConfigurationError, CtrlkitError, OptionError
@@ -166,7 +167,8 @@ def run(
         with _timed(timings, "load_s"):
             # taken before reading: a file changed after this makes a sweep run the cell again
             digests = {"data_digest": data_digest(source.options.get("path")), "topics_digest": data_digest(topics),
-                       "backbone_digest": backbone_digest(model)}
+                       "backbone_digest": backbone_digest(model),
+                       "judge_digest": backbone_digest(judging) if judging is not None else None}
             chosen_split = split if split is not None else source.default_split
             loaded = source.load(chosen_split)
             chosen = keep_topics(loaded, only_topics, _where(dataset, chosen_split)) if only_topics else loaded
@@ -237,7 +239,7 @@ def run(
             "backbone": backbone, "backbone_digest": digests["backbone_digest"], "metrics": [m.name for m in scorers],
             "topics": topics,
             "topics_digest": digests["topics_digest"], "only_topics": only_topics, "topic_source": topic_source,
-            "judge": judge, "judge_options": judge_options(judging),
+            "judge": judge, "judge_options": judge_options(judging), "judge_digest": digests["judge_digest"],
             "baseline": other.name if other else None, "limit": limit, "sample": sample, "seed": seed,
             "batch_size": batch_size, "executor": executor, "workers": ray_workers, "strict_controls": strict_controls,
             "bootstrap": recorded(bootstrap, seed, source),
@@ -338,7 +340,7 @@ def with_data(options: Mapping[str, Mapping[str, Any]] | None, dataset: str, dat
     return options
 
 
-def create_metrics(names: Sequence[str], options: RunOptions, judge: str | None) -> tuple[list, Any]:
+def create_metrics(names: Sequence[str], options: RunOptions, judge: str | None) -> tuple[list, Backbone | None]:
     """The named metrics with their options, each given the judge backbone when it needs one; and
     that backbone (None when no metric needs one), whose options a results.json records."""
     scorers = [get_metric(name, **options.of("metrics", name)) for name in dict.fromkeys(names)]
@@ -354,7 +356,7 @@ def create_metrics(names: Sequence[str], options: RunOptions, judge: str | None)
     return scorers, judging
 
 
-def judge_options(judging) -> dict | None:
+def judge_options(judging: Backbone | None) -> dict | None:
     """The judge backbone's options as results.json records them (under ``judge_options``, apart from
     the run's backbone, which may be of the same name with other options)."""
     return judging.recorded_options() if judging is not None else None

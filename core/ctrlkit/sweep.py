@@ -380,18 +380,31 @@ def _reusable(folder: Path, digests: dict, arguments: dict, variants: dict) -> d
     done = folder / "results.json"
     results = _recorded(done) if done.is_file() else None
     if results is not None and (results["config"].get("variants") or {}) == variants and _same_configuration(
-            results["config"], mask_secrets(arguments), {**digests, "backbone": _backbone_digest(arguments)}):
+            results["config"], mask_secrets(arguments), {**digests, "backbone": _backbone_digest(arguments)}) \
+            and _same_judge(results["config"], arguments):
         return results
     return None
 
 
-def _backbone_digest(arguments: dict) -> str:
-    """The cell's backbone as it is now (a model folder trained again is another backbone); only
-    its options are read, no weights are loaded."""
+def _backbone_digest(arguments: dict, role: str = "backbone") -> str:
+    """The cell's backbone (``role="judge"``: its judge) as it is now (a model folder trained again
+    is another backbone); only its options are read, no weights are loaded."""
     from .api import get_backbone
 
-    options = _given(arguments["options"], "backbones", backbone_name(arguments["backbone"]))
-    return backbone_digest(get_backbone(arguments["backbone"], **options))
+    options = _given(arguments["options"], "backbones", backbone_name(arguments[role]))
+    return backbone_digest(get_backbone(arguments[role], **options))
+
+
+def _same_judge(config: dict, arguments: dict) -> bool:
+    """Whether the judge that scored a cell is the one it would ask now, as ``backbone_digest`` tells
+    for its backbone; a cell whose metrics asked no judge has none to compare. A judged cell
+    recorded before ``judge_digest`` was runs again once (the judge's answers come from the cache
+    while it is the same judge)."""
+    if not arguments.get("judge"):
+        return True
+    if "judge_digest" not in config:
+        return False
+    return config["judge_digest"] is None or config["judge_digest"] == _backbone_digest(arguments, "judge")
 
 
 def _given(options: Mapping, kind: str, name: str) -> dict:
