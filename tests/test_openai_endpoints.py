@@ -205,6 +205,7 @@ def test_a_run_records_each_endpoint_and_the_same_endpoints_reuse_its_cache(serv
     # the same servers listed in another order: the same key, so the cache answers
     again = ctrlkit.run(**arguments, options={"openai": {"base_url": [secret_b, a.url]}})
     assert again.results["cache"] == {"hits": 4, "misses": 0} and len(a.requests) + len(b.requests) == 4
+    assert again.results["config"]["options"]["openai"]["base_url"] == f"{b.url}?api_key=***,{a.url}"
     assert [s["prediction"] for s in again.samples] == [s["prediction"] for s in first.samples]
     assert again.results["config"]["options"]["openai"]["endpoints"] == [
         {"url": f"{b.url}?api_key=***", "served": 0, "failed": 0, "failed_over": 0},

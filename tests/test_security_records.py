@@ -122,6 +122,9 @@ def test_names_that_are_not_secret(name):
     ({"base_url": "https://me:pw@host:8/v1"}, {"base_url": "https://***@host:8/v1"}),
     ({"url": "http://host/v1?api_key=sk-9&access_token=t0&n=1"},
      {"url": "http://host/v1?api_key=***&access_token=***&n=1"}),
+    ({"base_url": "http://a/v1?api_key=***,http://b/v1?token=***&n=1"},  # masked already, endpoint by endpoint
+     {"base_url": "http://a/v1?api_key=***,http://b/v1?token=***&n=1"}),
+    ({"url": "http://host/v1?token=***x"}, {"url": "http://host/v1?token=***"}),
     ({"note": ["curl -H 'Authorization: Bearer sk-abcdefghij' x"]},
      {"note": ["curl -H 'Authorization: Bearer ***' x"]}),
     ({"metrics": ["rouge", "stas"], "limit": 3, "data": None},
