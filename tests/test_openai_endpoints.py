@@ -12,6 +12,7 @@ from test_openai_backbone import INSTRUCTION, KEY, ChatServer, Reply, closed_por
 import ctrlkit
 from ctrlkit import ConfigurationError, CtrlkitError, ModelInput, OptionError
 from ctrlkit.backbones.endpoints import FAILURES_BEFORE_COOLDOWN, Endpoints
+from ctrlkit.sweep import sweep
 
 PASSWORD = "url-password-4242"
 DOCS = [ModelInput(f"doc {i}") for i in range(12)]
@@ -178,6 +179,20 @@ def test_endpoints_none_of_which_answers_fail_at_once_without_showing_secrets(mo
     assert message.endswith("); check that this machine is online, the servers run and the addresses are right "
                             "(--set openai.base_url or $OPENAI_BASE_URL)")
     assert PASSWORD not in json.dumps(model.recorded_options())
+
+
+def test_a_sweep_whose_first_endpoint_holds_a_key_records_every_endpoint_and_resumes(serve, tmp_path):
+    """The record is masked where the backbone is made and again where it is written, the sweep's
+    arguments once: all three must agree, or the cell would run again on every resume."""
+    a, b = serve(), serve()
+    given = dict(out=str(tmp_path / "s"), controllers=["none"], backbones=["openai:m"], metrics=["rouge"], limit=2,
+                 bootstrap=0, options={"openai": {"base_url": f"{a.url}?api_key={PASSWORD},{b.url}"}})
+    sweep(**given)
+    (found,) = (tmp_path / "s" / "cells").rglob("results.json")
+    assert PASSWORD not in found.read_text(encoding="utf-8")
+    assert json.loads(found.read_text(encoding="utf-8"))["config"]["options"]["openai"]["base_url"] == \
+        f"{a.url}?api_key=***,{b.url}"
+    assert [row["reused"] for row in sweep(**given)] == [True]
 
 
 def test_a_client_error_is_not_failed_over(serve):

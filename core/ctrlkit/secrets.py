@@ -19,10 +19,11 @@ _SECRET_WORDS = r"api_?key|key|token|secret|password|passwd|passphrase|pass|auth
 _SECRET_NAME = re.compile(rf"(?:^|_)(?:{_SECRET_WORDS})$")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s@]+@")
-_QUERY_SECRET = re.compile(rf"(?i)([?&;](?:[a-z0-9]+[_-])*(?:{_SECRET_WORDS})=)(?!{re.escape(MASK)}(?:[,&#;\s]|$))"
-                           r"[^&#;\s]+")
-"""A secret query parameter's value, unless it is already masked: masking again would run on over a
-comma and the endpoints listed after it (``?api_key=***,http://other/v1``)."""
+_QUERY_SECRET = re.compile(rf"(?i)([?&;](?:[a-z0-9]+[_-])*(?:{_SECRET_WORDS})=)"
+                           r"[^&#;\s]+?(?=,[a-z][a-z0-9+.-]*://|[&#;\s]|$)")
+"""A secret query parameter's value: up to the next parameter, fragment or space, or a comma that
+begins another URL, as in a list of endpoints (``?api_key=KEY,http://other/v1``), which masking
+keeps whole, however often it is masked."""
 _BEARER = re.compile(r"\b([Bb]earer\s+)[A-Za-z0-9._~+/=-]{8,}")
 
 

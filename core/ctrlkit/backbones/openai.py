@@ -102,9 +102,7 @@ class OpenAIBackbone(Backbone):
                                      "which a header cannot carry; it was not sent")
         base_url = self.options["base_url"] or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self._endpoints = Endpoints(base_urls(base_url, self.name), "/chat/completions", self.options["cooldown"])
-        # the endpoints used, from the option or the environment, each scrubbed alone: a masked query
-        # secret would otherwise run on over the endpoints after it
-        self.options["base_url"] = ",".join(scrub_text(endpoint) for endpoint in base_url.split(","))
+        self.options["base_url"] = scrub_text(base_url)  # the endpoints used, from the option or the environment
         self._jitter = random.Random()  # not the global generator, which a run seeds for reproducibility
         self._opener = bounded_http.opener()
         self._retrying_said = False
