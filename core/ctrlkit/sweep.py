@@ -397,9 +397,9 @@ def _backbone_digest(arguments: dict, role: str = "backbone") -> str:
 
 def _same_judge(config: dict, arguments: dict) -> bool:
     """Whether the judge that scored a cell is the one it would ask now, as ``backbone_digest`` tells
-    for its backbone; a cell whose metrics asked no judge has none to compare. A judged cell
-    recorded before ``judge_digest`` was runs again once (the judge's answers come from the cache
-    while it is the same judge)."""
+    for its backbone; a cell whose metrics asked no judge has none to compare. In a sweep that
+    names a judge, a cell recorded before ``judge_digest`` was runs again once (whether it asked
+    the judge is not recorded; its answers come from the cache while it is the same judge)."""
     if not arguments.get("judge"):
         return True
     if "judge_digest" not in config:
