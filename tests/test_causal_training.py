@@ -59,30 +59,44 @@ def with_bos(backbone):
     return bos
 
 
+def cut_length(ids, before: str, document: str, after: str, tokenize, limit: int) -> int | None:
+    """The ``k`` shorter than the document for which ``ids`` are the tokens of ``before +
+    document[:k] + after``, where they use at least ``limit - 3`` of the ``limit`` tokens (one more
+    character would not fit: it adds a token, or a few for a character of several bytes); else None."""
+    if not limit - 3 <= len(ids) <= limit:
+        return None
+    return next((k for k in range(len(document)) if tokenize(before + document[:k] + after) == ids), None)
+
+
 @pytest.mark.parametrize("chat", [False, True])
 def test_the_labels_count_the_summary_and_eos_only_after_the_prompt_generation_feeds(gpt2, chat, monkeypatch):
     backbone = ctrlkit.get_backbone(f"hf-causal:{gpt2}")
     tokenizer = backbone.tokenizer
     bos = with_bos(backbone)
     document = ctrlkit.get_dataset("sample").load("test")[0].document  # longer than the 128-token limit
+    limit = 256 - 128  # positions less the default max_new_tokens
     if chat:
         tokenizer.chat_template = CHAT_TEMPLATE
         inputs = [ModelInput(source="x", messages=({"role": "user", "content": "Summarize: the coach won."},)),
-                  ModelInput(source="x", messages=({"role": "user", "content": document},))]
-        texts = [f"<|endoftext|><user>{m.messages[0]['content']}<assistant>" for m in inputs]
-        prompts = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
+                  ModelInput(source=document, messages=({"role": "user", "content": f"Summarize:\n{document}"},))]
+        around = ("<|endoftext|><user>Summarize:\n", "<assistant>")
+        short = tokenizer("<|endoftext|><user>Summarize: the coach won.<assistant>", add_special_tokens=False)
+        tokenize = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
     else:
         inputs = [ModelInput(source="The coach won."), ModelInput(source=document)]
-        prompts = [[bos] + tokenizer(f"{m.source}\nTL;DR:", add_special_tokens=False)["input_ids"] for m in inputs]
-    limit = 256 - 128  # positions less the default max_new_tokens
-    assert len(prompts[1]) > limit
-    # cut from the left: the template's BOS is text and goes; the one the tokenizer adds stays
-    prompts[1] = prompts[1][-limit:] if chat else prompts[1][:1] + prompts[1][-(limit - 1):]
+        around = ("", "\nTL;DR:")
+        short = tokenizer("The coach won.\nTL;DR:")
+        tokenize = lambda text: tokenizer(text)["input_ids"]  # noqa: E731
     targets = ["The team won the final.", "Investors bought shares of the bank on Monday."]
     eos = tokenizer.eos_token_id
     answers = [tokenizer(target, add_special_tokens=False)["input_ids"][:5] + [eos] for target in targets]
 
     batch = backbone.training_batch(inputs, targets, max_target_tokens=6)
+    long = batch["input_ids"][1][batch["attention_mask"][1].bool()].tolist()[:-len(answers[1])]
+    # the document's end is cut: the template's BOS and head, the tokenizer's BOS and the cue all stay
+    assert (cut_length(long, around[0], document, around[1], tokenize, limit) or 0) > 0
+    assert long[0] == bos  # the template's BOS, or the tokenizer's
+    prompts = [short["input_ids"], long]
     width = max(len(p) + len(a) for p, a in zip(prompts, answers))
     pad = tokenizer.pad_token_id
     for row, (prompt, answer) in enumerate(zip(prompts, answers)):
@@ -98,6 +112,57 @@ def test_the_labels_count_the_summary_and_eos_only_after_the_prompt_generation_f
     for model_input in inputs:
         backbone.generate([model_input])
     assert seen == prompts
+
+
+@pytest.mark.parametrize("name", ["prepend", "prompt"])
+def test_the_control_reaches_the_model_when_a_documents_end_is_cut(chat_gpt2, name, monkeypatch):
+    """The sample's documents are longer than the tiny model's 248 prompt tokens: each prompt fed
+    (a batch of eight, padded) is the head the controller wrote, the start of the document and the
+    cue, as many of the document's characters as fit."""
+    backbone = ctrlkit.get_backbone(f"hf-causal:{chat_gpt2}", max_new_tokens=8, num_beams=1)
+    tokenizer = backbone.tokenizer
+    dataset = ctrlkit.get_dataset("sample")
+    controller = ctrlkit.create_controller(name, {})
+    fit_or_restore(controller, backbone, dataset, None)
+    controller.prepare(backbone)
+    inputs = [apply_control(controller, example, ModelInput(source=example.document))
+              for example in dataset.load("test")[:8]]
+    seen = []
+    monkeypatch.setattr(backbone.model, "generate", lambda **kw: seen.extend(
+        row[mask.bool()].tolist() for row, mask in zip(kw["input_ids"], kw["attention_mask"])) or kw["input_ids"])
+    backbone.generate(inputs)
+    texts, add_special_tokens = backbone.prompts(inputs)
+    limit = backbone.input_limit()
+    tokenize = lambda text: tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"]  # noqa: E731
+    for text, model_input, fed in zip(texts, inputs, seen):
+        before, document, after = text.rpartition(model_input.source)
+        # prepend's control (``sports <sep> ``) is the head of the input's source, the prompt's before it
+        head = document[:document.index(" <sep> ") + 7] if name == "prepend" else before
+        assert len(tokenize(text)) > limit and (head.startswith("<|endoftext|><system>") or len(head) < 20)
+        assert (cut_length(fed, before, document, after, tokenize, limit) or 0) > len(head) - len(before)
+    assert (backbone.truncated, backbone.tokenized) == (8, 8)
+
+
+@pytest.mark.parametrize("source", ["not in the prompt", "the whole prompt"])
+def test_a_prompt_whose_document_cannot_be_cut_is_cut_from_the_left(gpt2, source, monkeypatch):
+    """Where the input's document is not in its prompt, or cutting it all leaves the prompt too
+    long, the tokenizer keeps the prompt's last tokens, the cue to answer among them."""
+    backbone = ctrlkit.get_backbone(f"hf-causal:{gpt2}", max_input_tokens=24)
+    tokenizer = backbone.tokenizer
+    tokenizer.chat_template = CHAT_TEMPLATE
+    content = "Investors bought shares of the bank on Monday. " * 8
+    model_input = ModelInput(source="nowhere to be found", messages=({"role": "user", "content": content},))
+    if source == "the whole prompt":  # the system message alone is longer than the limit
+        model_input = ModelInput(source="the bank", messages=({"role": "system", "content": content},
+                                                             {"role": "user", "content": "the bank"}))
+    text = tokenizer.apply_chat_template(list(model_input.messages), tokenize=False, add_generation_prompt=True)
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    assert len(ids) > 24
+    seen = []
+    monkeypatch.setattr(backbone.model, "generate", lambda **kw: seen.append(kw["input_ids"][0].tolist())
+                        or kw["input_ids"])
+    backbone.generate([model_input])
+    assert seen == [ids[-24:]] and (backbone.truncated, backbone.tokenized) == (1, 1)
 
 
 def row_losses(backbone, batch):

@@ -229,21 +229,22 @@ class HFBackbone(Backbone):
         """Pad and truncate a batch to the input limit, counting truncations (the caller reports
         them once for all its batches, not once a batch)."""
         limit = self.input_limit()
-        self._count_truncations(texts, add_special_tokens, limit)
+        self.count_truncations(self.token_counts(texts, add_special_tokens), limit)
+        return self.encode(texts, add_special_tokens, limit)
+
+    def encode(self, texts: list[str], add_special_tokens: bool, limit: int):
+        """A batch padded, and cut to ``limit`` tokens by the tokenizer, on the model's device."""
         batch = self.tokenizer(texts, truncation=True, max_length=limit, padding=True, return_tensors="pt",
                                add_special_tokens=add_special_tokens)
         return {key: value.to(self.device) for key, value in batch.items()}
 
-    def token_ids(self, texts: list[str], add_special_tokens: bool, limit: int) -> list[list[int]]:
-        """The token ids of each text, cut to ``limit`` as :meth:`tokenize` cuts (and counts), unpadded."""
-        self._count_truncations(texts, add_special_tokens, limit)
-        return self.tokenizer(texts, truncation=True, max_length=limit, add_special_tokens=add_special_tokens,
-                              verbose=False)["input_ids"]
+    def token_counts(self, texts: list[str], add_special_tokens: bool) -> list[int]:
+        return [len(ids) for ids in self.tokenizer(texts, truncation=False, verbose=False,
+                                                   add_special_tokens=add_special_tokens)["input_ids"]]
 
-    def _count_truncations(self, texts: list[str], add_special_tokens: bool, limit: int) -> None:
-        lengths = [len(ids) for ids in self.tokenizer(texts, truncation=False, verbose=False,
-                                                      add_special_tokens=add_special_tokens)["input_ids"]]
-        self.tokenized += len(texts)
+    def count_truncations(self, lengths: list[int], limit: int) -> None:
+        """Count the inputs of ``lengths`` tokens that ``limit`` cuts (``tokenized``, ``truncated``)."""
+        self.tokenized += len(lengths)
         self.truncated += sum(length > limit for length in lengths)
         self.truncated_to = limit
 

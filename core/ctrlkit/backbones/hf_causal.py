@@ -5,6 +5,9 @@ flattened to plain text; a plain source becomes ``source + "\\nTL;DR:"``. A base
 template) counts as one that only flattens messages, so the prompt controller's hard prompt
 reaches it as plain text, not as a ``System:``/``User:`` transcript. Batches are padded
 on the left so every prompt ends where generation starts, and only the new tokens are returned.
+A prompt over the input limit loses the end of its document (the input's ``source``), not its
+head or its cue to answer (:mod:`.document_cut`); one whose document cannot be cut enough is cut
+from the left by the tokenizer, keeping the cue.
 
 Trainable: a training example is the prompt generation would feed, then the reference summary
 and EOS; the loss counts the summary and EOS tokens only.
@@ -16,6 +19,7 @@ import inspect
 
 from ..chat import flatten_messages
 from ..errors import ConfigurationError
+from .document_cut import cut_documents
 from .hf_base import HFBackbone
 
 
@@ -59,11 +63,27 @@ class HFCausal(HFBackbone):
         templated = bool(getattr(self.tokenizer, "chat_template", None)) and any(i.messages for i in inputs)
         return [self.prompt(model_input) for model_input in inputs], not templated
 
+    def fitted_prompts(self, inputs, limit: int) -> tuple[list[str], bool]:
+        """:meth:`prompts`, each over ``limit`` tokens with its document cut to fit (counted in
+        ``truncated``)."""
+        texts, add_special_tokens = self.prompts(inputs)
+        lengths = self.token_counts(texts, add_special_tokens)
+        self.count_truncations(lengths, limit)
+        if max(lengths, default=0) <= limit:
+            return texts, add_special_tokens
+        return cut_documents(texts, [model_input.source for model_input in inputs], lengths, limit,
+                             lambda batch: self.token_counts(batch, add_special_tokens)), add_special_tokens
+
+    def identity(self):
+        """How a long prompt is cut is part of it: outputs cached when prompts were cut from the
+        left are not served for prompts cut at their document's end."""
+        return {**super().identity(), "cut": "document end"}
+
     def generate(self, inputs):
         import torch
 
-        texts, add_special_tokens = self.prompts(inputs)
-        batch = self.tokenize(texts, add_special_tokens=add_special_tokens)
+        limit = self.input_limit()
+        batch = self.encode(*self.fitted_prompts(inputs, limit), limit)
         with torch.inference_mode():
             output = self.model.generate(**batch, **self.generation_options(),
                                          pad_token_id=self.tokenizer.pad_token_id)
@@ -82,15 +102,17 @@ class HFCausal(HFBackbone):
         return min(self.input_limit(), positions - max_target_tokens)
 
     def training_batch(self, inputs, targets: list[str], max_target_tokens: int) -> dict:
-        """What :meth:`loss` feeds the model: each row is the prompt generation would feed (cut from
-        the left), then the target's first tokens and EOS, ``max_target_tokens`` at most; rows are
+        """What :meth:`loss` feeds the model: each row is the prompt generation would feed (cut as
+        :meth:`fitted_prompts` cuts), then the target's first tokens and EOS, ``max_target_tokens`` at most; rows are
         padded on the left, as in generation. ``labels`` are the token ids of the target and EOS,
         -100 on the prompt and the padding; ``position_ids`` count from each row's first real
         token, as ``generate`` counts them, where the model takes them."""
         import torch
 
-        texts, add_special_tokens = self.prompts(inputs)
-        prompts = self.token_ids(texts, add_special_tokens, self.training_prompt_limit(max_target_tokens))
+        limit = self.training_prompt_limit(max_target_tokens)
+        texts, add_special_tokens = self.fitted_prompts(inputs, limit)
+        prompts = self.tokenizer(texts, truncation=True, max_length=limit, add_special_tokens=add_special_tokens,
+                                 verbose=False)["input_ids"]
         eos = self.tokenizer.eos_token_id
         end = [] if eos is None else [eos]
         answers = [ids[:max_target_tokens - len(end)] + end

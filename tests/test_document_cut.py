@@ -1,0 +1,98 @@
+"""Cutting a prompt's document to fit a limit (``ctrlkit.backbones.document_cut``), with a counter
+of our own: a token is a run of non-space characters."""
+
+import itertools
+
+from ctrlkit.backbones.document_cut import cut_documents
+
+
+def words(texts):
+    return [len(text.split()) for text in texts]
+
+
+class Counting:
+    """``words``, recording the size of each call."""
+
+    def __init__(self, count=words):
+        self.count, self.calls = count, []
+
+    def __call__(self, texts):
+        self.calls.append(len(texts))
+        return self.count(texts)
+
+
+def cut(prompts, documents, limit, count=words):
+    return cut_documents(prompts, documents, count(prompts), limit, count)
+
+
+DOCUMENT = " ".join(f"w{n}" for n in range(40))
+
+
+def test_the_document_loses_its_end_and_everything_around_it_stays():
+    prompt = f"Focus on the topic: sports\nDocument:\n{DOCUMENT}\nTL;DR:"
+    [fitted] = cut([prompt], [DOCUMENT], 12)
+    # 7 words around the document leave 5 of its 40 (the sixth's first character would be a sixth word)
+    assert fitted == "Focus on the topic: sports\nDocument:\nw0 w1 w2 w3 w4 \nTL;DR:"
+    assert words([fitted]) == [12]
+
+
+def test_prompts_within_the_limit_and_those_without_the_document_are_left_as_they_are():
+    within, elsewhere = f"Summarize: {DOCUMENT}", "a rewritten document " * 20
+    counting = Counting()
+    assert cut_documents([within, elsewhere], [DOCUMENT, DOCUMENT], words([within, elsewhere]), 41,
+                         counting) == [within, elsewhere]
+    assert counting.calls == []  # nothing to cut: nothing counted again
+
+
+def test_a_prompt_too_long_without_its_document_is_left_whole():
+    head = "instruction " * 30
+    prompt = head + DOCUMENT
+    assert cut([prompt], [DOCUMENT], 20) == [prompt]
+
+
+def test_the_last_occurrence_is_cut_where_the_document_is_shown_before():
+    """A few-shot prompt can show the same text as a demonstration; the task's copy comes last."""
+    prompt = f"Example: {DOCUMENT}\nTask: {DOCUMENT}\nSummary:"
+    [fitted] = cut([prompt], [DOCUMENT], 45)
+    assert fitted.startswith(f"Example: {DOCUMENT}\nTask: w0 w1") and fitted.endswith("\nSummary:")
+    assert words([fitted]) == [45]
+
+
+def test_a_document_the_template_trimmed_is_found_without_its_outer_whitespace():
+    [fitted] = cut([f"<user>{DOCUMENT}<assistant>"], [f"\n  {DOCUMENT}  \n"], 5)
+    assert fitted == "<user>w0 w1 w2 w3 w4<assistant>"  # "<user>w0" and "w4<assistant>" are a word each
+
+
+def test_each_prompt_of_a_batch_fits_and_is_the_longest_that_does():
+    """Against every length of the document tried in turn, for limits from the tightest up."""
+    documents = [DOCUMENT, " ".join(["longword"] * 25), "x" * 300]
+    prompts = [f"Head words here: {document} cue:" for document in documents]
+    for limit in range(5, 45, 3):
+        fitted = cut(prompts, documents, limit)
+        for prompt, document, result in zip(prompts, documents, fitted):
+            if words([prompt])[0] <= limit:
+                assert result == prompt
+                continue
+            longest = next(k for k in range(len(document), -1, -1)
+                           if words([f"Head words here: {document[:k]} cue:"])[0] <= limit)
+            assert result == f"Head words here: {document[:longest]} cue:", (limit, document[:20])
+
+
+def test_all_prompts_are_counted_together_in_a_number_of_calls_that_grows_with_the_logarithm():
+    documents = [" ".join(["word"] * n) for n in (1000, 2000, 4000)]
+    counting = Counting()
+    fitted = cut_documents(documents, documents, words(documents), 10, counting)
+    assert words(fitted) == [10, 10, 10]
+    assert len(counting.calls) <= 1 + (4000 * 5).bit_length() and max(counting.calls) == 3
+
+
+def test_only_a_count_that_fits_is_kept_when_counts_do_not_grow_with_the_text():
+    """A tokenizer may merge characters into fewer tokens as the text grows; whatever it does, the
+    result fits."""
+    def uneven(texts):  # a text's count jumps up and down with its length
+        return [len(text.split()) + (len(text) % 7 == 0) * 5 for text in texts]
+
+    for limit, length in itertools.product(range(4, 30, 5), (37, 200)):
+        document = " ".join("ab" for _ in range(length))
+        [fitted] = cut([f"Q: {document} A:"], [document], limit, uneven)
+        assert uneven([fitted])[0] <= limit and fitted.startswith("Q: ") and fitted.endswith(" A:")
