@@ -131,6 +131,7 @@ def test_the_control_reaches_the_model_when_a_documents_end_is_cut(chat_gpt2, na
     monkeypatch.setattr(backbone.model, "generate", lambda **kw: seen.extend(
         row[mask.bool()].tolist() for row, mask in zip(kw["input_ids"], kw["attention_mask"])) or kw["input_ids"])
     backbone.generate(inputs)
+    assert len(seen) == 8 and backbone.identity()["cut"] == "document end"  # cached left cuts are not served
     texts, add_special_tokens = backbone.prompts(inputs)
     limit = backbone.input_limit()
     tokenize = lambda text: tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"]  # noqa: E731
@@ -141,6 +142,23 @@ def test_the_control_reaches_the_model_when_a_documents_end_is_cut(chat_gpt2, na
         assert len(tokenize(text)) > limit and (head.startswith("<|endoftext|><system>") or len(head) < 20)
         assert (cut_length(fed, before, document, after, tokenize, limit) or 0) > len(head) - len(before)
     assert (backbone.truncated, backbone.tokenized) == (8, 8)
+
+
+def test_a_short_document_is_cut_in_its_message_not_where_its_text_recurs_in_the_cue(chat_gpt2, monkeypatch):
+    """``ant`` is also in ``<assistant>``; a long system message makes the prompt one token too long."""
+    tokenizer = ctrlkit.get_backbone(f"hf-causal:{chat_gpt2}").tokenizer
+    messages = ({"role": "system", "content": "Investors bought shares of the bank on Monday. " * 4},
+                {"role": "user", "content": "Summarize: ant"})
+    text = tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+    assert text.endswith("Summarize: ant<assistant>")
+    limit = len(tokenizer(text, add_special_tokens=False)["input_ids"]) - 1
+    backbone = ctrlkit.get_backbone(f"hf-causal:{chat_gpt2}", max_input_tokens=limit)
+    seen = []
+    monkeypatch.setattr(backbone.model, "generate", lambda **kw: seen.append(kw["input_ids"][0].tolist())
+                        or kw["input_ids"])
+    backbone.generate([ModelInput(source="ant", messages=messages)])
+    cuts = [tokenizer(text.replace("ant<", f"{'ant'[:k]}<"), add_special_tokens=False)["input_ids"] for k in (0, 1, 2)]
+    assert seen[0] in cuts and len(seen[0]) <= limit
 
 
 @pytest.mark.parametrize("source", ["not in the prompt", "the whole prompt"])

@@ -3,7 +3,7 @@ of our own: a token is a run of non-space characters."""
 
 import itertools
 
-from ctrlkit.backbones.document_cut import cut_documents
+from ctrlkit.backbones.document_cut import MARK, cut_documents, marked_messages, split_at_mark
 
 
 def words(texts):
@@ -21,8 +21,14 @@ class Counting:
         return self.count(texts)
 
 
+def parts(prompt, document):
+    """The prompt split at the document's last occurrence, as a test of our own finds it."""
+    before, found, after = prompt.rpartition(document)
+    return (before, document, after) if found else None
+
+
 def cut(prompts, documents, limit, count=words):
-    return cut_documents(prompts, documents, count(prompts), limit, count)
+    return cut_documents(prompts, [parts(p, d) for p, d in zip(prompts, documents)], count(prompts), limit, count)
 
 
 DOCUMENT = " ".join(f"w{n}" for n in range(40))
@@ -36,10 +42,10 @@ def test_the_document_loses_its_end_and_everything_around_it_stays():
     assert words([fitted]) == [12]
 
 
-def test_prompts_within_the_limit_and_those_without_the_document_are_left_as_they_are():
+def test_prompts_within_the_limit_and_those_without_parts_are_left_as_they_are():
     within, elsewhere = f"Summarize: {DOCUMENT}", "a rewritten document " * 20
     counting = Counting()
-    assert cut_documents([within, elsewhere], [DOCUMENT, DOCUMENT], words([within, elsewhere]), 41,
+    assert cut_documents([within, elsewhere], [parts(within, DOCUMENT), None], words([within, elsewhere]), 41,
                          counting) == [within, elsewhere]
     assert counting.calls == []  # nothing to cut: nothing counted again
 
@@ -50,17 +56,35 @@ def test_a_prompt_too_long_without_its_document_is_left_whole():
     assert cut([prompt], [DOCUMENT], 20) == [prompt]
 
 
-def test_the_last_occurrence_is_cut_where_the_document_is_shown_before():
-    """A few-shot prompt can show the same text as a demonstration; the task's copy comes last."""
-    prompt = f"Example: {DOCUMENT}\nTask: {DOCUMENT}\nSummary:"
-    [fitted] = cut([prompt], [DOCUMENT], 45)
-    assert fitted.startswith(f"Example: {DOCUMENT}\nTask: w0 w1") and fitted.endswith("\nSummary:")
-    assert words([fitted]) == [45]
+def test_the_mark_takes_the_last_occurrence_in_the_last_message_holding_the_document():
+    """A few-shot prompt shows other documents first, and a system message may quote the task's."""
+    messages = ({"role": "system", "content": f"Quoted: {DOCUMENT}"},
+                {"role": "user", "content": f"Example: {DOCUMENT}"}, {"role": "assistant", "content": "w0."},
+                {"role": "user", "content": f"Task: {DOCUMENT}, that is: {DOCUMENT}\nSummary:"},
+                {"role": "assistant", "content": "w"})
+    marked = marked_messages(messages, DOCUMENT)
+    assert marked[:3] == messages[:3] and marked[4] == messages[4]
+    assert marked[3]["content"] == f"Task: {DOCUMENT}, that is: {MARK}\nSummary:" and marked[3]["role"] == "user"
+    rendered = "".join(f"<{m['role']}>{m['content']}" for m in marked)
+    before, document, after = split_at_mark(rendered, DOCUMENT)
+    assert document == DOCUMENT and after == "\nSummary:<assistant>w"
+    assert before + document + after == "".join(f"<{m['role']}>{m['content']}" for m in messages)
 
 
-def test_a_document_the_template_trimmed_is_found_without_its_outer_whitespace():
-    [fitted] = cut([f"<user>{DOCUMENT}<assistant>"], [f"\n  {DOCUMENT}  \n"], 5)
-    assert fitted == "<user>w0 w1 w2 w3 w4<assistant>"  # "<user>w0" and "w4<assistant>" are a word each
+def test_a_short_document_is_not_found_in_the_cue_after_it():
+    """Searching the rendered prompt would find ``ant`` in ``<assistant>``, cutting the cue."""
+    messages = ({"role": "system", "content": "Long rules. " * 30}, {"role": "user", "content": "Summarize: ant"})
+    marked = marked_messages(messages, "ant")
+    rendered = "".join(f"<{m['role']}>{m['content']}" for m in marked) + "<assistant>"
+    assert split_at_mark(rendered, "ant")[2] == "<assistant>"
+
+
+def test_no_mark_where_the_document_is_in_no_message_is_blank_or_the_mark_is_there_already():
+    messages = ({"role": "user", "content": f"Summarize: {DOCUMENT}"},)
+    assert marked_messages(messages, "not there") is None
+    assert marked_messages(messages, " ") is None
+    assert marked_messages(({"role": "user", "content": f"{MARK} {DOCUMENT}"},), DOCUMENT) is None
+    assert split_at_mark(f"{MARK} and {MARK}", DOCUMENT) is None and split_at_mark("no mark", DOCUMENT) is None
 
 
 def test_each_prompt_of_a_batch_fits_and_is_the_longest_that_does():
@@ -81,7 +105,7 @@ def test_each_prompt_of_a_batch_fits_and_is_the_longest_that_does():
 def test_all_prompts_are_counted_together_in_a_number_of_calls_that_grows_with_the_logarithm():
     documents = [" ".join(["word"] * n) for n in (1000, 2000, 4000)]
     counting = Counting()
-    fitted = cut_documents(documents, documents, words(documents), 10, counting)
+    fitted = cut_documents(documents, [("", document, "") for document in documents], words(documents), 10, counting)
     assert words(fitted) == [10, 10, 10]
     assert len(counting.calls) <= 1 + (4000 * 5).bit_length() and max(counting.calls) == 3
 

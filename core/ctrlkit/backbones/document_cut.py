@@ -6,38 +6,65 @@ template's system turn, and after it the cue to answer (``TL;DR:``, the assistan
 tokens from either end of a prompt that is too long loses one of them; cutting the document's
 end keeps them all, so that the run still asks for what it asked for.
 
-The document is found in the prompt as written (its last occurrence: a few-shot prompt shows
-other documents first). Where it is not there (a controller that rewrote it) or cutting all of
-it still leaves too many tokens, the prompt is kept whole and the tokenizer cuts it as before.
+The backbone says where the document is: it renders the prompt with a mark in the document's
+place (:func:`marked_messages`, :data:`MARK`) and splits it there. Where it cannot (the document
+is in no message, as a controller that rewrote it leaves it) or cutting all of it still leaves
+too many tokens, the prompt is kept whole, and the tokenizer cuts it.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
+MARK = "\ue000"
+"""A private-use character standing for the document while the prompt is rendered."""
+
 Count = Callable[[list[str]], list[int]]
 """The token count of each of a list of prompts, as the model's tokenizer makes them."""
 
+Parts = tuple[str, str, str]
+"""A prompt as what comes before its document, the document, and what comes after."""
 
-def cut_documents(prompts: Sequence[str], documents: Sequence[str], lengths: Sequence[int], limit: int,
+
+def marked_messages(messages: Sequence[dict], document: str) -> tuple[dict, ...] | None:
+    """``messages`` with the document's last occurrence (in the last message holding it: a
+    few-shot prompt shows other documents first) replaced by :data:`MARK`; None where no message
+    holds it, or the mark is already in one."""
+    if not document.strip() or any(MARK in message["content"] for message in messages):
+        return None
+    for index in range(len(messages) - 1, -1, -1):
+        content = messages[index]["content"]
+        start = content.rfind(document)
+        if start >= 0:
+            marked = {**messages[index], "content": content[:start] + MARK + content[start + len(document):]}
+            return (*messages[:index], marked, *messages[index + 1:])
+    return None
+
+
+def split_at_mark(rendered: str, document: str) -> Parts | None:
+    """The prompt rendered with :data:`MARK` for ``document``, as :data:`Parts`; None unless the
+    mark is there once."""
+    if rendered.count(MARK) != 1:
+        return None
+    before, _, after = rendered.partition(MARK)
+    return before, document, after
+
+
+def cut_documents(prompts: Sequence[str], parts: Sequence[Parts | None], lengths: Sequence[int], limit: int,
                   count: Count) -> list[str]:
-    """``prompts`` with the end of each one's document (``documents``, same order) cut where its
-    token count (``lengths``) is over ``limit``: as much of the document is kept as fits. A binary
+    """``prompts`` with the end of each one's document cut where its token count (``lengths``)
+    is over ``limit`` and its ``parts`` are known: as much of the document is kept as fits. A binary
     search over the document's characters, all prompts of the batch counted in one call a step;
     only a count that fits is ever kept, whether or not counts grow with the characters kept."""
-    parts = {}  # index: (before the document, the document, after it)
-    for index, (prompt, document, length) in enumerate(zip(prompts, documents, lengths)):
-        found = _found(prompt, document) if length > limit else None
-        if found is not None:
-            start, text = found
-            parts[index] = (prompt[:start], text, prompt[start + len(text):])
-    empty = count([before + after for before, _, after in parts.values()]) if parts else []
+    over_limit = {index: split for index, (split, length) in enumerate(zip(parts, lengths))
+                  if split is not None and length > limit}
+    empty = count([before + after for before, _, after in over_limit.values()]) if over_limit else []
     # kept[index]: characters known to fit; over[index]: characters known not to
-    kept = {index: 0 for index, length in zip(parts, empty) if length <= limit}
-    over = {index: len(parts[index][1]) for index in kept}
+    kept = {index: 0 for index, length in zip(over_limit, empty) if length <= limit}
+    over = {index: len(over_limit[index][1]) for index in kept}
     while searching := [index for index in kept if over[index] - kept[index] > 1]:
         middles = [(kept[index] + over[index]) // 2 for index in searching]
-        counts = count([_with(parts[index], middle) for index, middle in zip(searching, middles)])
+        counts = count([_with(over_limit[index], middle) for index, middle in zip(searching, middles)])
         for index, middle, length in zip(searching, middles, counts):
             if length <= limit:
                 kept[index] = middle
@@ -45,20 +72,10 @@ def cut_documents(prompts: Sequence[str], documents: Sequence[str], lengths: Seq
                 over[index] = middle
     cut = list(prompts)
     for index, characters in kept.items():
-        cut[index] = _with(parts[index], characters)
+        cut[index] = _with(over_limit[index], characters)
     return cut
 
 
-def _found(prompt: str, document: str) -> tuple[int, str] | None:
-    """Where the document starts in the prompt (its last occurrence) and the text found there: the
-    document, or without its outer whitespace (a chat template may trim a message); None if neither is."""
-    for text in dict.fromkeys((document, document.strip())):
-        start = prompt.rfind(text) if text else -1
-        if start >= 0:
-            return start, text
-    return None
-
-
-def _with(parts: tuple[str, str, str], characters: int) -> str:
+def _with(parts: Parts, characters: int) -> str:
     before, document, after = parts
     return before + document[:characters] + after

@@ -239,6 +239,7 @@ class HFBackbone(Backbone):
         return {key: value.to(self.device) for key, value in batch.items()}
 
     def token_counts(self, texts: list[str], add_special_tokens: bool) -> list[int]:
+        """How many tokens each text is, uncut."""
         return [len(ids) for ids in self.tokenizer(texts, truncation=False, verbose=False,
                                                    add_special_tokens=add_special_tokens)["input_ids"]]
 

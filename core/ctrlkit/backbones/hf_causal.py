@@ -6,8 +6,8 @@ template) counts as one that only flattens messages, so the prompt controller's 
 reaches it as plain text, not as a ``System:``/``User:`` transcript. Batches are padded
 on the left so every prompt ends where generation starts, and only the new tokens are returned.
 A prompt over the input limit loses the end of its document (the input's ``source``), not its
-head or its cue to answer (:mod:`.document_cut`); one whose document cannot be cut enough is cut
-from the left by the tokenizer, keeping the cue.
+head or its cue to answer (:mod:`.document_cut`); one whose document no message holds, or cannot
+be cut enough, is cut from the left by the tokenizer, keeping the cue.
 
 Trainable: a training example is the prompt generation would feed, then the reference summary
 and EOS; the loss counts the summary and EOS tokens only.
@@ -19,7 +19,7 @@ import inspect
 
 from ..chat import flatten_messages
 from ..errors import ConfigurationError
-from .document_cut import cut_documents
+from .document_cut import MARK, cut_documents, marked_messages, split_at_mark
 from .hf_base import HFBackbone
 
 
@@ -71,8 +71,21 @@ class HFCausal(HFBackbone):
         self.count_truncations(lengths, limit)
         if max(lengths, default=0) <= limit:
             return texts, add_special_tokens
-        return cut_documents(texts, [model_input.source for model_input in inputs], lengths, limit,
+        parts = [self.document_parts(model_input) if length > limit else None
+                 for model_input, length in zip(inputs, lengths)]
+        return cut_documents(texts, parts, lengths, limit,
                              lambda batch: self.token_counts(batch, add_special_tokens)), add_special_tokens
+
+    def document_parts(self, model_input):
+        """The input's prompt split around its document, its ``source`` (:mod:`.document_cut`):
+        the prompt rendered with a mark where the document is; None where no message holds it."""
+        source = model_input.source
+        if model_input.messages:
+            messages = marked_messages(model_input.messages, source)
+            marked = model_input.replace(messages=messages) if messages else None
+        else:
+            marked = model_input.replace(source=MARK) if source.strip() and MARK not in source else None
+        return split_at_mark(self.prompt(marked), source) if marked else None
 
     def identity(self):
         """How a long prompt is cut is part of it: outputs cached when prompts were cut from the
