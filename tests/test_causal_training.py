@@ -104,7 +104,7 @@ def test_the_labels_count_the_summary_and_eos_only_after_the_prompt_generation_f
         assert batch["input_ids"][row].tolist() == [pad] * padding + prompt + answer
         assert batch["attention_mask"][row].tolist() == [0] * padding + [1] * (len(prompt) + len(answer))
         assert batch["labels"][row].tolist() == [-100] * (padding + len(prompt)) + answer
-    assert (backbone.tokenized, backbone.truncated, backbone.truncated_to) == (2, 1, limit)
+    assert (backbone.tokenized, backbone.truncated, backbone.truncated_to, backbone.truncated_head) == (2, 1, limit, 0)
 
     seen = []  # the prompts generation feeds the model, each alone (no padding); nothing generated
     monkeypatch.setattr(backbone.model, "generate", lambda **kw: seen.append(kw["input_ids"][0].tolist())
@@ -141,7 +141,7 @@ def test_the_control_reaches_the_model_when_a_documents_end_is_cut(chat_gpt2, na
         head = document[:document.index(" <sep> ") + 7] if name == "prepend" else before
         assert len(tokenize(text)) > limit and (head.startswith("<|endoftext|><system>") or len(head) < 20)
         assert (cut_length(fed, before, document, after, tokenize, limit) or 0) > len(head) - len(before)
-    assert (backbone.truncated, backbone.tokenized) == (8, 8)
+    assert (backbone.truncated, backbone.tokenized, backbone.truncated_head) == (8, 8, 0)
 
 
 def test_a_short_document_is_cut_in_its_message_not_where_its_text_recurs_in_the_cue(chat_gpt2, monkeypatch):
@@ -180,7 +180,34 @@ def test_a_prompt_whose_document_cannot_be_cut_is_cut_from_the_left(gpt2, source
     monkeypatch.setattr(backbone.model, "generate", lambda **kw: seen.append(kw["input_ids"][0].tolist())
                         or kw["input_ids"])
     backbone.generate([model_input])
-    assert seen == [ids[-24:]] and (backbone.truncated, backbone.tokenized) == (1, 1)
+    assert seen == [ids[-24:]] and (backbone.truncated, backbone.tokenized, backbone.truncated_head) == (1, 1, 1)
+
+
+@pytest.mark.parametrize("system", [None, "Follow these rules. " * 80])
+def test_the_run_says_how_many_prompts_lost_their_head(chat_gpt2, system, caplog):
+    """The sample's documents are longer than the tiny model's 248 tokens: the prompts lose their
+    documents' ends, unless a system message alone is longer: then they are cut from the left, and
+    the run's line says so."""
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        ctrlkit.run(controller="prompt", backbone=f"hf-causal:{chat_gpt2}", metrics=["rouge"], limit=4, cache=False,
+                    options={"prompt": {"system": system} if system else {},
+                             "hf-causal": {"max_new_tokens": 8, "num_beams": 1}})
+    [line] = [record.getMessage() for record in caplog.records if "(controller 'prompt')" in record.getMessage()]
+    assert "4 of 4 inputs truncated to 248 tokens" in line
+    assert ("4 of them from the left: their prompts lost the head" in line) == bool(system), line
+
+
+def test_a_ray_worker_reports_the_prompts_that_lost_their_head(gpt2):
+    """What :class:`ctrlkit.ray_generation.GenerationWorker` returns a batch with (no cluster needed)."""
+    from ctrlkit.ray_generation import GenerationWorker
+
+    worker = GenerationWorker(f"hf-causal:{gpt2}", {"max_new_tokens": 2, "num_beams": 1, "max_input_tokens": 24},
+                              False, ".")
+    content = "Investors bought shares of the bank on Monday. " * 8
+    inputs = [ModelInput(source=content), ModelInput(source="elsewhere", messages=({"role": "user", "content": content},)),
+              ModelInput(source="The coach won.")]
+    result = worker.generate([], inputs, [])
+    assert (result["tokenized"], result["truncated"], result["truncated_head"]) == (3, 2, 1)
 
 
 def row_losses(backbone, batch):

@@ -24,7 +24,7 @@ class Counting:
 def parts(prompt, document):
     """The prompt split at the document's last occurrence, as a test of our own finds it."""
     before, found, after = prompt.rpartition(document)
-    return (before, document, after) if found else None
+    return ((before, after), document) if found else None
 
 
 def cut(prompts, documents, limit, count=words):
@@ -66,7 +66,7 @@ def test_the_mark_takes_the_last_occurrence_in_the_last_message_holding_the_docu
     assert marked[:3] == messages[:3] and marked[4] == messages[4]
     assert marked[3]["content"] == f"Task: {DOCUMENT}, that is: {MARK}\nSummary:" and marked[3]["role"] == "user"
     rendered = "".join(f"<{m['role']}>{m['content']}" for m in marked)
-    before, document, after = split_at_mark(rendered, DOCUMENT)
+    (before, after), document = split_at_mark(rendered, DOCUMENT)
     assert document == DOCUMENT and after == "\nSummary:<assistant>w"
     assert before + document + after == "".join(f"<{m['role']}>{m['content']}" for m in messages)
 
@@ -76,7 +76,7 @@ def test_a_short_document_is_not_found_in_the_cue_after_it():
     messages = ({"role": "system", "content": "Long rules. " * 30}, {"role": "user", "content": "Summarize: ant"})
     marked = marked_messages(messages, "ant")
     rendered = "".join(f"<{m['role']}>{m['content']}" for m in marked) + "<assistant>"
-    assert split_at_mark(rendered, "ant")[2] == "<assistant>"
+    assert split_at_mark(rendered, "ant")[0][1] == "<assistant>"
 
 
 def test_no_mark_where_the_document_is_in_no_message_is_blank_or_the_mark_is_there_already():
@@ -84,7 +84,17 @@ def test_no_mark_where_the_document_is_in_no_message_is_blank_or_the_mark_is_the
     assert marked_messages(messages, "not there") is None
     assert marked_messages(messages, " ") is None
     assert marked_messages(({"role": "user", "content": f"{MARK} {DOCUMENT}"},), DOCUMENT) is None
-    assert split_at_mark(f"{MARK} and {MARK}", DOCUMENT) is None and split_at_mark("no mark", DOCUMENT) is None
+    assert split_at_mark("no mark", DOCUMENT) is None
+
+
+def test_a_template_that_shows_the_message_twice_has_its_document_cut_in_both_places():
+    rendered = f"<user>{MARK}<recap>{MARK}<assistant>"
+    parts = split_at_mark(rendered, DOCUMENT)
+    assert parts == (("<user>", "<recap>", "<assistant>"), DOCUMENT)
+    prompt = rendered.replace(MARK, DOCUMENT)
+    [fitted] = cut_documents([prompt], [parts], words([prompt]), 6, words)
+    # five words; one more character (a space) would part "w2<recap>w0" and "w2<assistant>" into seven
+    assert fitted == "<user>w0 w1 w2<recap>w0 w1 w2<assistant>"
 
 
 def test_each_prompt_of_a_batch_fits_and_is_the_longest_that_does():
@@ -105,7 +115,7 @@ def test_each_prompt_of_a_batch_fits_and_is_the_longest_that_does():
 def test_all_prompts_are_counted_together_in_a_number_of_calls_that_grows_with_the_logarithm():
     documents = [" ".join(["word"] * n) for n in (1000, 2000, 4000)]
     counting = Counting()
-    fitted = cut_documents(documents, [("", document, "") for document in documents], words(documents), 10, counting)
+    fitted = cut_documents(documents, [(("", ""), document) for document in documents], words(documents), 10, counting)
     assert words(fitted) == [10, 10, 10]
     assert len(counting.calls) <= 1 + (4000 * 5).bit_length() and max(counting.calls) == 3
 

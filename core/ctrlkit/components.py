@@ -129,6 +129,9 @@ class Backbone(Configurable):
     """How many inputs a backbone with an input limit has read so far, and how many of them it cut
     to ``truncated_to`` tokens; a run reports the difference once (``pipeline.truncation_reported``)."""
     truncated_to: int | None = None
+    truncated_head: int = 0
+    """Of the ``truncated``, how many lost the head of their prompt (where a controller writes its
+    control or instruction), as a backbone that cuts the document's end does where it cannot."""
 
     def identity(self) -> dict:
         """What makes this backbone's outputs differ from another's: the key of its cached

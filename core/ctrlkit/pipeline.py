@@ -508,14 +508,18 @@ def _ray_generation(address, spec, options, backbone, workers, cache):
 @contextmanager
 def truncation_reported(backbone, during: str):
     """One warning line for the inputs ``backbone`` cut to its limit inside the block, however
-    many batches it took: ``backbone 'hf' (controller 'tag'): 8 of 8 inputs truncated to 1024 tokens``."""
-    tokenized, truncated = backbone.tokenized, backbone.truncated
+    many batches it took: ``backbone 'hf' (controller 'tag'): 8 of 8 inputs truncated to 1024 tokens``,
+    saying how many of them lost their prompt's head (:attr:`ctrlkit.Backbone.truncated_head`)."""
+    tokenized, truncated, head = backbone.tokenized, backbone.truncated, backbone.truncated_head
     yield
-    cut = backbone.truncated - truncated
+    cut, lost = backbone.truncated - truncated, backbone.truncated_head - head
     if cut:
-        logger.warning("ctrlkit: backbone '%s' (%s): %d of %d inputs truncated to %d tokens (--set %s."
+        headless = (f", {lost} of them from the left: their prompts lost the head a controller wrote (the "
+                    f"document is in none of their messages, or the rest of the prompt is over the limit)"
+                    if lost else "")
+        logger.warning("ctrlkit: backbone '%s' (%s): %d of %d inputs truncated to %d tokens%s (--set %s."
                        "max_input_tokens=N sets the limit)", backbone.name, during, cut,
-                       backbone.tokenized - tokenized, backbone.truncated_to, backbone.name)
+                       backbone.tokenized - tokenized, backbone.truncated_to, headless, backbone.name)
 
 
 def _input_key(model_input: ModelInput) -> dict:

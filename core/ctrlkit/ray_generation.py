@@ -76,7 +76,8 @@ class GenerationWorker:
         """Summaries of ``inputs``: ``found`` ``{position: text}`` in the node's cache (by ``keys``,
         the driver's cache keys; empty without a cache), ``generated`` the backbone's outputs for
         the other positions, in order, as the backbone returned them (the driver checks them as a
-        local run does); ``tokenized``, ``truncated`` and ``truncated_to``: what the backbone cut."""
+        local run does); ``tokenized``, ``truncated``, ``truncated_head`` and ``truncated_to``: what
+        the backbone cut."""
         from .intake import replace_surrogates
 
         backbone = self._prepared(preparations)
@@ -84,13 +85,14 @@ class GenerationWorker:
         if self.cache is not None:
             found = {j: text for j, key in enumerate(keys) if (text := self.cache.get(key)) is not None}
         missing = [j for j in range(len(inputs)) if j not in found]
-        tokenized, truncated = backbone.tokenized, backbone.truncated
+        tokenized, truncated, head = backbone.tokenized, backbone.truncated, backbone.truncated_head
         generated = list(backbone.generate([inputs[j] for j in missing])) if missing else []
         if self.cache is not None and len(generated) == len(missing) and all(isinstance(t, str) for t in generated):
             for j, text in zip(missing, generated):
                 self.cache.put(keys[j], replace_surrogates(text))  # as the driver will clean and store it
         return {"found": found, "generated": generated, "tokenized": backbone.tokenized - tokenized,
-                "truncated": backbone.truncated - truncated, "truncated_to": backbone.truncated_to}
+                "truncated": backbone.truncated - truncated, "truncated_head": backbone.truncated_head - head,
+                "truncated_to": backbone.truncated_to}
 
     def _made(self):
         """The backbone, made and loaded if need be (with the node's cache), or the error that was."""
@@ -167,6 +169,7 @@ class RayGeneration:
             result = self._result(done, shard)
             self.backbone.tokenized += result["tokenized"]
             self.backbone.truncated += result["truncated"]
+            self.backbone.truncated_head += result["truncated_head"]
             if result["truncated_to"] is not None:
                 self.backbone.truncated_to = result["truncated_to"]
             found = {batch[j]: text for j, text in result["found"].items()}

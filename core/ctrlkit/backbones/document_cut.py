@@ -22,8 +22,9 @@ MARK = "\ue000"
 Count = Callable[[list[str]], list[int]]
 """The token count of each of a list of prompts, as the model's tokenizer makes them."""
 
-Parts = tuple[str, str, str]
-"""A prompt as what comes before its document, the document, and what comes after."""
+Parts = tuple[tuple[str, ...], str]
+"""A prompt as the text around its document (where a template shows the message twice, the
+document is in it twice), and the document: the prompt is the pieces joined by the document."""
 
 
 def marked_messages(messages: Sequence[dict], document: str) -> tuple[dict, ...] | None:
@@ -42,12 +43,10 @@ def marked_messages(messages: Sequence[dict], document: str) -> tuple[dict, ...]
 
 
 def split_at_mark(rendered: str, document: str) -> Parts | None:
-    """The prompt rendered with :data:`MARK` for ``document``, as :data:`Parts`; None unless the
-    mark is there once."""
-    if rendered.count(MARK) != 1:
-        return None
-    before, _, after = rendered.partition(MARK)
-    return before, document, after
+    """The prompt rendered with :data:`MARK` for ``document``, as :data:`Parts`; None where the
+    template left the mark out."""
+    pieces = tuple(rendered.split(MARK))
+    return (pieces, document) if len(pieces) > 1 else None
 
 
 def cut_documents(prompts: Sequence[str], parts: Sequence[Parts | None], lengths: Sequence[int], limit: int,
@@ -58,7 +57,7 @@ def cut_documents(prompts: Sequence[str], parts: Sequence[Parts | None], lengths
     only a count that fits is ever kept, whether or not counts grow with the characters kept."""
     over_limit = {index: split for index, (split, length) in enumerate(zip(parts, lengths))
                   if split is not None and length > limit}
-    empty = count([before + after for before, _, after in over_limit.values()]) if over_limit else []
+    empty = count(["".join(pieces) for pieces, _ in over_limit.values()]) if over_limit else []
     # kept[index]: characters known to fit; over[index]: characters known not to
     kept = {index: 0 for index, length in zip(over_limit, empty) if length <= limit}
     over = {index: len(over_limit[index][1]) for index in kept}
@@ -77,5 +76,5 @@ def cut_documents(prompts: Sequence[str], parts: Sequence[Parts | None], lengths
 
 
 def _with(parts: Parts, characters: int) -> str:
-    before, document, after = parts
-    return before + document[:characters] + after
+    pieces, document = parts
+    return document[:characters].join(pieces)

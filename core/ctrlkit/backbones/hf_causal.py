@@ -65,7 +65,7 @@ class HFCausal(HFBackbone):
 
     def fitted_prompts(self, inputs, limit: int) -> tuple[list[str], bool]:
         """:meth:`prompts`, each over ``limit`` tokens with its document cut to fit (counted in
-        ``truncated``)."""
+        ``truncated``; one that cannot be, in ``truncated_head`` too)."""
         texts, add_special_tokens = self.prompts(inputs)
         lengths = self.token_counts(texts, add_special_tokens)
         self.count_truncations(lengths, limit)
@@ -73,8 +73,11 @@ class HFCausal(HFBackbone):
             return texts, add_special_tokens
         parts = [self.document_parts(model_input) if length > limit else None
                  for model_input, length in zip(inputs, lengths)]
-        return cut_documents(texts, parts, lengths, limit,
-                             lambda batch: self.token_counts(batch, add_special_tokens)), add_special_tokens
+        fitted = cut_documents(texts, parts, lengths, limit, lambda batch: self.token_counts(batch, add_special_tokens))
+        # a prompt left whole is cut from the left by the tokenizer
+        self.truncated_head += sum(length > limit and text == whole
+                                   for text, whole, length in zip(fitted, texts, lengths))
+        return fitted, add_special_tokens
 
     def document_parts(self, model_input):
         """The input's prompt split around its document, its ``source`` (:mod:`.document_cut`):
