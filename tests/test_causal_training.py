@@ -114,6 +114,29 @@ def test_the_labels_count_the_summary_and_eos_only_after_the_prompt_generation_f
     assert seen == prompts
 
 
+def test_a_plain_prompt_gets_the_tokenizers_bos_whatever_its_batch_holds(gpt2, monkeypatch):
+    """A chat template writes its own BOS; a plain prompt (an example a controller left as it was)
+    batched with templated ones gets the tokenizer's, as it does alone, in generation and training."""
+    backbone = ctrlkit.get_backbone(f"hf-causal:{gpt2}", max_new_tokens=2, num_beams=1)
+    tokenizer = backbone.tokenizer
+    bos = with_bos(backbone)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    chat = ModelInput(source="The coach won.", messages=({"role": "user", "content": "Summarize: The coach won."},))
+    plain = ModelInput(source="Investors bought shares of the bank.")
+    unspecial = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    expected = [unspecial("<|endoftext|><user>Summarize: The coach won.<assistant>"),
+                [bos] + unspecial("Investors bought shares of the bank.\nTL;DR:")]
+    seen = []
+    monkeypatch.setattr(backbone.model, "generate", lambda **kw: seen.extend(
+        row[mask.bool()].tolist() for row, mask in zip(kw["input_ids"], kw["attention_mask"])) or kw["input_ids"])
+    backbone.generate([chat, plain])
+    backbone.generate([plain])
+    assert seen == [*expected, expected[1]]
+    batch = backbone.training_batch([chat, plain], ["A win.", "Shares."], max_target_tokens=4)
+    rows = [row[mask.bool()].tolist() for row, mask in zip(batch["input_ids"], batch["attention_mask"])]
+    assert [row[:len(prompt)] for row, prompt in zip(rows, expected)] == expected
+
+
 @pytest.mark.parametrize("name", ["prepend", "prompt"])
 def test_the_control_reaches_the_model_when_a_documents_end_is_cut(chat_gpt2, name, monkeypatch):
     """The sample's documents are longer than the tiny model's 248 prompt tokens: each prompt fed
@@ -132,9 +155,10 @@ def test_the_control_reaches_the_model_when_a_documents_end_is_cut(chat_gpt2, na
         row[mask.bool()].tolist() for row, mask in zip(kw["input_ids"], kw["attention_mask"])) or kw["input_ids"])
     backbone.generate(inputs)
     assert len(seen) == 8 and backbone.identity()["cut"] == "document end"  # cached left cuts are not served
-    texts, add_special_tokens = backbone.prompts(inputs)
+    texts, special = backbone.prompts(inputs)
+    assert special == [name == "prepend"] * 8  # plain text takes the tokenizer's special tokens, a template its own
     limit = backbone.input_limit()
-    tokenize = lambda text: tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"]  # noqa: E731
+    tokenize = lambda text: tokenizer(text, add_special_tokens=special[0])["input_ids"]  # noqa: E731
     for text, model_input, fed in zip(texts, inputs, seen):
         before, document, after = text.rpartition(model_input.source)
         # prepend's control (``sports <sep> ``) is the head of the input's source, the prompt's before it
@@ -204,7 +228,8 @@ def test_a_ray_worker_reports_the_prompts_that_lost_their_head(gpt2):
     worker = GenerationWorker(f"hf-causal:{gpt2}", {"max_new_tokens": 2, "num_beams": 1, "max_input_tokens": 24},
                               False, ".")
     content = "Investors bought shares of the bank on Monday. " * 8
-    inputs = [ModelInput(source=content), ModelInput(source="elsewhere", messages=({"role": "user", "content": content},)),
+    inputs = [ModelInput(source=content),
+              ModelInput(source="elsewhere", messages=({"role": "user", "content": content},)),
               ModelInput(source="The coach won.")]
     result = worker.generate([], inputs, [])
     assert (result["tokenized"], result["truncated"], result["truncated_head"]) == (3, 2, 1)

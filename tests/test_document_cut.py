@@ -10,15 +10,21 @@ def words(texts):
     return [len(text.split()) for text in texts]
 
 
+def by_text(count):
+    """A counter of texts as :func:`cut_documents` calls it, with the prompts' indices."""
+    return lambda indices, texts: count(texts)
+
+
 class Counting:
     """``words``, recording the size of each call."""
 
-    def __init__(self, count=words):
-        self.count, self.calls = count, []
+    def __init__(self):
+        self.calls = []
 
-    def __call__(self, texts):
+    def __call__(self, indices, texts):
+        assert len(indices) == len(texts)
         self.calls.append(len(texts))
-        return self.count(texts)
+        return words(texts)
 
 
 def parts(prompt, document):
@@ -28,7 +34,8 @@ def parts(prompt, document):
 
 
 def cut(prompts, documents, limit, count=words):
-    return cut_documents(prompts, [parts(p, d) for p, d in zip(prompts, documents)], count(prompts), limit, count)
+    return cut_documents(prompts, [parts(p, d) for p, d in zip(prompts, documents)], count(prompts), limit,
+                         by_text(count))
 
 
 DOCUMENT = " ".join(f"w{n}" for n in range(40))
@@ -92,24 +99,31 @@ def test_a_template_that_shows_the_message_twice_has_its_document_cut_in_both_pl
     parts = split_at_mark(rendered, DOCUMENT)
     assert parts == (("<user>", "<recap>", "<assistant>"), DOCUMENT)
     prompt = rendered.replace(MARK, DOCUMENT)
-    [fitted] = cut_documents([prompt], [parts], words([prompt]), 6, words)
+    [fitted] = cut_documents([prompt], [parts], words([prompt]), 6, by_text(words))
     # five words; one more character (a space) would part "w2<recap>w0" and "w2<assistant>" into seven
     assert fitted == "<user>w0 w1 w2<recap>w0 w1 w2<assistant>"
 
 
 def test_each_prompt_of_a_batch_fits_and_is_the_longest_that_does():
-    """Against every length of the document tried in turn, for limits from the tightest up."""
+    """Against every length of the document tried in turn, for limits from the tightest up; the
+    prompt at index i counts i tokens more (special tokens a tokenizer adds to some prompts only)."""
     documents = [DOCUMENT, " ".join(["longword"] * 25), "x" * 300]
     prompts = [f"Head words here: {document} cue:" for document in documents]
+
+    def count(indices, texts):
+        return [index + length for index, length in zip(indices, words(texts))]
+
     for limit in range(5, 45, 3):
-        fitted = cut(prompts, documents, limit)
-        for prompt, document, result in zip(prompts, documents, fitted):
-            if words([prompt])[0] <= limit:
+        fitted = cut_documents(prompts, [parts(p, d) for p, d in zip(prompts, documents)],
+                               count(range(3), prompts), limit, count)
+        for index, (prompt, document, result) in enumerate(zip(prompts, documents, fitted)):
+            if count([index], [prompt])[0] <= limit:
                 assert result == prompt
                 continue
-            longest = next(k for k in range(len(document), -1, -1)
-                           if words([f"Head words here: {document[:k]} cue:"])[0] <= limit)
-            assert result == f"Head words here: {document[:longest]} cue:", (limit, document[:20])
+            longest = next((k for k in range(len(document), -1, -1)
+                            if count([index], [f"Head words here: {document[:k]} cue:"])[0] <= limit), None)
+            expected = prompt if longest is None else f"Head words here: {document[:longest]} cue:"
+            assert result == expected, (limit, index)
 
 
 def test_all_prompts_are_counted_together_in_a_number_of_calls_that_grows_with_the_logarithm():

@@ -19,8 +19,9 @@ from typing import Callable, Sequence
 MARK = "\ue000"
 """A private-use character standing for the document while the prompt is rendered."""
 
-Count = Callable[[list[str]], list[int]]
-"""The token count of each of a list of prompts, as the model's tokenizer makes them."""
+Count = Callable[[list[int], list[str]], list[int]]
+"""``count(indices, texts)``: the token count of each text, tokenized as the prompt at its index
+is (a tokenizer may add its special tokens to one prompt of a batch and not to another)."""
 
 Parts = tuple[tuple[str, ...], str]
 """A prompt as the text around its document (where a template shows the message twice, the
@@ -57,13 +58,13 @@ def cut_documents(prompts: Sequence[str], parts: Sequence[Parts | None], lengths
     only a count that fits is ever kept, whether or not counts grow with the characters kept."""
     over_limit = {index: split for index, (split, length) in enumerate(zip(parts, lengths))
                   if split is not None and length > limit}
-    empty = count(["".join(pieces) for pieces, _ in over_limit.values()]) if over_limit else []
+    empty = count(list(over_limit), ["".join(pieces) for pieces, _ in over_limit.values()]) if over_limit else []
     # kept[index]: characters known to fit; over[index]: characters known not to
     kept = {index: 0 for index, length in zip(over_limit, empty) if length <= limit}
     over = {index: len(over_limit[index][1]) for index in kept}
     while searching := [index for index in kept if over[index] - kept[index] > 1]:
         middles = [(kept[index] + over[index]) // 2 for index in searching]
-        counts = count([_with(over_limit[index], middle) for index, middle in zip(searching, middles)])
+        counts = count(searching, [_with(over_limit[index], middle) for index, middle in zip(searching, middles)])
         for index, middle, length in zip(searching, middles, counts):
             if length <= limit:
                 kept[index] = middle

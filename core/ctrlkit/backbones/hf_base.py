@@ -225,23 +225,14 @@ class HFBackbone(Backbone):
             return self.options["max_input_tokens"]
         return self.position_limit() or 1024
 
-    def tokenize(self, texts: list[str], add_special_tokens: bool = True):
+    def tokenize(self, texts: list[str]):
         """Pad and truncate a batch to the input limit, counting truncations (the caller reports
         them once for all its batches, not once a batch)."""
         limit = self.input_limit()
-        self.count_truncations(self.token_counts(texts, add_special_tokens), limit)
-        return self.encode(texts, add_special_tokens, limit)
-
-    def encode(self, texts: list[str], add_special_tokens: bool, limit: int):
-        """A batch padded, and cut to ``limit`` tokens by the tokenizer, on the model's device."""
-        batch = self.tokenizer(texts, truncation=True, max_length=limit, padding=True, return_tensors="pt",
-                               add_special_tokens=add_special_tokens)
+        uncut = self.tokenizer(texts, truncation=False, verbose=False)["input_ids"]
+        self.count_truncations([len(ids) for ids in uncut], limit)
+        batch = self.tokenizer(texts, truncation=True, max_length=limit, padding=True, return_tensors="pt")
         return {key: value.to(self.device) for key, value in batch.items()}
-
-    def token_counts(self, texts: list[str], add_special_tokens: bool) -> list[int]:
-        """How many tokens each text is, uncut."""
-        return [len(ids) for ids in self.tokenizer(texts, truncation=False, verbose=False,
-                                                   add_special_tokens=add_special_tokens)["input_ids"]]
 
     def count_truncations(self, lengths: list[int], limit: int) -> None:
         """Count the inputs of ``lengths`` tokens that ``limit`` cuts (``tokenized``, ``truncated``)."""

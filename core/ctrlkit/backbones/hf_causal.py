@@ -57,27 +57,43 @@ class HFCausal(HFBackbone):
             return flatten_messages(model_input.messages)
         return f"{model_input.source}\nTL;DR:"
 
-    def prompts(self, inputs) -> tuple[list[str], bool]:
-        """The prompt of each input, and whether the tokenizer adds its special tokens to them: not
-        when a chat template wrote its own (BOS)."""
-        templated = bool(getattr(self.tokenizer, "chat_template", None)) and any(i.messages for i in inputs)
-        return [self.prompt(model_input) for model_input in inputs], not templated
+    def prompts(self, inputs) -> tuple[list[str], list[bool]]:
+        """The prompt of each input, and whether the tokenizer adds its special tokens to it: not
+        where a chat template wrote its own (BOS)."""
+        templated = bool(getattr(self.tokenizer, "chat_template", None))
+        return ([self.prompt(model_input) for model_input in inputs],
+                [not (templated and model_input.messages) for model_input in inputs])
 
-    def fitted_prompts(self, inputs, limit: int) -> tuple[list[str], bool]:
+    def token_ids(self, texts: list[str], special: list[bool], limit: int | None = None) -> list[list[int]]:
+        """The token ids of each text, with the tokenizer's special tokens where ``special`` says
+        (each input's own, whatever its batch holds), cut from the left to ``limit`` where given."""
+        ids: list[list[int]] = [[] for _ in texts]
+        cut = {"truncation": True, "max_length": limit} if limit else {"truncation": False}
+        for flag in (True, False):
+            chosen = [index for index, wanted in enumerate(special) if wanted == flag]
+            if chosen:
+                made = self.tokenizer([texts[index] for index in chosen], add_special_tokens=flag, verbose=False,
+                                      **cut)["input_ids"]
+                for index, row in zip(chosen, made):
+                    ids[index] = row
+        return ids
+
+    def fitted_prompts(self, inputs, limit: int) -> tuple[list[str], list[bool]]:
         """:meth:`prompts`, each over ``limit`` tokens with its document cut to fit (counted in
         ``truncated``; one that cannot be, in ``truncated_head`` too)."""
-        texts, add_special_tokens = self.prompts(inputs)
-        lengths = self.token_counts(texts, add_special_tokens)
+        texts, special = self.prompts(inputs)
+        lengths = [len(ids) for ids in self.token_ids(texts, special)]
         self.count_truncations(lengths, limit)
         if max(lengths, default=0) <= limit:
-            return texts, add_special_tokens
+            return texts, special
         parts = [self.document_parts(model_input) if length > limit else None
                  for model_input, length in zip(inputs, lengths)]
-        fitted = cut_documents(texts, parts, lengths, limit, lambda batch: self.token_counts(batch, add_special_tokens))
+        fitted = cut_documents(texts, parts, lengths, limit, lambda indices, batch: [
+            len(ids) for ids in self.token_ids(batch, [special[index] for index in indices])])
         # a prompt left whole is cut from the left by the tokenizer
         self.truncated_head += sum(length > limit and text == whole
                                    for text, whole, length in zip(fitted, texts, lengths))
-        return fitted, add_special_tokens
+        return fitted, special
 
     def document_parts(self, model_input):
         """The input's prompt split around its document, its ``source`` (:mod:`.document_cut`):
@@ -99,7 +115,8 @@ class HFCausal(HFBackbone):
         import torch
 
         limit = self.input_limit()
-        batch = self.encode(*self.fitted_prompts(inputs, limit), limit)
+        ids = self.token_ids(*self.fitted_prompts(inputs, limit), limit)
+        batch = {key: value.to(self.device) for key, value in self.left_padded(ids).items()}
         with torch.inference_mode():
             output = self.model.generate(**batch, **self.generation_options(),
                                          pad_token_id=self.tokenizer.pad_token_id)
@@ -126,23 +143,27 @@ class HFCausal(HFBackbone):
         import torch
 
         limit = self.training_prompt_limit(max_target_tokens)
-        texts, add_special_tokens = self.fitted_prompts(inputs, limit)
-        prompts = self.tokenizer(texts, truncation=True, max_length=limit, add_special_tokens=add_special_tokens,
-                                 verbose=False)["input_ids"]
+        prompts = self.token_ids(*self.fitted_prompts(inputs, limit), limit)
         eos = self.tokenizer.eos_token_id
         end = [] if eos is None else [eos]
         answers = [ids[:max_target_tokens - len(end)] + end
                    for ids in self.tokenizer(list(targets), add_special_tokens=False, verbose=False)["input_ids"]]
-        rows = [prompt + answer for prompt, answer in zip(prompts, answers)]
-        width = max(len(row) for row in rows)
-        pad = self.tokenizer.pad_token_id
-        attention_mask = torch.tensor([[0] * (width - len(row)) + [1] * len(row) for row in rows])
-        batch = {"input_ids": torch.tensor([[pad] * (width - len(row)) + row for row in rows]),
-                 "attention_mask": attention_mask,
-                 "labels": torch.tensor([[-100] * (width - len(answer)) + answer for answer in answers])}
+        batch = self.left_padded([prompt + answer for prompt, answer in zip(prompts, answers)])
+        width = batch["input_ids"].shape[1]
+        batch["labels"] = torch.tensor([[-100] * (width - len(answer)) + answer for answer in answers])
         if self._takes_position_ids():
+            attention_mask = batch["attention_mask"]
             batch["position_ids"] = (attention_mask.cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
         return {key: value.to(self.device) for key, value in batch.items()}
+
+    def left_padded(self, rows: list[list[int]]) -> dict:
+        """``input_ids`` and ``attention_mask`` of token id rows padded on the left, as the tokenizer pads."""
+        import torch
+
+        width = max(len(row) for row in rows)
+        pad = self.tokenizer.pad_token_id
+        return {"input_ids": torch.tensor([[pad] * (width - len(row)) + row for row in rows]),
+                "attention_mask": torch.tensor([[0] * (width - len(row)) + [1] * len(row) for row in rows])}
 
     def _takes_position_ids(self) -> bool:
         """Whether the model's own forward takes ``position_ids`` (behind a LoRA adapter, the base
