@@ -137,6 +137,34 @@ def test_a_plain_prompt_gets_the_tokenizers_bos_whatever_its_batch_holds(gpt2, m
     assert [row[:len(prompt)] for row, prompt in zip(rows, expected)] == expected
 
 
+def test_a_long_prompt_is_cut_alike_alone_and_beside_prompts_of_the_other_kind(gpt2, monkeypatch):
+    """The cut counts each prompt's tokens as they will be made: with the tokenizer's BOS for a
+    plain prompt, without for a templated one, whatever the batch holds."""
+    backbone = ctrlkit.get_backbone(f"hf-causal:{gpt2}", max_new_tokens=2, num_beams=1, max_input_tokens=40)
+    with_bos(backbone)
+    backbone.tokenizer.chat_template = CHAT_TEMPLATE
+    document = ctrlkit.get_dataset("sample").load("test")[0].document
+    inputs = [ModelInput(source=document, messages=({"role": "user", "content": f"Summarize: {document}"},)),
+              ModelInput(source=document)] * 2
+    seen = []
+    monkeypatch.setattr(backbone.model, "generate", lambda **kw: seen.extend(
+        row[mask.bool()].tolist() for row, mask in zip(kw["input_ids"], kw["attention_mask"])) or kw["input_ids"])
+    backbone.generate(inputs[:2])  # one of each kind
+    backbone.generate(inputs[1:3])  # the other order
+    for model_input in inputs[:2]:
+        backbone.generate([model_input])
+    together, reordered, alone = seen[:2], seen[2:4][::-1], seen[4:]
+    assert together == reordered == alone
+    tokenizer = backbone.tokenizer
+    for (before, after), special, fed in zip([("<|endoftext|><user>Summarize: ", "<assistant>"), ("", "\nTL;DR:")],
+                                             [False, True], alone):
+        tokenize = lambda text: tokenizer(text, add_special_tokens=special)["input_ids"]  # noqa: E731
+        kept = cut_length(fed, before, document, after, tokenize, 40)
+        # as long as fits: one character more is over the limit
+        assert kept and len(tokenize(before + document[:kept + 1] + after)) > 40
+    assert backbone.truncated == backbone.tokenized == 6 and backbone.truncated_head == 0
+
+
 @pytest.mark.parametrize("name", ["prepend", "prompt"])
 def test_the_control_reaches_the_model_when_a_documents_end_is_cut(chat_gpt2, name, monkeypatch):
     """The sample's documents are longer than the tiny model's 248 prompt tokens: each prompt fed

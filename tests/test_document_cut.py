@@ -106,8 +106,9 @@ def test_a_template_that_shows_the_message_twice_has_its_document_cut_in_both_pl
 
 def test_each_prompt_of_a_batch_fits_and_is_the_longest_that_does():
     """Against every length of the document tried in turn, for limits from the tightest up; the
-    prompt at index i counts i tokens more (special tokens a tokenizer adds to some prompts only)."""
-    documents = [DOCUMENT, " ".join(["longword"] * 25), "x" * 300]
+    prompt at index i counts i tokens more (special tokens a tokenizer adds to some prompts only),
+    and the first fits even the tightest limit, so the indices of the prompts cut do not start at 0."""
+    documents = ["a", DOCUMENT, " ".join(["longword"] * 25), "x" * 300]
     prompts = [f"Head words here: {document} cue:" for document in documents]
 
     def count(indices, texts):
@@ -115,7 +116,7 @@ def test_each_prompt_of_a_batch_fits_and_is_the_longest_that_does():
 
     for limit in range(5, 45, 3):
         fitted = cut_documents(prompts, [parts(p, d) for p, d in zip(prompts, documents)],
-                               count(range(3), prompts), limit, count)
+                               count(range(4), prompts), limit, count)
         for index, (prompt, document, result) in enumerate(zip(prompts, documents, fitted)):
             if count([index], [prompt])[0] <= limit:
                 assert result == prompt

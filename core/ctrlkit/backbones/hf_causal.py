@@ -108,7 +108,7 @@ class HFCausal(HFBackbone):
 
     def identity(self):
         """How a long prompt is cut is part of it: outputs cached when prompts were cut from the
-        left are not served for prompts cut at their document's end."""
+        left (and when a plain prompt's BOS depended on its batch) are not served again."""
         return {**super().identity(), "cut": "document end"}
 
     def generate(self, inputs):
@@ -162,6 +162,7 @@ class HFCausal(HFBackbone):
 
         width = max(len(row) for row in rows)
         pad = self.tokenizer.pad_token_id
+        pad = 0 if pad is None else pad  # a tokenizer with neither pad nor EOS token: the mask hides it anyway
         return {"input_ids": torch.tensor([[pad] * (width - len(row)) + row for row in rows]),
                 "attention_mask": torch.tensor([[0] * (width - len(row)) + [1] * len(row) for row in rows])}
 
