@@ -252,9 +252,10 @@ def test_the_run_says_how_many_prompts_lost_their_head(chat_gpt2, system, caplog
 def test_a_ray_worker_reports_the_prompts_that_lost_their_head(gpt2):
     """What :class:`ctrlkit.ray_generation.GenerationWorker` returns a batch with (no cluster needed)."""
     from ctrlkit.ray_generation import GenerationWorker
+    from ctrlkit.ray_support import installed
 
     worker = GenerationWorker(f"hf-causal:{gpt2}", {"max_new_tokens": 2, "num_beams": 1, "max_input_tokens": 24},
-                              False, ".")
+                              False, ".", installed())
     content = "Investors bought shares of the bank on Monday. " * 8
     inputs = [ModelInput(source=content),
               ModelInput(source="elsewhere", messages=({"role": "user", "content": content},)),

@@ -39,8 +39,8 @@ import os
 from typing import Any, Iterator, Mapping, Sequence
 
 from .errors import ConfigurationError, CtrlkitError
-from .ray_support import (backbone_resources, check_capacity, connect, match_torch_threads, stable_shards,
-                          worker_environment)
+from .ray_support import (backbone_resources, check_capacity, check_installed, connect, installed,
+                          match_torch_threads, stable_shards, worker_environment)
 
 MAX_RESTARTS = 3
 """How many times a worker that died is started again before the run gives up."""
@@ -49,17 +49,20 @@ MAX_TASK_RETRIES = 3
 
 
 class GenerationWorker:
-    """One Ray actor's backbone. :meth:`warm_up` makes it ahead of the first batch; an error making
-    it is kept and raised by each batch, so that it reaches the driver as that batch's error. A
+    """One Ray actor's backbone. :meth:`warm_up` makes it ahead of the first batch, once the node's
+    ctrlkit install is found to be the driver's; an error making it is kept and raised by each
+    batch, so that it reaches the driver as that batch's error. A
     restarted worker (its process died) makes it again at its next batch. The worker works in the
     driver's working directory where its node has that folder (one machine, a shared file system),
     so that a relative path (``hf:models/pt``) names what it names on the driver."""
 
-    def __init__(self, spec: str, options: Mapping[str, Any], use_cache: bool, directory: str):
+    def __init__(self, spec: str, options: Mapping[str, Any], use_cache: bool, directory: str,
+                 driver_installed: Mapping[str, Any]):
         match_torch_threads()
         if os.path.isdir(directory):
             os.chdir(directory)
         self.spec, self.options, self.use_cache = spec, dict(options), use_cache
+        self.driver_installed = dict(driver_installed)
         self.backbone = None
         self.cache = None
         self.failure: Exception | None = None  # what making the backbone raised
@@ -102,6 +105,7 @@ class GenerationWorker:
             from .api import get_backbone
             from .cache import Cache
 
+            check_installed(self.driver_installed)
             backbone = get_backbone(self.spec, **self.options)
             backbone.load()
             self.cache = Cache("generations") if self.use_cache else None
@@ -134,6 +138,7 @@ class RayGeneration:
         check_capacity(self.resources, workers, cluster, f"--executor ray with backbone '{backbone.name}'")
         self.spec, self.options = spec, _on_assigned_gpu(options, self.resources)
         self.workers, self.use_cache = workers, use_cache
+        self.installed = installed()  # each worker's must be the same
         self.backbone = backbone
         self.actors: dict[int, Any] = {}
         self.preparations: list = []
@@ -180,7 +185,7 @@ class RayGeneration:
         actor = self.ray.remote(GenerationWorker).options(
             max_restarts=MAX_RESTARTS, max_task_retries=MAX_TASK_RETRIES, scheduling_strategy="SPREAD",
             runtime_env=worker_environment(), **self.resources,
-        ).remote(self.spec, self.options, self.use_cache, os.getcwd())
+        ).remote(self.spec, self.options, self.use_cache, os.getcwd(), self.installed)
         actor.warm_up.remote()
         return actor
 

@@ -148,6 +148,31 @@ def worker_environment() -> dict:
     return {"env_vars": env} if env else {}
 
 
+def installed() -> dict:
+    """What a Ray worker must have as the driver has it: the versions of ctrlkit and of each plugin
+    distribution loaded, and ctrlkit's git commit where it runs from a checkout."""
+    from .results import versions
+
+    found = versions()
+    return {"ctrlkit": found["ctrlkit"], "git commit": found["git"],
+            **{f"plugin {name}": version for name, version in found["plugins"].items()}}
+
+
+def check_installed(driver: Mapping[str, Any]) -> None:
+    """Refuse, in one line, a worker whose ctrlkit or plugins are other versions than the driver's
+    (``driver``: :func:`installed` there): another install makes other outputs under the same cache
+    keys. What one side lacks is not compared: a commit (no git on a node, a wheel there), a plugin
+    (one the worker lacks fails the cell that names it; one the driver lacks as a distribution, it
+    may have registered in its process)."""
+    here = installed()
+    differ = [name for name in sorted(driver.keys() & here.keys())
+              if None not in (driver[name], here[name]) and driver[name] != here[name]]
+    if differ:
+        shown = "; ".join(f"{name} {here[name]} (the driver: {driver[name]})" for name in differ)
+        raise ConfigurationError(f"--executor ray: node {socket.gethostname()} has another ctrlkit install than "
+                                 f"the driver: {shown}; install the same ctrlkit and plugins on every node")
+
+
 def match_torch_threads() -> None:
     """In a Ray worker, run torch on the threads OMP_NUM_THREADS names. Ray sets the variable (the
     CPUs the task or actor holds) when it hands the worker its work, and torch reads it once, when

@@ -22,7 +22,8 @@ work is on the API's side). A topic vectorizer (``embedding``) counts only with 
 to ``cuda``: which vectorizers a cell uses is known only once it runs.
 
 What the cluster must have: ctrlkit and its plugins in the same Python environment on every
-node. A worker gets the driver's ``PYTHONPATH`` and plugin switches
+node (a cell whose node has other versions fails in one line: :func:`ctrlkit.ray_support.check_installed`).
+A worker gets the driver's ``PYTHONPATH`` and plugin switches
 (:func:`ctrlkit.ray_support.worker_environment`), so it loads the plugins the driver loads, from
 the same paths; a plugin registered at run time in the driver (``pm.register``) is not seen there.
 The files a cell reads (data, topics, prompt and judge templates, model folders) must be at the
@@ -51,7 +52,7 @@ from .errors import ConfigurationError, CtrlkitError
 from .files import atomic_write_bytes
 from .plugins import get_registry
 from .progress import Progress, say
-from .ray_support import connect, match_torch_threads, worker_environment
+from .ray_support import check_installed, connect, installed, match_torch_threads, worker_environment
 from .report import remove_stale_report
 from .sweep import cell_components, run_cell
 
@@ -81,12 +82,13 @@ def run_cells(cells: Sequence[Pending], *, out_dir: Path, address: str | None, c
         raise ConfigurationError(f"sweep cell {folder} runs on CUDA (a device option set to cuda), but the Ray "
                                  f"cluster at {where} has no GPU; set the device to cpu, or add a node with a GPU")
     task = ray.remote(run_on_worker)
+    driver = installed()  # each worker's must be the same
     if progress:
         say(f"sweep: {len(cells)} cells on the Ray cluster at {where} ({resources.get('CPU', 0):g} CPUs, "
             f"{resources.get('GPU', 0):g} GPUs)")
     running = {task.options(num_cpus=CPUS_PER_CELL, num_gpus=1 if gpus[number] else 0,
                             max_retries=MAX_RETRIES, retry_exceptions=False, runtime_env=worker_environment(),
-                            name=f"ctrlkit sweep {folder}").remote(arguments, record, cache): (number, folder)
+                            name=f"ctrlkit sweep {folder}").remote(arguments, record, cache, driver): (number, folder)
                for number, folder, arguments, record in cells}
     failures: dict[int, tuple[BaseException, BaseException]] = {}  # number: (the error, Ray's report of it)
     # Ray prints what it says of the cluster (a worker died, and its task runs again) on stdout,
@@ -143,9 +145,11 @@ def needs_gpu(arguments: dict, cluster_gpus: bool) -> bool:
     return False
 
 
-def run_on_worker(arguments: dict, record: dict, cache: bool) -> dict:
+def run_on_worker(arguments: dict, record: dict, cache: bool, driver_installed: dict) -> dict:
     """The Ray task of one cell: ``{"files": {relative path: bytes}, "warnings": [line], "cached":
-    the cache entries its run found or stored}`` (:data:`ctrlkit.cache.Recorded`; none without ``cache``)."""
+    the cache entries its run found or stored}`` (:data:`ctrlkit.cache.Recorded`; none without ``cache``),
+    once the node's ctrlkit install is found to be the driver's (``driver_installed``)."""
+    check_installed(driver_installed)
     match_torch_threads()
     kept = _Kept()
     ctrlkit_logger = logging.getLogger("ctrlkit")
