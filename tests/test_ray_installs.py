@@ -2,6 +2,10 @@
 install: ctrlkit's and the plugins' versions, and the checkout's commit where both sides know it. The
 worker's code runs here, in this process, as a worker would run it; no cluster is needed."""
 
+import functools
+import shutil
+import subprocess
+
 import pytest
 
 from ctrlkit import ModelInput
@@ -49,3 +53,35 @@ def test_a_sweep_cell_and_a_generation_worker_refuse_another_install_before_any_
         worker.generate([], [ModelInput(source="The coach won the final.")], [])
     same = GenerationWorker("extractive", {}, False, ".", installed())
     assert same.generate([], [ModelInput(source="The coach won the final.")], [])["generated"]
+
+
+def test_plugin_names_are_compared_as_pip_normalizes_them(monkeypatch):
+    import ctrlkit.results
+    from ctrlkit import ray_support
+
+    monkeypatch.setattr(ctrlkit.results, "versions", lambda: {"ctrlkit": "0.1.0", "git": None, "python": "3",
+                                                              "plugins": {"Ctrlkit_Zoo.Extra": "1.0"}})
+    monkeypatch.setattr(ray_support, "_installed", functools.cache(ray_support._installed.__wrapped__))
+    assert installed() == {"ctrlkit": "0.1.0", "git commit": None, "plugin ctrlkit-zoo-extra": "1.0"}
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_the_commit_is_ctrlkits_only_where_git_tracks_ctrlkits_files(tmp_path, monkeypatch):
+    """A wheel installed in a project's .venv lies inside the project's repository, whose commit
+    is not ctrlkit's: results.json and the workers' check would have recorded and compared it."""
+    import ctrlkit.results
+
+    def git(*arguments):
+        return subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *arguments],
+                              capture_output=True, text=True, check=True).stdout.strip()
+
+    git("init", "-q")
+    git("commit", "-q", "--allow-empty", "-m", "the project")
+    package = tmp_path / ".venv" / "site-packages" / "ctrlkit"
+    package.mkdir(parents=True)
+    (package / "results.py").write_text("")
+    monkeypatch.setattr(ctrlkit.results, "__file__", str(package / "results.py"))
+    assert ctrlkit.results._git_commit() is None
+    git("add", "-f", ".venv")
+    git("commit", "-q", "-m", "ctrlkit itself")
+    assert ctrlkit.results._git_commit() == git("rev-parse", "HEAD")

@@ -3,9 +3,11 @@ toolkit stays Ray-free by default (``pip install 'ctrlkit[ray]'`` brings it)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import ipaddress
 import os
+import re
 import socket
 import sys
 from typing import Any, Mapping, Sequence
@@ -150,12 +152,18 @@ def worker_environment() -> dict:
 
 def installed() -> dict:
     """What a Ray worker must have as the driver has it: the versions of ctrlkit and of each plugin
-    distribution loaded, and ctrlkit's git commit where it runs from a checkout."""
+    distribution loaded (by normalized name), and ctrlkit's git commit where it runs from a checkout;
+    taken once a process, as the code it imported stays what it runs."""
+    return dict(_installed())
+
+
+@functools.cache
+def _installed() -> tuple:
     from .results import versions
 
     found = versions()
-    return {"ctrlkit": found["ctrlkit"], "git commit": found["git"],
-            **{f"plugin {name}": version for name, version in found["plugins"].items()}}
+    return ("ctrlkit", found["ctrlkit"]), ("git commit", found["git"]), *(
+        (f"plugin {re.sub(r'[-_.]+', '-', name).lower()}", version) for name, version in found["plugins"].items())
 
 
 def check_installed(driver: Mapping[str, Any]) -> None:

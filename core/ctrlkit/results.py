@@ -24,12 +24,17 @@ def versions() -> dict:
 
 
 def _git_commit() -> str | None:
-    """The commit of the ctrlkit checkout when it runs from one (editable installs)."""
+    """The commit of the ctrlkit checkout when it runs from one (editable installs); None for an
+    install that only lies inside another repository (a wheel in a project's .venv), whose commit
+    is not ctrlkit's."""
+    here = Path(__file__)
     try:
-        found = subprocess.run(
-            ["git", "-C", str(Path(__file__).parent), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=5,
-        )
+        tracked = subprocess.run(["git", "-C", str(here.parent), "ls-files", "--error-unmatch", here.name],
+                                 capture_output=True, timeout=5)
+        if tracked.returncode != 0:
+            return None
+        found = subprocess.run(["git", "-C", str(here.parent), "rev-parse", "HEAD"],
+                               capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
     return found.stdout.strip() if found.returncode == 0 else None
