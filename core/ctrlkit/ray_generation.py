@@ -51,10 +51,10 @@ MAX_TASK_RETRIES = 3
 class GenerationWorker:
     """One Ray actor's backbone. :meth:`warm_up` makes it ahead of the first batch, once the node's
     ctrlkit install is found to be the driver's; an error making it is kept and raised by each
-    batch, so that it reaches the driver as that batch's error. A
-    restarted worker (its process died) makes it again at its next batch. The worker works in the
-    driver's working directory where its node has that folder (one machine, a shared file system),
-    so that a relative path (``hf:models/pt``) names what it names on the driver."""
+    batch, so that it reaches the driver as that batch's error. A restarted worker (its process
+    died) makes it again at its next batch. The worker works in the driver's working directory
+    where its node has that folder (one machine, a shared file system), so that a relative path
+    (``hf:models/pt``) names what it names on the driver."""
 
     def __init__(self, spec: str, options: Mapping[str, Any], use_cache: bool, directory: str,
                  driver_installed: Mapping[str, Any]):
