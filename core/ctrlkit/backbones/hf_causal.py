@@ -78,22 +78,26 @@ class HFCausal(HFBackbone):
                     ids[index] = row
         return ids
 
-    def fitted_prompts(self, inputs, limit: int) -> tuple[list[str], list[bool]]:
-        """:meth:`prompts`, each over ``limit`` tokens with its document cut to fit (counted in
-        ``truncated``; one that cannot be, in ``truncated_head`` too)."""
+    def fitted_ids(self, inputs, limit: int) -> list[list[int]]:
+        """The token ids of each input's prompt, within ``limit``: a prompt over it has its document
+        cut to fit, or where that cannot be, keeps its last ``limit`` tokens (counted in ``truncated``,
+        and the latter in ``truncated_head`` too)."""
         texts, special = self.prompts(inputs)
-        lengths = [len(ids) for ids in self.token_ids(texts, special)]
+        ids = self.token_ids(texts, special)
+        lengths = [len(row) for row in ids]
         self.count_truncations(lengths, limit)
-        if max(lengths, default=0) <= limit:
-            return texts, special
+        over = [index for index, length in enumerate(lengths) if length > limit]
+        if not over:
+            return ids
         parts = [self.document_parts(model_input) if length > limit else None
                  for model_input, length in zip(inputs, lengths)]
         fitted = cut_documents(texts, parts, lengths, limit, lambda indices, batch: [
-            len(ids) for ids in self.token_ids(batch, [special[index] for index in indices])])
-        # a prompt left whole is cut from the left by the tokenizer
-        self.truncated_head += sum(length > limit and text == whole
-                                   for text, whole, length in zip(fitted, texts, lengths))
-        return fitted, special
+            len(row) for row in self.token_ids(batch, [special[index] for index in indices])])
+        self.truncated_head += sum(fitted[index] == texts[index] for index in over)  # left whole: cut from the left
+        for index, row in zip(over, self.token_ids([fitted[index] for index in over],
+                                                   [special[index] for index in over], limit)):
+            ids[index] = row
+        return ids
 
     def document_parts(self, model_input):
         """The input's prompt split around its document, its ``source`` (:mod:`.document_cut`):
@@ -115,8 +119,7 @@ class HFCausal(HFBackbone):
         import torch
 
         limit = self.input_limit()
-        ids = self.token_ids(*self.fitted_prompts(inputs, limit), limit)
-        batch = {key: value.to(self.device) for key, value in self.left_padded(ids).items()}
+        batch = {key: value.to(self.device) for key, value in self.left_padded(self.fitted_ids(inputs, limit)).items()}
         with torch.inference_mode():
             output = self.model.generate(**batch, **self.generation_options(),
                                          pad_token_id=self.tokenizer.pad_token_id)
@@ -136,14 +139,14 @@ class HFCausal(HFBackbone):
 
     def training_batch(self, inputs, targets: list[str], max_target_tokens: int) -> dict:
         """What :meth:`loss` feeds the model: each row is the prompt generation would feed (cut as
-        :meth:`fitted_prompts` cuts), then the target's first tokens and EOS, ``max_target_tokens`` at most; rows are
+        :meth:`fitted_ids` cuts), then the target's first tokens and EOS, ``max_target_tokens`` at most; rows are
         padded on the left, as in generation. ``labels`` are the token ids of the target and EOS,
         -100 on the prompt and the padding; ``position_ids`` count from each row's first real
         token, as ``generate`` counts them, where the model takes them."""
         import torch
 
         limit = self.training_prompt_limit(max_target_tokens)
-        prompts = self.token_ids(*self.fitted_prompts(inputs, limit), limit)
+        prompts = self.fitted_ids(inputs, limit)
         eos = self.tokenizer.eos_token_id
         end = [] if eos is None else [eos]
         answers = [ids[:max_target_tokens - len(end)] + end
