@@ -59,6 +59,19 @@ def with_bos(backbone):
     return bos
 
 
+def fed_prompts(backbone, monkeypatch) -> list:
+    """The token ids of each prompt the backbone's ``generate`` feeds the model from now on, its
+    padding left out; nothing is generated."""
+    seen = []
+
+    def generate(**kwargs):
+        seen.extend(row[mask.bool()].tolist() for row, mask in zip(kwargs["input_ids"], kwargs["attention_mask"]))
+        return kwargs["input_ids"]
+
+    monkeypatch.setattr(backbone.model, "generate", generate)
+    return seen
+
+
 def cut_length(ids, before: str, document: str, after: str, tokenize, limit: int) -> int | None:
     """The ``k`` shorter than the document for which ``ids`` are the tokens of ``before +
     document[:k] + after``, where they use at least ``limit - 3`` of the ``limit`` tokens (one more
@@ -106,9 +119,7 @@ def test_the_labels_count_the_summary_and_eos_only_after_the_prompt_generation_f
         assert batch["labels"][row].tolist() == [-100] * (padding + len(prompt)) + answer
     assert (backbone.tokenized, backbone.truncated, backbone.truncated_to, backbone.truncated_head) == (2, 1, limit, 0)
 
-    seen = []  # the prompts generation feeds the model, each alone (no padding); nothing generated
-    monkeypatch.setattr(backbone.model, "generate", lambda **kw: seen.append(kw["input_ids"][0].tolist())
-                        or kw["input_ids"])
+    seen = fed_prompts(backbone, monkeypatch)  # each alone, so unpadded
     for model_input in inputs:
         backbone.generate([model_input])
     assert seen == prompts
@@ -126,9 +137,7 @@ def test_a_plain_prompt_gets_the_tokenizers_bos_whatever_its_batch_holds(gpt2, m
     unspecial = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
     expected = [unspecial("<|endoftext|><user>Summarize: The coach won.<assistant>"),
                 [bos] + unspecial("Investors bought shares of the bank.\nTL;DR:")]
-    seen = []
-    monkeypatch.setattr(backbone.model, "generate", lambda **kw: seen.extend(
-        row[mask.bool()].tolist() for row, mask in zip(kw["input_ids"], kw["attention_mask"])) or kw["input_ids"])
+    seen = fed_prompts(backbone, monkeypatch)
     backbone.generate([chat, plain])
     backbone.generate([plain])
     assert seen == [*expected, expected[1]]
@@ -146,9 +155,7 @@ def test_a_long_prompt_is_cut_alike_alone_and_beside_prompts_of_the_other_kind(g
     document = ctrlkit.get_dataset("sample").load("test")[0].document
     inputs = [ModelInput(source=document, messages=({"role": "user", "content": f"Summarize: {document}"},)),
               ModelInput(source=document)] * 2
-    seen = []
-    monkeypatch.setattr(backbone.model, "generate", lambda **kw: seen.extend(
-        row[mask.bool()].tolist() for row, mask in zip(kw["input_ids"], kw["attention_mask"])) or kw["input_ids"])
+    seen = fed_prompts(backbone, monkeypatch)
     backbone.generate(inputs[:2])  # one of each kind
     backbone.generate(inputs[1:3])  # the other order
     for model_input in inputs[:2]:
@@ -178,9 +185,7 @@ def test_the_control_reaches_the_model_when_a_documents_end_is_cut(chat_gpt2, na
     controller.prepare(backbone)
     inputs = [apply_control(controller, example, ModelInput(source=example.document))
               for example in dataset.load("test")[:8]]
-    seen = []
-    monkeypatch.setattr(backbone.model, "generate", lambda **kw: seen.extend(
-        row[mask.bool()].tolist() for row, mask in zip(kw["input_ids"], kw["attention_mask"])) or kw["input_ids"])
+    seen = fed_prompts(backbone, monkeypatch)
     backbone.generate(inputs)
     assert len(seen) == 8 and backbone.identity()["cut"] == "document end"  # cached left cuts are not served
     texts, special = backbone.prompts(inputs)
@@ -205,9 +210,7 @@ def test_a_short_document_is_cut_in_its_message_not_where_its_text_recurs_in_the
     assert text.endswith("Summarize: ant<assistant>")
     limit = len(tokenizer(text, add_special_tokens=False)["input_ids"]) - 1
     backbone = ctrlkit.get_backbone(f"hf-causal:{chat_gpt2}", max_input_tokens=limit)
-    seen = []
-    monkeypatch.setattr(backbone.model, "generate", lambda **kw: seen.append(kw["input_ids"][0].tolist())
-                        or kw["input_ids"])
+    seen = fed_prompts(backbone, monkeypatch)
     backbone.generate([ModelInput(source="ant", messages=messages)])
     cuts = [tokenizer(text.replace("ant<", f"{'ant'[:k]}<"), add_special_tokens=False)["input_ids"] for k in (0, 1, 2)]
     assert seen[0] in cuts and len(seen[0]) <= limit
@@ -228,9 +231,7 @@ def test_a_prompt_whose_document_cannot_be_cut_is_cut_from_the_left(gpt2, source
     text = tokenizer.apply_chat_template(list(model_input.messages), tokenize=False, add_generation_prompt=True)
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     assert len(ids) > 24
-    seen = []
-    monkeypatch.setattr(backbone.model, "generate", lambda **kw: seen.append(kw["input_ids"][0].tolist())
-                        or kw["input_ids"])
+    seen = fed_prompts(backbone, monkeypatch)
     backbone.generate([model_input])
     assert seen == [ids[-24:]] and (backbone.truncated, backbone.tokenized, backbone.truncated_head) == (1, 1, 1)
 
