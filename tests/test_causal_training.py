@@ -19,6 +19,7 @@ from ctrlkit.controls import apply_control  # noqa: E402
 from ctrlkit.pipeline import fit_or_restore  # noqa: E402
 
 import tiny_models  # noqa: E402
+from fed_prompts import cut_length, fed_prompts  # noqa: E402
 
 CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
                  "{% if add_generation_prompt %}<assistant>{% endif %}")
@@ -57,28 +58,6 @@ def with_bos(backbone):
     backbone.tokenizer._tokenizer.post_processor = processors.TemplateProcessing(
         single=f"{backbone.tokenizer.bos_token} $A", special_tokens=[(backbone.tokenizer.bos_token, bos)])
     return bos
-
-
-def fed_prompts(backbone, monkeypatch) -> list:
-    """The token ids of each prompt the backbone's ``generate`` feeds the model from now on, its
-    padding left out; nothing is generated."""
-    seen = []
-
-    def generate(**kwargs):
-        seen.extend(row[mask.bool()].tolist() for row, mask in zip(kwargs["input_ids"], kwargs["attention_mask"]))
-        return kwargs["input_ids"]
-
-    monkeypatch.setattr(backbone.model, "generate", generate)
-    return seen
-
-
-def cut_length(ids, before: str, document: str, after: str, tokenize, limit: int) -> int | None:
-    """The ``k`` shorter than the document for which ``ids`` are the tokens of ``before +
-    document[:k] + after``, where they use at least ``limit - 3`` of the ``limit`` tokens (one more
-    character would not fit: it adds a token, or a few for a character of several bytes); else None."""
-    if not limit - 3 <= len(ids) <= limit:
-        return None
-    return next((k for k in range(len(document)) if tokenize(before + document[:k] + after) == ids), None)
 
 
 @pytest.mark.parametrize("chat", [False, True])
@@ -262,7 +241,7 @@ def test_a_ray_worker_reports_the_prompts_that_lost_their_head(gpt2):
               ModelInput(source="elsewhere", messages=({"role": "user", "content": content},)),
               ModelInput(source="The coach won.")]
     result = worker.generate([], inputs, [])
-    assert (result["tokenized"], result["truncated"], result["truncated_head"]) == (3, 2, 1)
+    assert result["counts"] == {"tokenized": 3, "truncated": 2, "truncated_head": 1, "truncated_tail": 0}
 
 
 def row_losses(backbone, batch):

@@ -366,13 +366,14 @@ def test_sequence_feeds_the_first_adapters_summary_to_the_second(models, two_ada
     backbone = ctrlkit.get_backbone(f"hf:{models['bart']}", adapters=spec, combine="sequence", max_new_tokens=12,
                                     num_beams=1, no_repeat_ngram_size=1)
     stages = []
-    tokenize = backbone.tokenize
+    texts = backbone.texts
 
-    def recorded(texts, **kwargs):
-        stages.append((backbone.model.active_adapter, list(texts)))
-        return tokenize(texts, **kwargs)
+    def recorded(inputs):
+        made = texts(inputs)
+        stages.append((backbone.model.active_adapter, made))
+        return made
 
-    backbone.tokenize = recorded
+    backbone.texts = recorded
     inputs = [ModelInput(source=TEXT), ModelInput(source="Doctors said the vaccine works.")]
     final = backbone.generate(inputs)
     alone = ctrlkit.get_backbone(f"hf:{two_adapters / 'length'}", max_new_tokens=12, num_beams=1,

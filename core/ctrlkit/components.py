@@ -111,6 +111,11 @@ class ControllerChain(Controller):
             controller.load_state(state.get(controller.name, {}))
 
 
+TRUNCATION_COUNTS = ("tokenized", "truncated", "truncated_head", "truncated_tail")
+"""The counts a backbone with an input limit keeps (:class:`Backbone`): a Ray worker returns what
+each batch added to them."""
+
+
 class Backbone(Configurable):
     """A summarizer: turns a batch of model inputs into one summary each."""
 
@@ -132,6 +137,10 @@ class Backbone(Configurable):
     truncated_head: int = 0
     """Of the ``truncated``, how many lost the head of their prompt (where a controller writes its
     control or instruction), as a backbone that cuts the document's end does where it cannot."""
+    truncated_tail: int = 0
+    """Of the ``truncated``, how many prompts lost what follows their document (the cue to answer,
+    an instruction after the document, or in a few-shot prompt the document itself), as a backbone
+    that cuts the document's end does where it cannot."""
 
     def identity(self) -> dict:
         """What makes this backbone's outputs differ from another's: the key of its cached

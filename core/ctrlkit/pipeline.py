@@ -509,17 +509,21 @@ def _ray_generation(address, spec, options, backbone, workers, cache):
 def truncation_reported(backbone, during: str):
     """One warning line for the inputs ``backbone`` cut to its limit inside the block, however
     many batches it took: ``backbone 'hf' (controller 'tag'): 8 of 8 inputs truncated to 1024 tokens``,
-    saying how many of them lost their prompt's head (:attr:`ctrlkit.Backbone.truncated_head`)."""
-    tokenized, truncated, head = backbone.tokenized, backbone.truncated, backbone.truncated_head
+    saying how many of them lost their prompt's head or what follows their document
+    (:attr:`ctrlkit.Backbone.truncated_head`, :attr:`ctrlkit.Backbone.truncated_tail`)."""
+    tokenized, truncated, head, tail = (backbone.tokenized, backbone.truncated, backbone.truncated_head,
+                                        backbone.truncated_tail)
     yield
-    cut, lost = backbone.truncated - truncated, backbone.truncated_head - head
+    cut = backbone.truncated - truncated
     if cut:
-        headless = (f", {lost} of them from the left: their prompts lost the head a controller wrote (the "
-                    f"document is in none of their messages, or the rest of the prompt is over the limit)"
-                    if lost else "")
+        why = "(the document is in none of their messages, or the rest of the prompt is over the limit)"
+        lost = [f", {count} of them {side}: {what} {why}" for count, side, what in (
+            (backbone.truncated_head - head, "from the left", "their prompts lost the head a controller wrote"),
+            (backbone.truncated_tail - tail, "from the right", "their prompts lost their end, the cue to answer "
+                                                              "and in a few-shot prompt the document itself")) if count]
         logger.warning("ctrlkit: backbone '%s' (%s): %d of %d inputs truncated to %d tokens%s (--set %s."
                        "max_input_tokens=N sets the limit)", backbone.name, during, cut,
-                       backbone.tokenized - tokenized, backbone.truncated_to, headless, backbone.name)
+                       backbone.tokenized - tokenized, backbone.truncated_to, "".join(lost), backbone.name)
 
 
 def _input_key(model_input: ModelInput) -> dict:

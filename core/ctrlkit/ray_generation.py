@@ -38,6 +38,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterator, Mapping, Sequence
 
+from .components import TRUNCATION_COUNTS
 from .errors import ConfigurationError, CtrlkitError
 from .ray_support import (backbone_resources, check_capacity, check_installed, connect, installed,
                           match_torch_threads, stable_shards, worker_environment)
@@ -79,8 +80,8 @@ class GenerationWorker:
         """Summaries of ``inputs``: ``found`` ``{position: text}`` in the node's cache (by ``keys``,
         the driver's cache keys; empty without a cache), ``generated`` the backbone's outputs for
         the other positions, in order, as the backbone returned them (the driver checks them as a
-        local run does); ``tokenized``, ``truncated``, ``truncated_head`` and ``truncated_to``: what
-        the backbone cut."""
+        local run does); ``counts``, what the batch added to the backbone's truncation counts
+        (:data:`ctrlkit.components.TRUNCATION_COUNTS`), and ``truncated_to``."""
         from .intake import replace_surrogates
 
         backbone = self._prepared(preparations)
@@ -88,14 +89,13 @@ class GenerationWorker:
         if self.cache is not None:
             found = {j: text for j, key in enumerate(keys) if (text := self.cache.get(key)) is not None}
         missing = [j for j in range(len(inputs)) if j not in found]
-        tokenized, truncated, head = backbone.tokenized, backbone.truncated, backbone.truncated_head
+        before = [getattr(backbone, name) for name in TRUNCATION_COUNTS]
         generated = list(backbone.generate([inputs[j] for j in missing])) if missing else []
         if self.cache is not None and len(generated) == len(missing) and all(isinstance(t, str) for t in generated):
             for j, text in zip(missing, generated):
                 self.cache.put(keys[j], replace_surrogates(text))  # as the driver will clean and store it
-        return {"found": found, "generated": generated, "tokenized": backbone.tokenized - tokenized,
-                "truncated": backbone.truncated - truncated, "truncated_head": backbone.truncated_head - head,
-                "truncated_to": backbone.truncated_to}
+        counts = {name: getattr(backbone, name) - old for name, old in zip(TRUNCATION_COUNTS, before)}
+        return {"found": found, "generated": generated, "counts": counts, "truncated_to": backbone.truncated_to}
 
     def _made(self):
         """The backbone, made and loaded if need be (with the node's cache), or the error that was."""
@@ -172,9 +172,8 @@ class RayGeneration:
             (done,), _ = self.ray.wait(list(pending), num_returns=1)
             shard, batch = pending.pop(done)
             result = self._result(done, shard)
-            self.backbone.tokenized += result["tokenized"]
-            self.backbone.truncated += result["truncated"]
-            self.backbone.truncated_head += result["truncated_head"]
+            for name in TRUNCATION_COUNTS:
+                setattr(self.backbone, name, getattr(self.backbone, name) + result["counts"][name])
             if result["truncated_to"] is not None:
                 self.backbone.truncated_to = result["truncated_to"]
             found = {batch[j]: text for j, text in result["found"].items()}

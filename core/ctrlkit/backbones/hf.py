@@ -5,6 +5,12 @@ Chat messages, from the prompt controller, are flattened to one prompt for instr
 seq2seq models. Topic (or other) embeddings asked for in ``ModelInput.features
 ["input_embeddings"]`` are added to every encoder input vector through the model's own
 ``inputs_embeds`` path, so the encoder sees word + position + topic embedding.
+
+An input over the limit loses the end of its document: a plain source (or guidance and source)
+keeps its first tokens, as the tokenizer cuts; a prompt keeps what follows its document too (an
+instruction after it, the cue to answer, and in a few-shot prompt the document itself, which
+comes after the demonstrations), as :mod:`.document_cut` cuts. A prompt whose document is in
+none of its messages, or that is over the limit without it, keeps its first tokens.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from ..chat import flatten_messages
 from ..errors import ConfigurationError
 from ..types import SEP
 from . import seeded_rows
+from .document_cut import MARK, cut_documents, marked_messages, split_at_mark
 from .hf_base import HFBackbone
 
 INPUT_EMBEDDINGS_FILE = "ctrlkit_input_embeddings.safetensors"
@@ -73,9 +80,40 @@ class HFSeq2Seq(HFBackbone):
             texts.append(text)
         return texts
 
+    def fitted_ids(self, inputs) -> list[list[int]]:
+        """The token ids of each input's text within the input limit: a prompt over it has its
+        document's end cut, where that can be; any other text keeps its first tokens (counted in
+        ``truncated``, and a prompt among them in ``truncated_tail``)."""
+        limit = self.input_limit()
+        texts = self.texts(inputs)
+        ids = self.tokenizer(texts, truncation=False, verbose=False)["input_ids"]
+        lengths = [len(row) for row in ids]
+        self.count_truncations(lengths, limit)
+        over = [index for index, length in enumerate(lengths) if length > limit]
+        if not over:
+            return ids
+        parts = [self.document_parts(model_input) if length > limit and model_input.messages else None
+                 for model_input, length in zip(inputs, lengths)]
+        fitted = cut_documents(texts, parts, lengths, limit, lambda _, batch: [
+            len(row) for row in self.tokenizer(batch, truncation=False, verbose=False)["input_ids"]])
+        self.truncated_tail += sum(bool(inputs[index].messages) and fitted[index] == texts[index] for index in over)
+        cut = self.tokenizer([fitted[index] for index in over], truncation=True, max_length=limit, verbose=False)
+        for index, row in zip(over, cut["input_ids"]):
+            ids[index] = row
+        return ids
+
+    def document_parts(self, model_input):
+        """The input's prompt split around its document, its ``source`` (:mod:`.document_cut`);
+        None where no message holds it."""
+        messages = marked_messages(model_input.messages, model_input.source)
+        if messages is None or MARK in (model_input.guidance or ""):
+            return None
+        return split_at_mark(self.texts([model_input.replace(messages=messages)])[0], model_input.source)
+
     def encoder_inputs(self, inputs) -> dict:
         """``input_ids`` and ``attention_mask``, or ``inputs_embeds`` when inputs add embeddings."""
-        batch = self.tokenize(self.texts(inputs))
+        batch = self.padded(self.fitted_ids(inputs), self.tokenizer.padding_side)
+        batch = {key: value.to(self.device) for key, value in batch.items()}
         requested = [model_input.features.get("input_embeddings", {}) for model_input in inputs]
         if not any(requested):
             return batch

@@ -225,20 +225,27 @@ class HFBackbone(Backbone):
             return self.options["max_input_tokens"]
         return self.position_limit() or 1024
 
-    def tokenize(self, texts: list[str]):
-        """Pad and truncate a batch to the input limit, counting truncations (the caller reports
-        them once for all its batches, not once a batch)."""
-        limit = self.input_limit()
-        uncut = self.tokenizer(texts, truncation=False, verbose=False)["input_ids"]
-        self.count_truncations([len(ids) for ids in uncut], limit)
-        batch = self.tokenizer(texts, truncation=True, max_length=limit, padding=True, return_tensors="pt")
-        return {key: value.to(self.device) for key, value in batch.items()}
-
     def count_truncations(self, lengths: list[int], limit: int) -> None:
-        """Count the inputs of ``lengths`` tokens that ``limit`` cuts (``tokenized``, ``truncated``)."""
+        """Count the inputs of ``lengths`` tokens that ``limit`` cuts (``tokenized``, ``truncated``;
+        the caller reports them once for all its batches, not once a batch)."""
         self.tokenized += len(lengths)
         self.truncated += sum(length > limit for length in lengths)
         self.truncated_to = limit
+
+    def padded(self, rows: list[list[int]], side: str) -> dict:
+        """``input_ids`` and ``attention_mask`` of token id rows padded on ``side`` (``left`` or
+        ``right``), as the tokenizer pads."""
+        import torch
+
+        width = max(len(row) for row in rows)
+        pad = self.tokenizer.pad_token_id
+        pad = 0 if pad is None else pad  # a tokenizer with neither pad nor EOS token: the mask hides it anyway
+        ids, mask = [], []
+        for row in rows:
+            padding = width - len(row)
+            ids.append([pad] * padding + row if side == "left" else row + [pad] * padding)
+            mask.append([0] * padding + [1] * len(row) if side == "left" else [1] * len(row) + [0] * padding)
+        return {"input_ids": torch.tensor(ids), "attention_mask": torch.tensor(mask)}
 
     def generation_options(self) -> dict:
         o = self.options
@@ -253,8 +260,9 @@ class HFBackbone(Backbone):
     def identity(self):
         """Options, plus a fingerprint of a local model folder's files (names, sizes, times), so
         that a model trained again into the same folder is not served its old outputs; for an
-        adapter, of its base model's folder too."""
-        identity = super().identity()
+        adapter, of its base model's folder too. How a long prompt is cut is part of it: outputs
+        cached when a tokenizer cut every prompt at one end are not served again."""
+        identity = {**super().identity(), "cut": "document end"}
         folder = Path(self.options["model"]).expanduser()
         if folder.is_dir():
             identity["files"] = _fingerprint(folder)

@@ -110,16 +110,11 @@ class HFCausal(HFBackbone):
             marked = model_input.replace(source=MARK) if source.strip() and MARK not in source else None
         return split_at_mark(self.prompt(marked), source) if marked else None
 
-    def identity(self):
-        """How a long prompt is cut is part of it: outputs cached when prompts were cut from the
-        left (and when a plain prompt's BOS depended on its batch) are not served again."""
-        return {**super().identity(), "cut": "document end"}
-
     def generate(self, inputs):
         import torch
 
-        limit = self.input_limit()
-        batch = {key: value.to(self.device) for key, value in self.left_padded(self.fitted_ids(inputs, limit)).items()}
+        batch = self.padded(self.fitted_ids(inputs, self.input_limit()), "left")
+        batch = {key: value.to(self.device) for key, value in batch.items()}
         with torch.inference_mode():
             output = self.model.generate(**batch, **self.generation_options(),
                                          pad_token_id=self.tokenizer.pad_token_id)
@@ -151,23 +146,13 @@ class HFCausal(HFBackbone):
         end = [] if eos is None else [eos]
         answers = [ids[:max_target_tokens - len(end)] + end
                    for ids in self.tokenizer(list(targets), add_special_tokens=False, verbose=False)["input_ids"]]
-        batch = self.left_padded([prompt + answer for prompt, answer in zip(prompts, answers)])
+        batch = self.padded([prompt + answer for prompt, answer in zip(prompts, answers)], "left")
         width = batch["input_ids"].shape[1]
         batch["labels"] = torch.tensor([[-100] * (width - len(answer)) + answer for answer in answers])
         if self._takes_position_ids():
             attention_mask = batch["attention_mask"]
             batch["position_ids"] = (attention_mask.cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
         return {key: value.to(self.device) for key, value in batch.items()}
-
-    def left_padded(self, rows: list[list[int]]) -> dict:
-        """``input_ids`` and ``attention_mask`` of token id rows padded on the left, as the tokenizer pads."""
-        import torch
-
-        width = max(len(row) for row in rows)
-        pad = self.tokenizer.pad_token_id
-        pad = 0 if pad is None else pad  # a tokenizer with neither pad nor EOS token: the mask hides it anyway
-        return {"input_ids": torch.tensor([[pad] * (width - len(row)) + row for row in rows]),
-                "attention_mask": torch.tensor([[0] * (width - len(row)) + [1] * len(row) for row in rows])}
 
     def _takes_position_ids(self) -> bool:
         """Whether the model's own forward takes ``position_ids`` (behind a LoRA adapter, the base

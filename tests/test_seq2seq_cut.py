@@ -1,0 +1,164 @@
+"""How the sequence-to-sequence backbone (``hf``) fits a long input to its limit: a prompt loses the
+end of its document, not what follows it; a plain source keeps its first tokens, as before."""
+
+import pytest
+
+pytest.importorskip("torch", reason="the seq2seq cut tests need torch")
+pytest.importorskip("transformers", reason="the seq2seq cut tests need transformers")
+
+import ctrlkit  # noqa: E402
+from ctrlkit import Example, ModelInput  # noqa: E402
+from ctrlkit.chat import flatten_messages  # noqa: E402
+
+import tiny_models  # noqa: E402
+from fed_prompts import cut_length, fed_prompts  # noqa: E402
+
+LIMIT = 192
+SHORT = Example("short", "The harbour reopened after the storm.", ["The harbour reopened."], {"topic": "travel"})
+OTHER = Example("other", "The bakery on the corner closed.", ["A bakery closed."], {"topic": "business"})
+BRIEF = "Be brief."
+"""A system message short enough that a few-shot prompt fits the limit without its document."""
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("seq2seq")
+    return {"bart": tiny_models.build_bart(root / "bart"), "t5": tiny_models.build_t5(root / "t5")}
+
+
+def backbone_of(models, name, **options):
+    return ctrlkit.get_backbone(f"hf:{models[name]}", max_new_tokens=2, num_beams=1, max_input_tokens=LIMIT,
+                                **options)
+
+
+def sample(count=1):
+    """The bundled sample's first ``count`` documents (each is there once per topic asked for)."""
+    firsts = {}
+    for example in ctrlkit.get_dataset("sample").load("test"):
+        firsts.setdefault(example.document, example)
+    return list(firsts.values())[:count]
+
+
+def prompted(controller, example):
+    return controller.apply(example, ModelInput(source=example.document))
+
+
+def tokenize_with(tokenizer):
+    return lambda text: tokenizer(text, verbose=False)["input_ids"]
+
+
+@pytest.mark.parametrize("name", ["bart", "t5"])
+def test_an_instruction_after_the_document_stays_when_the_documents_end_is_cut(models, name, tmp_path, monkeypatch):
+    """A template file that gives the document first and asks for the summary after it (as many
+    papers' prompts do): the tokenizer's right cut dropped the request and the cue."""
+    template = tmp_path / "after.txt"
+    template.write_text("Article:\n{document}\n\nSummarize the article above. Requirements:\n{controls}\n",
+                        encoding="utf-8")
+    controller = ctrlkit.get_controller("prompt", template="file", template_file=str(template))
+    [example] = sample()
+    model_input = prompted(controller, example)
+    backbone = backbone_of(models, name)
+    text = flatten_messages(model_input.messages)
+    tokenize = tokenize_with(backbone.tokenizer)
+    assert len(tokenize(text)) > LIMIT
+    seen = fed_prompts(backbone, monkeypatch)
+    backbone.generate([model_input])
+    before, document, after = text.rpartition(example.document)
+    assert "Summarize the article above" in after and after.endswith("Assistant:")
+    assert (cut_length(seen[0], before, document, after, tokenize, LIMIT) or 0) > 0
+    assert (backbone.tokenized, backbone.truncated, backbone.truncated_tail) == (1, 1, 0)
+
+
+def test_a_few_shot_prompt_keeps_its_demonstration_and_cue_and_cuts_the_tasks_document(models, monkeypatch):
+    controller = ctrlkit.get_controller("prompt", template="few-shot", shots=1, system=BRIEF)
+    controller.fit([SHORT], None)
+    [example] = sample()
+    model_input = prompted(controller, example)
+    backbone = backbone_of(models, "bart")
+    text = flatten_messages(model_input.messages)
+    seen = fed_prompts(backbone, monkeypatch)
+    backbone.generate([model_input])
+    before, document, after = text.rpartition(example.document)
+    assert SHORT.document in before and after == "\n\nAssistant:"
+    assert (cut_length(seen[0], before, document, after, tokenize_with(backbone.tokenizer), LIMIT) or 0) > 0
+
+
+@pytest.mark.parametrize("guidance", [None, "The coach won."])
+def test_a_plain_source_keeps_its_first_tokens(models, guidance, monkeypatch):
+    """Guidance comes first and the document after it: the tokenizer's own right cut, as before."""
+    [example] = sample()
+    model_input = ModelInput(source=example.document, guidance=guidance)
+    backbone = backbone_of(models, "bart")
+    [text] = backbone.texts([model_input])
+    seen = fed_prompts(backbone, monkeypatch)
+    backbone.generate([model_input])
+    assert seen == [backbone.tokenizer(text, truncation=True, max_length=LIMIT)["input_ids"]]
+    assert seen[0][-1] == backbone.tokenizer.eos_token_id
+    assert (backbone.truncated, backbone.truncated_tail) == (1, 0)
+
+
+@pytest.mark.parametrize("why", ["the document is in no message", "the demonstrations fill the limit"])
+def test_a_prompt_whose_document_cannot_be_cut_keeps_its_first_tokens_and_is_counted(models, why, monkeypatch):
+    [example, other] = sample(2)
+    if why == "the document is in no message":  # a controller changed the source after prompt wrote it
+        model_input = ModelInput(source="elsewhere", messages=({"role": "user", "content": example.document},))
+    else:
+        controller = ctrlkit.get_controller("prompt", template="few-shot", shots=1)
+        controller.fit([other], None)  # a demonstration longer than the limit on its own
+        model_input = prompted(controller, example)
+    backbone = backbone_of(models, "bart")
+    text = flatten_messages(model_input.messages)
+    seen = fed_prompts(backbone, monkeypatch)
+    backbone.generate([model_input])
+    assert seen == [backbone.tokenizer(text, truncation=True, max_length=LIMIT)["input_ids"]]
+    assert (backbone.truncated, backbone.truncated_tail) == (1, 1)
+
+
+def test_a_batch_feeds_each_input_as_it_is_fed_alone_and_training_reads_the_same(models, monkeypatch):
+    """Inputs of every kind, some over the limit and some not, padded on the tokenizer's side."""
+    controller = ctrlkit.get_controller("prompt", template="few-shot", shots=1, system=BRIEF)
+    controller.fit([SHORT, OTHER], None)
+    examples = sample(2)
+    inputs = [prompted(controller, examples[0]), ModelInput(source=examples[1].document),
+              ModelInput(source="The coach won.", guidance="The coach"), prompted(controller, SHORT)]
+    backbone = backbone_of(models, "bart")
+    seen = fed_prompts(backbone, monkeypatch)
+    backbone.generate(inputs)
+    together = seen[:]
+    for model_input in inputs:
+        backbone.generate([model_input])
+    assert together == seen[len(inputs):]
+    assert len({len(row) for row in together}) > 1 and max(len(row) for row in together) == LIMIT
+    batch = backbone.encoder_inputs(inputs)
+    assert [row[mask.bool()].tolist() for row, mask in zip(batch["input_ids"], batch["attention_mask"])] == together
+    assert batch["attention_mask"][:, 0].all()  # padded on the right
+    assert backbone.identity()["cut"] == "document end"  # outputs cached under the old cut are not served
+
+
+@pytest.mark.parametrize("system", [None, "Follow these rules. " * 60])
+def test_the_run_says_how_many_prompts_lost_their_end(models, system, caplog):
+    """A system message alone longer than the limit leaves no room to cut the document in: the
+    prompts keep their first tokens, and the run's line says they lost their end."""
+    options = {"prompt": {"system": system} if system else {},
+               "hf": {"max_new_tokens": 2, "num_beams": 1, "max_input_tokens": LIMIT}}
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        ctrlkit.run(controller="prompt", backbone=f"hf:{models['bart']}", metrics=["rouge"], limit=4, cache=False,
+                    options=options)
+    [line] = [record.getMessage() for record in caplog.records if "(controller 'prompt')" in record.getMessage()]
+    assert f"4 of 4 inputs truncated to {LIMIT} tokens" in line
+    assert ("4 of them from the right: their prompts lost their end" in line) == bool(system), line
+
+
+def test_a_ray_worker_reports_the_prompts_that_lost_their_end(models):
+    """What :class:`ctrlkit.ray_generation.GenerationWorker` returns a batch with (no cluster needed)."""
+    from ctrlkit.ray_generation import GenerationWorker
+    from ctrlkit.ray_support import installed
+
+    worker = GenerationWorker(f"hf:{models['bart']}", {"max_new_tokens": 2, "num_beams": 1, "max_input_tokens": 24},
+                              False, ".", installed())
+    content = "Investors bought shares of the bank on Monday. " * 8
+    inputs = [ModelInput(source=content),
+              ModelInput(source="elsewhere", messages=({"role": "user", "content": content},)),
+              ModelInput(source="The coach won.")]
+    result = worker.generate([], inputs, [])
+    assert result["counts"] == {"tokenized": 3, "truncated": 2, "truncated_head": 0, "truncated_tail": 1}
