@@ -1,6 +1,7 @@
 """``ctrlkit train`` of the decoder-only backbone (hf-causal), on a tiny GPT-2 built offline."""
 
 import json
+import re
 import shutil
 
 import pytest
@@ -367,3 +368,20 @@ def test_lora_trains_a_causal_model_and_its_adapter_reloads_to_the_same_outputs(
     expected = trained[0].generate(inputs)
     reloaded = ctrlkit.get_backbone(f"hf-causal:{out}", **GREEDY)
     assert reloaded.generate(inputs) == expected and any(expected)
+
+
+def test_a_judges_cut_prompts_are_reported_for_the_metric_that_asked(gpt2, tmp_path, caplog):
+    """A judge is a backbone too: its prompts cut to its limit get the run's line, once for each
+    metric that asks it (none of them holds a document, so all are cut from the left)."""
+    rows = [{"id": f"f{n}", "document": f"Summary number {n}. The trial enrolled {n} patients.",
+             "controls": {"focus": "high"}} for n in range(3)]
+    path = tmp_path / "focus.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        ctrlkit.run(dataset="jsonl", data=str(path), backbone="extractive", metrics=["focus"], baseline=None,
+                    judge=f"hf-causal:{gpt2}", cache=False, bootstrap=0,
+                    options={"hf-causal": {"max_input_tokens": 16, "max_new_tokens": 2, "num_beams": 1}})
+    [line] = [record.getMessage() for record in caplog.records if "truncated" in record.getMessage()]
+    asked = re.search(r"\(judge of metric 'focus'\): (\d+) of (\d+) inputs truncated to 16 tokens, (\d+) of them "
+                      r"from the left", line)
+    assert asked and int(asked[1]) == int(asked[2]) == int(asked[3]) >= 3, line

@@ -1,6 +1,9 @@
 """How the sequence-to-sequence backbone (``hf``) fits a long input to its limit: a prompt loses the
 end of its document, not what follows it; a plain source keeps its first tokens, as before."""
 
+import json
+import shutil
+
 import pytest
 
 pytest.importorskip("torch", reason="the seq2seq cut tests need torch")
@@ -69,18 +72,40 @@ def test_an_instruction_after_the_document_stays_when_the_documents_end_is_cut(m
     assert (backbone.tokenized, backbone.truncated, backbone.truncated_tail) == (1, 1, 0)
 
 
-def test_a_few_shot_prompt_keeps_its_demonstration_and_cue_and_cuts_the_tasks_document(models, monkeypatch):
-    controller = ctrlkit.get_controller("prompt", template="few-shot", shots=1, system=BRIEF)
+@pytest.mark.parametrize(("name", "layout"), [("bart", "turns"), ("t5", "inline")])
+def test_a_few_shot_prompt_keeps_its_demonstration_and_cue_and_cuts_the_tasks_document(models, name, layout,
+                                                                                        monkeypatch):
+    controller = ctrlkit.get_controller("prompt", template="few-shot", shots=1, system=BRIEF, layout=layout)
     controller.fit([SHORT], None)
     [example] = sample()
     model_input = prompted(controller, example)
-    backbone = backbone_of(models, "bart")
+    backbone = backbone_of(models, name)
     text = flatten_messages(model_input.messages)
     seen = fed_prompts(backbone, monkeypatch)
     backbone.generate([model_input])
     before, document, after = text.rpartition(example.document)
     assert SHORT.document in before and after == "\n\nAssistant:"
     assert (cut_length(seen[0], before, document, after, tokenize_with(backbone.tokenizer), LIMIT) or 0) > 0
+    assert backbone.truncated_tail == 0
+
+
+def test_guidance_before_a_prompt_stays_too(models, monkeypatch):
+    """Guidance text (GSum-style) goes before the flattened prompt; a mark character in it, which
+    would stand for the document, leaves the prompt to the tokenizer's cut."""
+    [example] = sample()
+    messages = ({"role": "user", "content": f"Summarize:\n{example.document}"},)
+    backbone = backbone_of(models, "bart")
+    tokenize = tokenize_with(backbone.tokenizer)
+    seen = fed_prompts(backbone, monkeypatch)
+    guided = ModelInput(source=example.document, messages=messages, guidance="The Rovers won.")
+    marked = guided.replace(guidance="The Rovers won. \ue000")
+    backbone.generate([guided, marked])
+    [text, marked_text] = backbone.texts([guided, marked])
+    before, document, after = text.rpartition(example.document)
+    assert before.startswith("The Rovers won. <sep> User: Summarize:") and after == "\n\nAssistant:"
+    assert (cut_length(seen[0], before, document, after, tokenize, LIMIT) or 0) > 0
+    assert seen[1] == backbone.tokenizer(marked_text, truncation=True, max_length=LIMIT)["input_ids"]
+    assert (backbone.truncated, backbone.truncated_tail) == (2, 1)
 
 
 @pytest.mark.parametrize("guidance", [None, "The coach won."])
@@ -95,6 +120,21 @@ def test_a_plain_source_keeps_its_first_tokens(models, guidance, monkeypatch):
     assert seen == [backbone.tokenizer(text, truncation=True, max_length=LIMIT)["input_ids"]]
     assert seen[0][-1] == backbone.tokenizer.eos_token_id
     assert (backbone.truncated, backbone.truncated_tail) == (1, 0)
+
+
+def test_a_tokenizer_configured_to_cut_on_the_left_still_keeps_a_sources_head(models, tmp_path, monkeypatch):
+    from transformers import AutoTokenizer
+
+    folder = shutil.copytree(models["bart"], tmp_path / "bart")
+    config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "truncation_side": "left"}), encoding="utf-8")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    assert tokenizer.truncation_side == "left"
+    backbone = ctrlkit.get_backbone(f"hf:{folder}", max_new_tokens=2, num_beams=1, max_input_tokens=LIMIT)
+    [example] = sample()
+    seen = fed_prompts(backbone, monkeypatch)
+    backbone.generate([ModelInput(source=example.document)])
+    assert seen == [tokenize_with(tokenizer)(example.document)[:LIMIT - 1] + [tokenizer.eos_token_id]]
 
 
 @pytest.mark.parametrize("why", ["the document is in no message", "the demonstrations fill the limit"])
@@ -146,7 +186,24 @@ def test_the_run_says_how_many_prompts_lost_their_end(models, system, caplog):
                     options=options)
     [line] = [record.getMessage() for record in caplog.records if "(controller 'prompt')" in record.getMessage()]
     assert f"4 of 4 inputs truncated to {LIMIT} tokens" in line
-    assert ("4 of them from the right: their prompts lost their end" in line) == bool(system), line
+    assert ("4 of them prompts cut at their end: they lost the cue to answer" in line) == bool(system), line
+
+
+def test_the_line_counts_only_the_prompts_that_lost_their_end(models, caplog):
+    """A plain source cut at its end loses only its document's end: it is truncated, not counted
+    among the prompts that lost theirs."""
+    from ctrlkit.pipeline import truncation_reported
+
+    [example, other] = sample(2)
+    inputs = [ModelInput(source=example.document),
+              ModelInput(source="elsewhere", messages=({"role": "user", "content": other.document},)),
+              ModelInput(source=other.document, messages=({"role": "user", "content": other.document},)),
+              ModelInput(source="The coach won.")]
+    backbone = backbone_of(models, "bart")
+    with caplog.at_level("WARNING", logger="ctrlkit"), truncation_reported(backbone, "controller 'x'"):
+        backbone.generate(inputs)
+    [line] = [record.getMessage() for record in caplog.records]
+    assert f"(controller 'x'): 3 of 4 inputs truncated to {LIMIT} tokens, 1 of them prompts cut at their end" in line
 
 
 def test_a_ray_worker_reports_the_prompts_that_lost_their_end(models):

@@ -133,7 +133,7 @@ def interference(
 
     def corpus_values(condition: list[Example]) -> dict[str, float | None]:
         predictions = generate(steering, model, condition, batch_size, progress, generations, cache_stats)
-        corpus = score(scorers, predictions, condition, progress).corpus
+        corpus = score(scorers, predictions, condition, progress, judge=judging).corpus
         return {label(metric, name): value for metric, values in corpus.items() for name, value in values.items()}
 
     with cache_scope(enabled=cache):  # judge answers too

@@ -221,7 +221,7 @@ def run(
                                            cache_stats, pool)
                 with _timed(timings, prefix + "score_s"):
                     outcomes[arm] = (predictions, score(scorers, predictions, examples, progress,
-                                                        unreferenced=bool(per_document)))
+                                                        unreferenced=bool(per_document), judge=judging))
                     if per_document > 1:
                         by_rank[arm] = scores_by_rank(scorers, predictions, examples)
     groups = groups_of(examples, source)
@@ -517,10 +517,11 @@ def truncation_reported(backbone, during: str):
     cut = backbone.truncated - truncated
     if cut:
         why = "(the document is in none of their messages, or the rest of the prompt is over the limit)"
-        lost = [f", {count} of them {side}: {what} {why}" for count, side, what in (
-            (backbone.truncated_head - head, "from the left", "their prompts lost the head a controller wrote"),
-            (backbone.truncated_tail - tail, "from the right", "their prompts lost their end, the cue to answer "
-                                                              "and in a few-shot prompt the document itself")) if count]
+        lost = [f", {count} of them {what} {why}" for count, what in (
+            (backbone.truncated_head - head, "from the left: their prompts lost the head, where a control or "
+                                             "instruction is written"),
+            (backbone.truncated_tail - tail, "prompts cut at their end: they lost the cue to answer, and in a "
+                                             "few-shot prompt the document itself")) if count]
         logger.warning("ctrlkit: backbone '%s' (%s): %d of %d inputs truncated to %d tokens%s (--set %s."
                        "max_input_tokens=N sets the limit)", backbone.name, during, cut,
                        backbone.tokenized - tokenized, backbone.truncated_to, "".join(lost), backbone.name)
@@ -568,12 +569,13 @@ def intervals_of(metrics, arms: Mapping[str, Scores], groups, resamples: int, se
 
 
 def score(metrics, predictions: Sequence[str], examples: Sequence[Example], progress: bool = False,
-          unreferenced: bool = False) -> Scores:
+          unreferenced: bool = False, judge: Backbone | None = None) -> Scores:
     """Score with each metric the examples that carry every control it reads (the others get
     None for each of its values); its corpus values are over those examples only. With
-    ``unreferenced`` see :func:`scoring_indices`."""
+    ``unreferenced`` see :func:`scoring_indices`. The prompts ``judge`` cut to its input limit
+    are reported once for each metric that asks it."""
     with Progress(f"score {len(examples)} examples", len(metrics), "metrics", enabled=progress) as bar:
-        return _score(metrics, predictions, examples, bar, unreferenced)
+        return _score(metrics, predictions, examples, bar, unreferenced, judge)
 
 
 def scoring_indices(metric, examples: Sequence[Example], unreferenced: bool = False) -> list[int]:
@@ -597,7 +599,7 @@ def scores_by_rank(metrics, predictions: Sequence[str], examples: Sequence[Examp
     return by_rank
 
 
-def _score(metrics, predictions, examples, bar: Progress, unreferenced: bool = False) -> Scores:
+def _score(metrics, predictions, examples, bar: Progress, unreferenced: bool = False, judge=None) -> Scores:
     corpus: dict[str, dict] = {}
     per_example: list[dict] = [{} for _ in examples]
     details: list[dict] = [{} for _ in examples]
@@ -612,10 +614,12 @@ def _score(metrics, predictions, examples, bar: Progress, unreferenced: bool = F
             corpus[metric.name] = {}
             bar.update(1)
             continue
-        if len(keep) == len(examples):
-            result = metric.compute(predictions, examples)
-        else:
-            result = metric.compute([predictions[i] for i in keep], [examples[i] for i in keep])
+        with (truncation_reported(judge, f"judge of metric '{metric.name}'") if judge is not None and metric.needs_judge
+              else nullcontext()):
+            if len(keep) == len(examples):
+                result = metric.compute(predictions, examples)
+            else:
+                result = metric.compute([predictions[i] for i in keep], [examples[i] for i in keep])
         for i, detail in zip(keep, result.details or []):
             details[i][metric.name] = detail
         for value_name, values in result.per_example.items():

@@ -21,7 +21,7 @@ from ..chat import flatten_messages
 from ..errors import ConfigurationError
 from ..types import SEP
 from . import seeded_rows
-from .document_cut import MARK, cut_documents, marked_messages, split_at_mark
+from .document_cut import MARK, marked_messages, split_at_mark
 from .hf_base import HFBackbone
 
 INPUT_EMBEDDINGS_FILE = "ctrlkit_input_embeddings.safetensors"
@@ -41,6 +41,7 @@ class HFSeq2Seq(HFBackbone):
     def _after_load(self):
         import torch
 
+        self._tokenizer.truncation_side = "right"  # a text the document cut cannot fit keeps its head
         self.input_embeddings = torch.nn.ModuleDict()
         saved = Path(self.options["model"]) / INPUT_EMBEDDINGS_FILE
         if saved.is_file():
@@ -80,39 +81,32 @@ class HFSeq2Seq(HFBackbone):
             texts.append(text)
         return texts
 
-    def fitted_ids(self, inputs) -> list[list[int]]:
-        """The token ids of each input's text within the input limit: a prompt over it has its
-        document's end cut, where that can be; any other text keeps its first tokens (counted in
-        ``truncated``, and a prompt among them in ``truncated_tail``)."""
-        limit = self.input_limit()
-        texts = self.texts(inputs)
-        ids = self.tokenizer(texts, truncation=False, verbose=False)["input_ids"]
-        lengths = [len(row) for row in ids]
-        self.count_truncations(lengths, limit)
-        over = [index for index, length in enumerate(lengths) if length > limit]
-        if not over:
-            return ids
-        parts = [self.document_parts(model_input) if length > limit and model_input.messages else None
-                 for model_input, length in zip(inputs, lengths)]
-        fitted = cut_documents(texts, parts, lengths, limit, lambda _, batch: [
-            len(row) for row in self.tokenizer(batch, truncation=False, verbose=False)["input_ids"]])
-        self.truncated_tail += sum(bool(inputs[index].messages) and fitted[index] == texts[index] for index in over)
-        cut = self.tokenizer([fitted[index] for index in over], truncation=True, max_length=limit, verbose=False)
-        for index, row in zip(over, cut["input_ids"]):
-            ids[index] = row
+    def fitted_ids(self, inputs, limit: int) -> list[list[int]]:
+        """The token ids of each input's text within ``limit``: a prompt over it has its document's
+        end cut, where that can be; any other text keeps its first tokens (counted in ``truncated``,
+        and a prompt among them in ``truncated_tail``)."""
+        ids, whole = self.fit_to_limit(inputs, self.texts(inputs), limit, self._token_ids)
+        self.truncated_tail += sum(bool(inputs[index].messages) for index in whole)
         return ids
 
+    def _token_ids(self, indices, texts: list[str], limit: int | None) -> list[list[int]]:
+        """``tokenize`` of :meth:`fit_to_limit`: every input gets the tokenizer's special tokens."""
+        cut = {"truncation": True, "max_length": limit} if limit else {"truncation": False}
+        return self.tokenizer(texts, verbose=False, **cut)["input_ids"]
+
     def document_parts(self, model_input):
-        """The input's prompt split around its document, its ``source`` (:mod:`.document_cut`);
-        None where no message holds it."""
+        """A prompt's text split around its document; None for a plain source (the tokenizer's cut
+        already keeps its head) or where no message holds the document."""
+        if not model_input.messages or MARK in (model_input.guidance or ""):
+            return None
         messages = marked_messages(model_input.messages, model_input.source)
-        if messages is None or MARK in (model_input.guidance or ""):
+        if messages is None:
             return None
         return split_at_mark(self.texts([model_input.replace(messages=messages)])[0], model_input.source)
 
     def encoder_inputs(self, inputs) -> dict:
         """``input_ids`` and ``attention_mask``, or ``inputs_embeds`` when inputs add embeddings."""
-        batch = self.padded(self.fitted_ids(inputs), self.tokenizer.padding_side)
+        batch = self.padded(self.fitted_ids(inputs, self.input_limit()), self.tokenizer.padding_side)
         batch = {key: value.to(self.device) for key, value in batch.items()}
         requested = [model_input.features.get("input_embeddings", {}) for model_input in inputs]
         if not any(requested):

@@ -15,6 +15,7 @@ from ..options import Option
 from ..quiet import quiet_new_imports, quietly
 from ..secrets import scrub_text
 from . import adapter_composition, adapters, seeded_rows
+from .document_cut import Parts, cut_documents
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -225,12 +226,33 @@ class HFBackbone(Backbone):
             return self.options["max_input_tokens"]
         return self.position_limit() or 1024
 
-    def count_truncations(self, lengths: list[int], limit: int) -> None:
-        """Count the inputs of ``lengths`` tokens that ``limit`` cuts (``tokenized``, ``truncated``;
-        the caller reports them once for all its batches, not once a batch)."""
+    def fit_to_limit(self, inputs, texts: list[str], limit: int, tokenize) -> tuple[list[list[int]], list[int]]:
+        """The token ids of each input's text (``texts``) within ``limit``, and the positions of the
+        texts over it that the tokenizer cut at its ``truncation_side``: a text over the limit loses
+        the end of its document where :meth:`document_parts` finds it (:mod:`.document_cut`), and
+        only where it cannot is the tokenizer's cut. ``tokenize(indices, texts, limit)``: the ids of
+        ``texts``, tokenized as the inputs at ``indices`` are, cut to ``limit`` unless it is None.
+        Counts ``tokenized`` and ``truncated`` (the caller reports them once for all its batches)."""
+        ids = tokenize(list(range(len(texts))), texts, None)
+        lengths = [len(row) for row in ids]
         self.tokenized += len(lengths)
         self.truncated += sum(length > limit for length in lengths)
         self.truncated_to = limit
+        over = [index for index, length in enumerate(lengths) if length > limit]
+        if not over:
+            return ids, []
+        parts = [self.document_parts(model_input) if length > limit else None
+                 for model_input, length in zip(inputs, lengths)]
+        fitted = cut_documents(texts, parts, lengths, limit, lambda indices, batch: [
+            len(row) for row in tokenize(indices, batch, None)])
+        for index, row in zip(over, tokenize(over, [fitted[index] for index in over], limit)):
+            ids[index] = row
+        return ids, [index for index in over if fitted[index] == texts[index]]
+
+    def document_parts(self, model_input) -> Parts | None:
+        """The input's text split around its document, its ``source`` (:mod:`.document_cut`); None
+        where the document cannot be cut in it."""
+        return None
 
     def padded(self, rows: list[list[int]], side: str) -> dict:
         """``input_ids`` and ``attention_mask`` of token id rows padded on ``side`` (``left`` or

@@ -19,7 +19,7 @@ import inspect
 
 from ..chat import flatten_messages
 from ..errors import ConfigurationError
-from .document_cut import MARK, cut_documents, marked_messages, split_at_mark
+from .document_cut import MARK, marked_messages, split_at_mark
 from .hf_base import HFBackbone
 
 
@@ -83,20 +83,9 @@ class HFCausal(HFBackbone):
         cut to fit, or where that cannot be, keeps its last ``limit`` tokens (counted in ``truncated``,
         and the latter in ``truncated_head`` too)."""
         texts, special = self.prompts(inputs)
-        ids = self.token_ids(texts, special)
-        lengths = [len(row) for row in ids]
-        self.count_truncations(lengths, limit)
-        over = [index for index, length in enumerate(lengths) if length > limit]
-        if not over:
-            return ids
-        parts = [self.document_parts(model_input) if length > limit else None
-                 for model_input, length in zip(inputs, lengths)]
-        fitted = cut_documents(texts, parts, lengths, limit, lambda indices, batch: [
-            len(row) for row in self.token_ids(batch, [special[index] for index in indices])])
-        self.truncated_head += sum(fitted[index] == texts[index] for index in over)  # left whole: cut from the left
-        for index, row in zip(over, self.token_ids([fitted[index] for index in over],
-                                                   [special[index] for index in over], limit)):
-            ids[index] = row
+        ids, whole = self.fit_to_limit(inputs, texts, limit, lambda indices, batch, cut: self.token_ids(
+            batch, [special[index] for index in indices], cut))
+        self.truncated_head += len(whole)
         return ids
 
     def document_parts(self, model_input):
