@@ -21,3 +21,20 @@ def cut_length(ids, before: str, document: str, after: str, tokenize, limit: int
     if not limit - 3 <= len(ids) <= limit:
         return None
     return next((k for k in range(len(document)) if tokenize(before + document[:k] + after) == ids), None)
+
+
+def ray_worker_counts(spec: str) -> dict:
+    """The truncation counts a Ray worker (:class:`ctrlkit.ray_generation.GenerationWorker`, no
+    cluster needed) returns with a batch of three inputs at a 24-token limit: a long plain source,
+    a long prompt whose document is in none of its messages, and a short source."""
+    from ctrlkit import ModelInput
+    from ctrlkit.ray_generation import GenerationWorker
+    from ctrlkit.ray_support import installed
+
+    worker = GenerationWorker(spec, {"max_new_tokens": 2, "num_beams": 1, "max_input_tokens": 24}, False, ".",
+                              installed())
+    content = "Investors bought shares of the bank on Monday. " * 8
+    inputs = [ModelInput(source=content),
+              ModelInput(source="elsewhere", messages=({"role": "user", "content": content},)),
+              ModelInput(source="The coach won.")]
+    return worker.generate([], inputs, [])["counts"]

@@ -20,7 +20,7 @@ from ctrlkit.controls import apply_control  # noqa: E402
 from ctrlkit.pipeline import fit_or_restore  # noqa: E402
 
 import tiny_models  # noqa: E402
-from fed_prompts import cut_length, fed_prompts  # noqa: E402
+from fed_prompts import cut_length, fed_prompts, ray_worker_counts  # noqa: E402
 
 CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
                  "{% if add_generation_prompt %}<assistant>{% endif %}")
@@ -231,18 +231,10 @@ def test_the_run_says_how_many_prompts_lost_their_head(chat_gpt2, system, caplog
 
 
 def test_a_ray_worker_reports_the_prompts_that_lost_their_head(gpt2):
-    """What :class:`ctrlkit.ray_generation.GenerationWorker` returns a batch with (no cluster needed)."""
-    from ctrlkit.ray_generation import GenerationWorker
-    from ctrlkit.ray_support import installed
-
-    worker = GenerationWorker(f"hf-causal:{gpt2}", {"max_new_tokens": 2, "num_beams": 1, "max_input_tokens": 24},
-                              False, ".", installed())
-    content = "Investors bought shares of the bank on Monday. " * 8
-    inputs = [ModelInput(source=content),
-              ModelInput(source="elsewhere", messages=({"role": "user", "content": content},)),
-              ModelInput(source="The coach won.")]
-    result = worker.generate([], inputs, [])
-    assert result["counts"] == {"tokenized": 3, "truncated": 2, "truncated_head": 1, "truncated_tail": 0}
+    """A long plain source is cut, and a prompt whose document is in none of its messages too (at its
+    head on this backbone), in what a Ray worker returns."""
+    counts = ray_worker_counts(f"hf-causal:{gpt2}")
+    assert counts == {"tokenized": 3, "truncated": 2, "truncated_head": 1, "truncated_tail": 0}
 
 
 def row_losses(backbone, batch):

@@ -14,7 +14,7 @@ from ctrlkit import Example, ModelInput  # noqa: E402
 from ctrlkit.chat import flatten_messages  # noqa: E402
 
 import tiny_models  # noqa: E402
-from fed_prompts import cut_length, fed_prompts  # noqa: E402
+from fed_prompts import cut_length, fed_prompts, ray_worker_counts  # noqa: E402
 
 LIMIT = 192
 SHORT = Example("short", "The harbour reopened after the storm.", ["The harbour reopened."], {"topic": "travel"})
@@ -207,15 +207,7 @@ def test_the_line_counts_only_the_prompts_that_lost_their_end(models, caplog):
 
 
 def test_a_ray_worker_reports_the_prompts_that_lost_their_end(models):
-    """What :class:`ctrlkit.ray_generation.GenerationWorker` returns a batch with (no cluster needed)."""
-    from ctrlkit.ray_generation import GenerationWorker
-    from ctrlkit.ray_support import installed
-
-    worker = GenerationWorker(f"hf:{models['bart']}", {"max_new_tokens": 2, "num_beams": 1, "max_input_tokens": 24},
-                              False, ".", installed())
-    content = "Investors bought shares of the bank on Monday. " * 8
-    inputs = [ModelInput(source=content),
-              ModelInput(source="elsewhere", messages=({"role": "user", "content": content},)),
-              ModelInput(source="The coach won.")]
-    result = worker.generate([], inputs, [])
-    assert result["counts"] == {"tokenized": 3, "truncated": 2, "truncated_head": 0, "truncated_tail": 1}
+    """A long plain source is cut, and a prompt whose document is in none of its messages too (at its end
+    on this backbone), in what a Ray worker returns."""
+    counts = ray_worker_counts(f"hf:{models['bart']}")
+    assert counts == {"tokenized": 3, "truncated": 2, "truncated_head": 0, "truncated_tail": 1}
