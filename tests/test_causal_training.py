@@ -20,7 +20,7 @@ from ctrlkit.controls import apply_control  # noqa: E402
 from ctrlkit.pipeline import fit_or_restore  # noqa: E402
 
 import tiny_models  # noqa: E402
-from fed_prompts import cut_length, fed_prompts, ray_worker_counts  # noqa: E402
+from prompt_cuts import cut_length, fed_prompts, judged_lines, ray_worker_counts  # noqa: E402
 
 CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
                  "{% if add_generation_prompt %}<assistant>{% endif %}")
@@ -362,18 +362,12 @@ def test_lora_trains_a_causal_model_and_its_adapter_reloads_to_the_same_outputs(
     assert reloaded.generate(inputs) == expected and any(expected)
 
 
-def test_a_judges_cut_prompts_are_reported_for_the_metric_that_asked(gpt2, tmp_path, caplog):
-    """A judge is a backbone too: its prompts cut to its limit get the run's line, once for each
-    metric that asks it (none of them holds a document, so all are cut from the left)."""
-    rows = [{"id": f"f{n}", "document": f"Summary number {n}. The trial enrolled {n} patients.",
-             "controls": {"focus": "high"}} for n in range(3)]
-    path = tmp_path / "focus.jsonl"
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    with caplog.at_level("WARNING", logger="ctrlkit"):
-        ctrlkit.run(dataset="jsonl", data=str(path), backbone="extractive", metrics=["focus"], baseline=None,
-                    judge=f"hf-causal:{gpt2}", cache=False, bootstrap=0,
-                    options={"hf-causal": {"max_input_tokens": 16, "max_new_tokens": 2, "num_beams": 1}})
-    [line] = [record.getMessage() for record in caplog.records if "truncated" in record.getMessage()]
-    asked = re.search(r"\(judge of metric 'focus'\): (\d+) of (\d+) inputs truncated to 16 tokens, (\d+) of them "
-                      r"from the left", line)
-    assert asked and int(asked[1]) == int(asked[2]) == int(asked[3]) >= 3, line
+def test_a_judges_cut_prompts_are_reported_for_each_metric_and_arm_that_asked(gpt2, tmp_path, caplog):
+    """A judge is a backbone too: its prompts, which hold no document, are cut from the left."""
+    lines = judged_lines(tmp_path, f"hf-causal:{gpt2}", {"max_new_tokens": 2, "num_beams": 1}, caplog)
+    asking = ["controller 'prepend'", "controller 'none'", "the given predictions"]
+    assert len(lines) == 3, lines
+    for line, scoring in zip(lines, asking):
+        cut = re.search(rf"\(judge of metric 'focus', {scoring}\): (\d+) of (\d+) inputs truncated to 16 tokens, from "
+                        r"the left \(a judge's prompt holds no document", line)
+        assert cut and int(cut[1]) == int(cut[2]) >= 3, line  # a prompt asked again (a retry) is counted again

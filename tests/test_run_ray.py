@@ -228,11 +228,13 @@ def test_a_worker_that_dies_mid_run_is_restarted_and_the_result_is_complete_and_
     assert _comparable(ray_results) == _comparable(local_results) and ray_samples == local_samples
 
 
-@pytest.mark.parametrize("controller", ["tag", "prompt"])
+@pytest.mark.parametrize(("controller", "system"), [("tag", None), ("prompt", None),
+                                                   ("prompt", "Follow these rules. " * 80)])
 def test_a_tiny_bart_on_two_workers_generates_what_it_generates_here(ray_address, tmp_path, monkeypatch, caplog,
-                                                                     controller):
+                                                                     controller, system):
     """And the run's truncation line is the local one: the sample's documents are longer than the
-    model's 256 tokens; the prompts' system message alone is too, so they lose their end."""
+    model's 256 tokens, so they are cut; a system message longer than that leaves the prompts to
+    the tokenizer's cut, and they lose their end."""
     from tiny_models import build_bart
 
     monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "driver-cache"))
@@ -240,9 +242,8 @@ def test_a_tiny_bart_on_two_workers_generates_what_it_generates_here(ray_address
     build_bart(tmp_path / "bart", init_std=0.3)
     # tag adds [TAG] to the untrained model in every worker and in the driver: its row is drawn from a seed
     # of its text, the same in every process whatever each drew before (backbones/seeded_rows.py)
-    options = {"hf": {"device": "cpu", "max_new_tokens": 8, "num_beams": 2},
-               "prompt": {"system": "Follow these rules. " * 80}}
-    options = {name: value for name, value in options.items() if name in ("hf", controller)}
+    options = {"hf": {"device": "cpu", "max_new_tokens": 8, "num_beams": 2}, **({"prompt": {"system": system}}
+                                                                                  if system else {})}
     settings = dict(backbone="hf:./bart", controller=controller, baseline=None, metrics=["rouge"], bootstrap=0,
                     limit=16, batch_size=3, options=options)
     runs, lines = [], []
@@ -253,12 +254,12 @@ def test_a_tiny_bart_on_two_workers_generates_what_it_generates_here(ray_address
         lines.append([record.getMessage() for record in caplog.records if "truncated" in record.getMessage()])
     on_ray, local = runs
     assert [s["prediction"] for s in on_ray.samples] == [s["prediction"] for s in local.samples]
-    # the prompts' first 256 tokens are the same system message: one output for all of them
-    assert len({s["prediction"] for s in local.samples}) > 1 or controller == "prompt"
+    # with the long system message, the prompts' first 256 tokens are all the same: one output for all
+    assert len({s["prediction"] for s in local.samples}) > 1 or system
     assert on_ray.metrics == local.metrics
     [line] = lines[1]
     assert lines[0] == lines[1] and "16 of 16 inputs truncated to 256 tokens" in line
-    assert ("16 of them prompts cut at their end" in line) == (controller == "prompt"), line
+    assert ("16 of them prompts cut at their end" in line) == bool(system), line
 
 
 @pytest.fixture

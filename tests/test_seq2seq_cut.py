@@ -14,7 +14,7 @@ from ctrlkit import Example, ModelInput  # noqa: E402
 from ctrlkit.chat import flatten_messages  # noqa: E402
 
 import tiny_models  # noqa: E402
-from fed_prompts import cut_length, fed_prompts, ray_worker_counts  # noqa: E402
+from prompt_cuts import cut_length, fed_prompts, judged_lines, ray_worker_counts  # noqa: E402
 
 LIMIT = 192
 SHORT = Example("short", "The harbour reopened after the storm.", ["The harbour reopened."], {"topic": "travel"})
@@ -211,3 +211,9 @@ def test_a_ray_worker_reports_the_prompts_that_lost_their_end(models):
     on this backbone), in what a Ray worker returns."""
     counts = ray_worker_counts(f"hf:{models['bart']}")
     assert counts == {"tokenized": 3, "truncated": 2, "truncated_head": 0, "truncated_tail": 1}
+
+
+def test_a_judges_cut_prompts_are_reported_as_cut_at_their_end(models, tmp_path, caplog):
+    lines = judged_lines(tmp_path, f"hf:{models['bart']}", {"max_new_tokens": 2, "num_beams": 1}, caplog)
+    assert len(lines) == 3 and all("inputs truncated to 16 tokens, at their end (a judge's prompt holds no document"
+                                   in line for line in lines), lines

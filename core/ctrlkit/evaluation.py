@@ -146,7 +146,7 @@ def evaluate(
 
     texts = [given[example.id]["prediction"] for example in examples]
     with _timed(timings, "score_s"), cache_scope():  # a broken cache is reported once, as in a run
-        scores = score(scorers, texts, examples, progress, judge=judging)
+        scores = score(scorers, texts, examples, progress, judge=judging, scoring="the given predictions")
     groups = groups_of(examples, source)
     with _timed(timings, "bootstrap_s"):
         uncertainty = intervals_of(scorers, {"run": scores}, groups, bootstrap, seed, progress)

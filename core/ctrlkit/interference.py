@@ -131,15 +131,16 @@ def interference(
     steering.prepare(model)
     cache_stats = {"hits": 0, "misses": 0}
 
-    def corpus_values(condition: list[Example]) -> dict[str, float | None]:
+    def corpus_values(condition: list[Example], scoring: str) -> dict[str, float | None]:
         predictions = generate(steering, model, condition, batch_size, progress, generations, cache_stats)
-        corpus = score(scorers, predictions, condition, progress, judge=judging).corpus
+        corpus = score(scorers, predictions, condition, progress, judge=judging, scoring=scoring).corpus
         return {label(metric, name): value for metric, values in corpus.items() for name, value in values.items()}
 
     with cache_scope(enabled=cache):  # judge answers too
         generations = Cache("generations") if cache else None
-        base = corpus_values(examples)
-        changed = {attribute: corpus_values(variant) for attribute, variant in variants.items()}
+        base = corpus_values(examples, "the controls as given")
+        changed = {attribute: corpus_values(variant, f"attribute '{attribute}' changed")
+                   for attribute, variant in variants.items()}
     matrix: dict[str, dict] = {}
     undefined: dict[str, dict] = {}
     for attribute in attributes:

@@ -19,7 +19,7 @@ from .api import backbone_name, create_controller, get_backbone, get_dataset, ge
 from .bootstrap import groups_of
 from .cache import Cache, scope as cache_scope
 from .component_options import Component, RunOptions, qualified
-from .components import Backbone
+from .components import TRUNCATION_COUNTS, Backbone
 from .controls import apply_control, carries, check_controls, scored_indices, uncontrolled
 from .digest import backbone_digest, data_digest
 from .errors import ConfigurationError, CtrlkitError, OptionError
@@ -221,7 +221,8 @@ def run(
                                            cache_stats, pool)
                 with _timed(timings, prefix + "score_s"):
                     outcomes[arm] = (predictions, score(scorers, predictions, examples, progress,
-                                                        unreferenced=bool(per_document), judge=judging))
+                                                        unreferenced=bool(per_document), judge=judging,
+                                                        scoring=f"controller '{arm_controller.name}'"))
                     if per_document > 1:
                         by_rank[arm] = scores_by_rank(scorers, predictions, examples)
     groups = groups_of(examples, source)
@@ -506,25 +507,33 @@ def _ray_generation(address, spec, options, backbone, workers, cache):
 
 
 @contextmanager
-def truncation_reported(backbone, during: str):
+def truncation_reported(backbone, during: str, judge: bool = False):
     """One warning line for the inputs ``backbone`` cut to its limit inside the block, however
     many batches it took: ``backbone 'hf' (controller 'tag'): 8 of 8 inputs truncated to 1024 tokens``,
     saying how many of them lost their prompt's head or what follows their document
-    (:attr:`ctrlkit.Backbone.truncated_head`, :attr:`ctrlkit.Backbone.truncated_tail`)."""
-    tokenized, truncated, head, tail = (backbone.tokenized, backbone.truncated, backbone.truncated_head,
-                                        backbone.truncated_tail)
+    (:attr:`ctrlkit.Backbone.truncated_head`, :attr:`ctrlkit.Backbone.truncated_tail`); for a
+    ``judge``, whose prompts hold no document, only which end they lost."""
+    before = {name: getattr(backbone, name) for name in TRUNCATION_COUNTS}
     yield
-    cut = backbone.truncated - truncated
-    if cut:
+    added = {name: getattr(backbone, name) - before[name] for name in TRUNCATION_COUNTS}
+    if not added["truncated"]:
+        return
+    hint = f"--set {backbone.name}.max_input_tokens=N sets the limit"
+    if judge:
+        ends = [end for end, name in (("from the left", "truncated_head"), ("at their end", "truncated_tail"))
+                if added[name]]
+        detail = (f", {' and '.join(ends)} (a judge's prompt holds no document to cut; a prompt asked again is "
+                  "counted again)" if ends else "")
+        hint += ", for a generating backbone of that name too"
+    else:
         why = "(the document is in none of their messages, or the rest of the prompt is over the limit)"
-        lost = [f", {count} of them {what} {why}" for count, what in (
-            (backbone.truncated_head - head, "from the left: their prompts lost the head, where a control or "
-                                             "instruction is written"),
-            (backbone.truncated_tail - tail, "prompts cut at their end: they lost the cue to answer, and in a "
-                                             "few-shot prompt the document itself")) if count]
-        logger.warning("ctrlkit: backbone '%s' (%s): %d of %d inputs truncated to %d tokens%s (--set %s."
-                       "max_input_tokens=N sets the limit)", backbone.name, during, cut,
-                       backbone.tokenized - tokenized, backbone.truncated_to, "".join(lost), backbone.name)
+        detail = "".join(f", {added[name]} of them {what} {why}" for name, what in (
+            ("truncated_head", "from the left: their prompts lost the head, where a control or instruction is "
+                               "written"),
+            ("truncated_tail", "prompts cut at their end: they lost the cue to answer, and in a few-shot prompt "
+                               "the document itself")) if added[name])
+    logger.warning("ctrlkit: backbone '%s' (%s): %d of %d inputs truncated to %d tokens%s (%s)", backbone.name,
+                   during, added["truncated"], added["tokenized"], backbone.truncated_to, detail, hint)
 
 
 def _input_key(model_input: ModelInput) -> dict:
@@ -569,13 +578,13 @@ def intervals_of(metrics, arms: Mapping[str, Scores], groups, resamples: int, se
 
 
 def score(metrics, predictions: Sequence[str], examples: Sequence[Example], progress: bool = False,
-          unreferenced: bool = False, judge: Backbone | None = None) -> Scores:
+          unreferenced: bool = False, judge: Backbone | None = None, scoring: str = "") -> Scores:
     """Score with each metric the examples that carry every control it reads (the others get
     None for each of its values); its corpus values are over those examples only. With
     ``unreferenced`` see :func:`scoring_indices`. The prompts ``judge`` cut to its input limit
-    are reported once for each metric that asks it."""
+    are reported once for each metric that asks it, naming what is ``scoring`` (``controller 'tag'``)."""
     with Progress(f"score {len(examples)} examples", len(metrics), "metrics", enabled=progress) as bar:
-        return _score(metrics, predictions, examples, bar, unreferenced, judge)
+        return _score(metrics, predictions, examples, bar, unreferenced, judge, scoring)
 
 
 def scoring_indices(metric, examples: Sequence[Example], unreferenced: bool = False) -> list[int]:
@@ -590,7 +599,8 @@ def scoring_indices(metric, examples: Sequence[Example], unreferenced: bool = Fa
 
 def scores_by_rank(metrics, predictions: Sequence[str], examples: Sequence[Example]) -> dict[str, dict]:
     """For topics picked by rank (``topic_source`` ``topK``): each rank's examples scored apart,
-    ``{rank: {"n_examples", "scored", "metrics"}}``."""
+    ``{rank: {"n_examples", "scored", "metrics"}}``. A judge's cut prompts are not reported again:
+    they were when the whole arm was scored."""
     by_rank = {}
     for rank, positions in ranks(examples).items():
         scores = score(metrics, [predictions[i] for i in positions], [examples[i] for i in positions],
@@ -599,7 +609,8 @@ def scores_by_rank(metrics, predictions: Sequence[str], examples: Sequence[Examp
     return by_rank
 
 
-def _score(metrics, predictions, examples, bar: Progress, unreferenced: bool = False, judge=None) -> Scores:
+def _score(metrics, predictions, examples, bar: Progress, unreferenced: bool = False, judge=None,
+           scoring: str = "") -> Scores:
     corpus: dict[str, dict] = {}
     per_example: list[dict] = [{} for _ in examples]
     details: list[dict] = [{} for _ in examples]
@@ -614,7 +625,8 @@ def _score(metrics, predictions, examples, bar: Progress, unreferenced: bool = F
             corpus[metric.name] = {}
             bar.update(1)
             continue
-        with (truncation_reported(judge, f"judge of metric '{metric.name}'") if judge is not None and metric.needs_judge
+        asking = f"judge of metric '{metric.name}'" + (f", {scoring}" if scoring else "")
+        with (truncation_reported(judge, asking, judge=True) if judge is not None and metric.needs_judge
               else nullcontext()):
             if len(keep) == len(examples):
                 result = metric.compute(predictions, examples)

@@ -1,4 +1,4 @@
-"""What a transformers backbone feeds its model, for the tests of how long prompts are cut."""
+"""Helpers for the tests of how the transformers backbones fit long prompts to their input limit."""
 
 
 def fed_prompts(backbone, monkeypatch) -> list:
@@ -38,3 +38,25 @@ def ray_worker_counts(spec: str) -> dict:
               ModelInput(source="elsewhere", messages=({"role": "user", "content": content},)),
               ModelInput(source="The coach won.")]
     return worker.generate([], inputs, [])["counts"]
+
+
+def judged_lines(folder, judge: str, options: dict, caplog) -> list[str]:
+    """The truncation lines of a run (prepend, and the baseline none) and of ``ctrlkit evaluate`` of
+    its samples, each asking ``judge`` through metric ``focus``, at a 16-token limit, on three short
+    JSONL rows (the extractive backbone summarizes them)."""
+    import json
+
+    import ctrlkit
+
+    rows = [{"id": f"f{n}", "document": f"Summary number {n}. The trial enrolled {n} patients.",
+             "controls": {"focus": "high"}} for n in range(3)]
+    data = folder / "focus.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    options = {judge.partition(":")[0]: {"max_input_tokens": 16, **options}}
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        ctrlkit.run(dataset="jsonl", data=str(data), backbone="extractive", controller="prepend", baseline="none",
+                    metrics=["focus"], judge=judge, cache=False, bootstrap=0, out=str(folder / "run"),
+                    options={**options, "prepend": {"attributes": "focus"}})
+        ctrlkit.evaluate(predictions=str(folder / "run" / "samples.jsonl"), dataset="jsonl", data=str(data),
+                         metrics=["focus"], judge=judge, bootstrap=0, options=options)
+    return [record.getMessage() for record in caplog.records if "truncated" in record.getMessage()]
