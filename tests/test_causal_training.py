@@ -15,6 +15,7 @@ from click.testing import CliRunner  # noqa: E402
 import ctrlkit  # noqa: E402
 import ctrlkit.training  # noqa: E402
 from ctrlkit import ModelInput  # noqa: E402
+from ctrlkit.backbones.document_cut import without_demonstrations  # noqa: E402
 from ctrlkit.cli import cli  # noqa: E402
 from ctrlkit.controls import apply_control  # noqa: E402
 from ctrlkit.pipeline import fit_or_restore  # noqa: E402
@@ -167,7 +168,8 @@ def test_the_control_reaches_the_model_when_a_documents_end_is_cut(chat_gpt2, na
               for example in dataset.load("test")[:8]]
     seen = fed_prompts(backbone, monkeypatch)
     backbone.generate(inputs)
-    assert len(seen) == 8 and backbone.identity()["cut"] == "document end"  # cached left cuts are not served
+    assert len(seen) == 8  # and cached left cuts are not served:
+    assert backbone.identity()["cut"] == "document end, then earliest demonstrations"
     texts, special = backbone.prompts(inputs)
     assert special == [name == "prepend"] * 8  # plain text takes the tokenizer's special tokens, a template its own
     limit = backbone.input_limit()
@@ -179,6 +181,26 @@ def test_the_control_reaches_the_model_when_a_documents_end_is_cut(chat_gpt2, na
         assert len(tokenize(text)) > limit and (head.startswith("<|endoftext|><system>") or len(head) < 20)
         assert (cut_length(fed, before, document, after, tokenize, limit) or 0) > len(head) - len(before)
     assert (backbone.truncated, backbone.tokenized, backbone.truncated_head) == (8, 8, 0)
+
+
+def test_a_few_shot_prompt_whose_demonstration_crowds_out_its_document_shows_none(chat_gpt2, monkeypatch):
+    """A demonstration as long as the limit: the prompt was cut from the left, losing its system
+    turn and instruction; now the demonstration is dropped, and the task's document is cut."""
+    backbone = ctrlkit.get_backbone(f"hf-causal:{chat_gpt2}", max_new_tokens=8, num_beams=1)
+    tokenizer = backbone.tokenizer
+    example, other = list({e.document: e for e in ctrlkit.get_dataset("sample").load("test")}.values())[:2]
+    controller = ctrlkit.get_controller("prompt", template="few-shot", shots=1)
+    controller.fit([other], None)
+    model_input = controller.apply(example, ModelInput(source=example.document))
+    seen = fed_prompts(backbone, monkeypatch)
+    backbone.generate([model_input])
+    text = tokenizer.apply_chat_template(list(without_demonstrations(model_input.messages, 1)), tokenize=False,
+                                         add_generation_prompt=True)
+    before, document, after = text.rpartition(example.document)
+    tokenize = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    assert other.document not in before and before.startswith("<|endoftext|><system>")
+    assert (cut_length(seen[0], before, document, after, tokenize, backbone.input_limit()) or 0) > 0
+    assert (backbone.truncated, backbone.truncated_head, backbone.truncated_shots) == (1, 0, 1)
 
 
 def test_a_short_document_is_cut_in_its_message_not_where_its_text_recurs_in_the_cue(chat_gpt2, monkeypatch):
@@ -234,7 +256,8 @@ def test_a_ray_worker_reports_the_prompts_that_lost_their_head(gpt2):
     """A long plain source is cut, and a prompt whose document is in none of its messages too (at its
     head on this backbone), in what a Ray worker returns."""
     counts = ray_worker_counts(f"hf-causal:{gpt2}")
-    assert counts == {"tokenized": 3, "truncated": 2, "truncated_head": 1, "truncated_tail": 0}
+    assert counts == {"tokenized": 3, "truncated": 2, "truncated_head": 1, "truncated_tail": 0,
+                      "truncated_shots": 0}
 
 
 def row_losses(backbone, batch):

@@ -3,7 +3,8 @@ of our own: a token is a run of non-space characters."""
 
 import itertools
 
-from ctrlkit.backbones.document_cut import MARK, cut_documents, marked_messages, split_at_mark
+from ctrlkit.backbones.document_cut import (MARK, cut_documents, demonstrations, marked_messages, split_at_mark,
+                                             without_demonstrations)
 
 
 def words(texts):
@@ -145,3 +146,24 @@ def test_only_a_count_that_fits_is_kept_when_counts_do_not_grow_with_the_text():
         document = " ".join("ab" for _ in range(length))
         [fitted] = cut([f"Q: {document} A:"], [document], limit, uneven)
         assert uneven([fitted])[0] <= limit and fitted.startswith("Q: ") and fitted.endswith(" A:")
+
+
+def turns(*roles):
+    return tuple({"role": role, "content": f"{role} {n}"} for n, role in enumerate(roles))
+
+
+def test_demonstrations_are_the_user_and_assistant_pairs_before_the_tasks_message():
+    assert demonstrations(turns("system", "user", "assistant", "user", "assistant", "user")) == 2
+    assert demonstrations(turns("user", "assistant", "user")) == 1
+    assert demonstrations(turns(" System ", "User", "Assistant", "user")) == 1
+    for none in [turns("system", "user"), turns("user"), (), turns("system", "user", "assistant"),
+                 turns("system", "assistant", "user", "user"), turns("system", "user", "user", "assistant", "user")]:
+        assert demonstrations(none) == 0, none
+
+
+def test_without_demonstrations_keeps_the_system_message_and_the_latest_ones():
+    messages = turns("system", "user", "assistant", "user", "assistant", "user")
+    assert without_demonstrations(messages, 1) == (messages[0], *messages[3:])
+    assert without_demonstrations(messages, 2) == (messages[0], messages[5])
+    assert without_demonstrations(messages[1:], 1) == messages[3:]
+    assert without_demonstrations(messages, 0) == messages

@@ -11,6 +11,7 @@ pytest.importorskip("transformers", reason="the seq2seq cut tests need transform
 
 import ctrlkit  # noqa: E402
 from ctrlkit import Example, ModelInput  # noqa: E402
+from ctrlkit.backbones.document_cut import without_demonstrations  # noqa: E402
 from ctrlkit.chat import flatten_messages  # noqa: E402
 
 import tiny_models  # noqa: E402
@@ -26,12 +27,13 @@ BRIEF = "Be brief."
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     root = tmp_path_factory.mktemp("seq2seq")
-    return {"bart": tiny_models.build_bart(root / "bart"), "t5": tiny_models.build_t5(root / "t5")}
+    return {"bart": tiny_models.build_bart(root / "bart"), "t5": tiny_models.build_t5(root / "t5"),
+            "bart-512": tiny_models.build_bart(root / "bart-512", positions=512)}
 
 
 def backbone_of(models, name, **options):
-    return ctrlkit.get_backbone(f"hf:{models[name]}", max_new_tokens=2, num_beams=1, max_input_tokens=LIMIT,
-                                **options)
+    return ctrlkit.get_backbone(f"hf:{models[name]}", **{"max_new_tokens": 2, "num_beams": 1,
+                                                        "max_input_tokens": LIMIT, **options})
 
 
 def sample(count=1):
@@ -72,21 +74,46 @@ def test_an_instruction_after_the_document_stays_when_the_documents_end_is_cut(m
     assert (backbone.tokenized, backbone.truncated, backbone.truncated_tail) == (1, 1, 0)
 
 
-@pytest.mark.parametrize(("name", "layout"), [("bart", "turns"), ("t5", "inline")])
-def test_a_few_shot_prompt_keeps_its_demonstration_and_cue_and_cuts_the_tasks_document(models, name, layout,
+@pytest.mark.parametrize(("name", "layout", "limit"), [("bart-512", "turns", 400), ("t5", "inline", LIMIT)])
+def test_a_few_shot_prompt_keeps_its_demonstration_and_cue_and_cuts_the_tasks_document(models, name, layout, limit,
                                                                                         monkeypatch):
+    """Where the document keeps at least half the limit beside the demonstration (turns), or the
+    demonstration is inline (part of the task's message)."""
     controller = ctrlkit.get_controller("prompt", template="few-shot", shots=1, system=BRIEF, layout=layout)
     controller.fit([SHORT], None)
     [example] = sample()
     model_input = prompted(controller, example)
-    backbone = backbone_of(models, name)
+    backbone = backbone_of(models, name, max_input_tokens=limit)
     text = flatten_messages(model_input.messages)
     seen = fed_prompts(backbone, monkeypatch)
     backbone.generate([model_input])
     before, document, after = text.rpartition(example.document)
     assert SHORT.document in before and after == "\n\nAssistant:"
-    assert (cut_length(seen[0], before, document, after, tokenize_with(backbone.tokenizer), LIMIT) or 0) > 0
-    assert backbone.truncated_tail == 0
+    assert (cut_length(seen[0], before, document, after, tokenize_with(backbone.tokenizer), limit) or 0) > 0
+    assert (backbone.truncated_tail, backbone.truncated_shots) == (0, 0)
+
+
+def test_a_few_shot_prompt_whose_demonstrations_crowd_out_its_document_shows_fewer(models, monkeypatch):
+    """The earliest demonstrations are dropped, as few as leave the document half the limit."""
+    controller = ctrlkit.get_controller("prompt", template="few-shot", shots=2, system=BRIEF)
+    controller.fit([SHORT, OTHER], None)
+    [example] = sample()
+    model_input = prompted(controller, example)
+    backbone = backbone_of(models, "bart")
+    tokenize = tokenize_with(backbone.tokenizer)
+    seen = fed_prompts(backbone, monkeypatch)
+    backbone.generate([model_input])
+    around = []  # the prompt around its document with 0, 1 and 2 demonstrations dropped
+    for dropped in range(3):
+        text = flatten_messages(without_demonstrations(model_input.messages, dropped))
+        before, document, after = text.rpartition(example.document)
+        around.append((before, after))
+    kept = {dropped: cut_length(seen[0], before, example.document, after, tokenize, LIMIT)
+            for dropped, (before, after) in enumerate(around)}
+    [dropped] = [dropped for dropped, characters in kept.items() if characters]
+    room = [LIMIT - len(tokenize(before + after)) for before, after in around]
+    assert dropped > 0 and room[dropped] >= LIMIT // 2 > room[dropped - 1]  # the fewest that leave half the limit
+    assert (backbone.truncated, backbone.truncated_shots, backbone.truncated_tail) == (1, 1, 0)
 
 
 def test_guidance_before_a_prompt_stays_too(models, monkeypatch):
@@ -137,21 +164,25 @@ def test_a_tokenizer_configured_to_cut_on_the_left_still_keeps_a_sources_head(mo
     assert seen == [tokenize_with(tokenizer)(example.document)[:LIMIT - 1] + [tokenizer.eos_token_id]]
 
 
-@pytest.mark.parametrize("why", ["the document is in no message", "the demonstrations fill the limit"])
+@pytest.mark.parametrize("why", ["the document is in no message", "an inline demonstration fills the limit",
+                                 "the system message fills the limit"])
 def test_a_prompt_whose_document_cannot_be_cut_keeps_its_first_tokens_and_is_counted(models, why, monkeypatch):
+    """An inline demonstration is part of the task's message: it cannot be dropped as a turn is."""
     [example, other] = sample(2)
     if why == "the document is in no message":  # a controller changed the source after prompt wrote it
         model_input = ModelInput(source="elsewhere", messages=({"role": "user", "content": example.document},))
-    else:
-        controller = ctrlkit.get_controller("prompt", template="few-shot", shots=1)
+    elif why == "an inline demonstration fills the limit":
+        controller = ctrlkit.get_controller("prompt", template="few-shot", shots=1, layout="inline")
         controller.fit([other], None)  # a demonstration longer than the limit on its own
         model_input = prompted(controller, example)
+    else:
+        model_input = prompted(ctrlkit.get_controller("prompt", system="Follow these rules. " * 60), example)
     backbone = backbone_of(models, "bart")
     text = flatten_messages(model_input.messages)
     seen = fed_prompts(backbone, monkeypatch)
     backbone.generate([model_input])
     assert seen == [backbone.tokenizer(text, truncation=True, max_length=LIMIT)["input_ids"]]
-    assert (backbone.truncated, backbone.truncated_tail) == (1, 1)
+    assert (backbone.truncated, backbone.truncated_tail, backbone.truncated_shots) == (1, 1, 0)
 
 
 def test_a_batch_feeds_each_input_as_it_is_fed_alone_and_training_reads_the_same(models, monkeypatch):
@@ -172,7 +203,8 @@ def test_a_batch_feeds_each_input_as_it_is_fed_alone_and_training_reads_the_same
     batch = backbone.encoder_inputs(inputs)
     assert [row[mask.bool()].tolist() for row, mask in zip(batch["input_ids"], batch["attention_mask"])] == together
     assert batch["attention_mask"][:, 0].all()  # padded on the right
-    assert backbone.identity()["cut"] == "document end"  # outputs cached under the old cut are not served
+    # outputs cached under the old cut are not served
+    assert backbone.identity()["cut"] == "document end, then earliest demonstrations"
 
 
 @pytest.mark.parametrize("system", [None, "Follow these rules. " * 60])
@@ -189,28 +221,32 @@ def test_the_run_says_how_many_prompts_lost_their_end(models, system, caplog):
     assert ("4 of them prompts cut at their end: they lost the cue to answer" in line) == bool(system), line
 
 
-def test_the_line_counts_only_the_prompts_that_lost_their_end(models, caplog):
+def test_the_line_counts_the_prompts_that_lost_their_end_or_demonstrations(models, caplog):
     """A plain source cut at its end loses only its document's end: it is truncated, not counted
     among the prompts that lost theirs."""
     from ctrlkit.pipeline import truncation_reported
 
     [example, other] = sample(2)
+    few_shot = ctrlkit.get_controller("prompt", template="few-shot", shots=1)
+    few_shot.fit([other], None)
     inputs = [ModelInput(source=example.document),
               ModelInput(source="elsewhere", messages=({"role": "user", "content": other.document},)),
               ModelInput(source=other.document, messages=({"role": "user", "content": other.document},)),
-              ModelInput(source="The coach won.")]
+              ModelInput(source="The coach won."), prompted(few_shot, example)]
     backbone = backbone_of(models, "bart")
     with caplog.at_level("WARNING", logger="ctrlkit"), truncation_reported(backbone, "controller 'x'"):
         backbone.generate(inputs)
     [line] = [record.getMessage() for record in caplog.records]
-    assert f"(controller 'x'): 3 of 4 inputs truncated to {LIMIT} tokens, 1 of them prompts cut at their end" in line
+    assert f"(controller 'x'): 4 of 5 inputs truncated to {LIMIT} tokens, 1 of them prompts cut at their end" in line
+    assert "), 1 of them few-shot prompts shown fewer demonstrations (the earliest dropped" in line, line
 
 
 def test_a_ray_worker_reports_the_prompts_that_lost_their_end(models):
     """A long plain source is cut, and a prompt whose document is in none of its messages too (at its end
     on this backbone), in what a Ray worker returns."""
     counts = ray_worker_counts(f"hf:{models['bart']}")
-    assert counts == {"tokenized": 3, "truncated": 2, "truncated_head": 0, "truncated_tail": 1}
+    assert counts == {"tokenized": 3, "truncated": 2, "truncated_head": 0, "truncated_tail": 1,
+                      "truncated_shots": 0}
 
 
 def test_a_judges_cut_prompts_are_reported_as_cut_at_their_end(models, tmp_path, caplog):

@@ -111,7 +111,7 @@ class ControllerChain(Controller):
             controller.load_state(state.get(controller.name, {}))
 
 
-TRUNCATION_COUNTS = ("tokenized", "truncated", "truncated_head", "truncated_tail")
+TRUNCATION_COUNTS = ("tokenized", "truncated", "truncated_head", "truncated_tail", "truncated_shots")
 """The counts a backbone with an input limit keeps (:class:`Backbone`): a Ray worker returns what
 each batch added to them."""
 
@@ -141,6 +141,9 @@ class Backbone(Configurable):
     """Of the ``truncated``, how many prompts lost what follows their document (the cue to answer,
     an instruction after the document, or in a few-shot prompt the document itself), as a backbone
     that cuts the document's end does where it cannot."""
+    truncated_shots: int = 0
+    """Of the ``truncated``, how many few-shot prompts were shown fewer demonstrations than they
+    hold (the earliest dropped), so that their document keeps room."""
 
     def identity(self) -> dict:
         """What makes this backbone's outputs differ from another's: the key of its cached

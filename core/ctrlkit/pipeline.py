@@ -532,6 +532,9 @@ def truncation_reported(backbone, during: str, judge: bool = False):
                                "written"),
             ("truncated_tail", "prompts cut at their end: they lost the cue to answer, and in a few-shot prompt "
                                "the document itself")) if added[name])
+        if added["truncated_shots"]:
+            detail += (f", {added['truncated_shots']} of them few-shot prompts shown fewer demonstrations (the "
+                       "earliest dropped, to leave their document at least half the limit)")
     logger.warning("ctrlkit: backbone '%s' (%s): %d of %d inputs truncated to %d tokens%s (%s)", backbone.name,
                    during, added["truncated"], added["tokenized"], backbone.truncated_to, detail, hint)
 

@@ -7,13 +7,16 @@ tokens from either end of a prompt that is too long loses one of them; cutting t
 end keeps them all, so that the run still asks for what it asked for.
 
 The backbone says where the document is: it renders the prompt with a mark in the document's
-place (:func:`marked_messages`, :data:`MARK`) and splits it there. Where it cannot (the document
-is in no message, as a controller that rewrote it leaves it) or cutting all of it still leaves
-too many tokens, the prompt is kept whole, and the tokenizer cuts it.
+place (:func:`marked_messages`, :data:`MARK`) and splits it there. A few-shot prompt whose
+demonstrations leave too little room for its document is shown fewer of them, the earliest
+dropped (:func:`demonstrations`, :func:`without_demonstrations`). Where none of this can be done
+(the document is in no message, as a controller that rewrote it leaves it, or the rest of the
+prompt is over the limit on its own), the prompt is kept whole, and the tokenizer cuts it.
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Callable, Sequence
 
 MARK = "\ue000"
@@ -53,29 +56,64 @@ def split_at_mark(rendered: str, document: str) -> Parts | None:
 def cut_documents(prompts: Sequence[str], parts: Sequence[Parts | None], lengths: Sequence[int], limit: int,
                   count: Count) -> list[str]:
     """``prompts`` with the end of each one's document cut where its token count (``lengths``)
-    is over ``limit`` and its ``parts`` are known: as much of the document is kept as fits. A binary
-    search over the document's characters, all prompts of the batch counted in one call a step;
-    only a count that fits is ever kept, whether or not counts grow with the characters kept."""
+    is over ``limit`` and its ``parts`` are known: as much of the document is kept as fits. A search
+    over the document's characters, all prompts of the batch counted in one call a step: its first
+    steps guess from the counts so far (a count grows about in step with the characters), the
+    rest halve what is left; only a count that fits is ever kept, whether or not counts grow with
+    the characters kept."""
     over_limit = {index: split for index, (split, length) in enumerate(zip(parts, lengths))
                   if split is not None and length > limit}
     empty = count(list(over_limit), ["".join(pieces) for pieces, _ in over_limit.values()]) if over_limit else []
-    # kept[index]: characters known to fit; over[index]: characters known not to
-    kept = {index: 0 for index, length in zip(over_limit, empty) if length <= limit}
-    over = {index: len(over_limit[index][1]) for index in kept}
-    while searching := [index for index in kept if over[index] - kept[index] > 1]:
-        middles = [(kept[index] + over[index]) // 2 for index in searching]
-        counts = count(searching, [_with(over_limit[index], middle) for index, middle in zip(searching, middles)])
-        for index, middle, length in zip(searching, middles, counts):
+    # kept[index]: characters known to fit, over[index]: characters known not to, each with its count
+    kept = {index: (0, length) for index, length in zip(over_limit, empty) if length <= limit}
+    over = {index: (len(over_limit[index][1]), lengths[index]) for index in kept}
+    for step in itertools.count():
+        searching = [index for index in kept if over[index][0] - kept[index][0] > 1]
+        if not searching:
+            break
+        guesses = [_guess(kept[index], over[index], limit, step < GUESSED_STEPS) for index in searching]
+        counts = count(searching, [_with(over_limit[index], guess) for index, guess in zip(searching, guesses)])
+        for index, guess, length in zip(searching, guesses, counts):
             if length <= limit:
-                kept[index] = middle
+                kept[index] = (guess, length)
             else:
-                over[index] = middle
+                over[index] = (guess, length)
     cut = list(prompts)
-    for index, characters in kept.items():
+    for index, (characters, _) in kept.items():
         cut[index] = _with(over_limit[index], characters)
     return cut
+
+
+GUESSED_STEPS = 4
+"""How many steps of :func:`cut_documents` guess where the limit falls before halving takes over
+(it bounds the steps where counts do not grow in step with the characters)."""
+
+
+def _guess(kept: tuple[int, int], over: tuple[int, int], limit: int, interpolate: bool) -> int:
+    """The next number of characters to count, strictly between ``kept`` and ``over`` (each
+    ``(characters, count)``): where the limit falls on the line between them, or halfway."""
+    (low, low_count), (high, high_count) = kept, over
+    if interpolate and high_count > low_count:
+        return min(max(low + (high - low) * (limit - low_count) // (high_count - low_count), low + 1), high - 1)
+    return (low + high) // 2
 
 
 def _with(parts: Parts, characters: int) -> str:
     pieces, document = parts
     return document[:characters].join(pieces)
+
+
+def demonstrations(messages: Sequence[dict]) -> int:
+    """How many few-shot demonstrations ``messages`` give as turns: the user and assistant pairs
+    after an optional system message and before the last message, the task's (a user's)."""
+    roles = [message["role"].strip().lower() for message in messages]
+    turns = roles[1:-1] if roles[:1] == ["system"] else roles[:-1]
+    if roles[-1:] != ["user"] or len(turns) % 2 or turns != ["user", "assistant"] * (len(turns) // 2):
+        return 0
+    return len(turns) // 2
+
+
+def without_demonstrations(messages: Sequence[dict], count: int) -> tuple[dict, ...]:
+    """``messages`` without their first ``count`` demonstrations (see :func:`demonstrations`)."""
+    start = 1 if messages[0]["role"].strip().lower() == "system" else 0
+    return (*messages[:start], *messages[start + 2 * count:])

@@ -9,8 +9,9 @@ seq2seq models. Topic (or other) embeddings asked for in ``ModelInput.features
 An input over the limit loses the end of its document: a plain source (or guidance and source)
 keeps its first tokens, as the tokenizer cuts; a prompt keeps what follows its document too (an
 instruction after it, the cue to answer, and in a few-shot prompt the document itself, which
-comes after the demonstrations), as :mod:`.document_cut` cuts. A prompt whose document is in
-none of its messages, or that is over the limit without it, keeps its first tokens.
+comes after the demonstrations), as :mod:`.document_cut` cuts, and a few-shot prompt loses its
+earliest demonstrations where they leave the document too little room. A prompt whose document
+is in none of its messages, or that is over the limit without it, keeps its first tokens.
 """
 
 from __future__ import annotations
@@ -71,15 +72,14 @@ class HFSeq2Seq(HFBackbone):
         self.input_embeddings[key] = table.to(self.device, dtype=self.model.dtype)
         return self.input_embeddings[key]
 
+    def prompt(self, model_input) -> str:
+        """The text the encoder reads for an input."""
+        text = flatten_messages(model_input.messages) if model_input.messages else model_input.source
+        return f"{model_input.guidance} {SEP} {text}" if model_input.guidance else text
+
     def texts(self, inputs) -> list[str]:
         """The text the encoder reads for each input."""
-        texts = []
-        for model_input in inputs:
-            text = flatten_messages(model_input.messages) if model_input.messages else model_input.source
-            if model_input.guidance:
-                text = f"{model_input.guidance} {SEP} {text}"
-            texts.append(text)
-        return texts
+        return [self.prompt(model_input) for model_input in inputs]
 
     def fitted_ids(self, inputs, limit: int) -> list[list[int]]:
         """The token ids of each input's text within ``limit``: a prompt over it has its document's
@@ -102,7 +102,7 @@ class HFSeq2Seq(HFBackbone):
         messages = marked_messages(model_input.messages, model_input.source)
         if messages is None:
             return None
-        return split_at_mark(self.texts([model_input.replace(messages=messages)])[0], model_input.source)
+        return split_at_mark(self.prompt(model_input.replace(messages=messages)), model_input.source)
 
     def encoder_inputs(self, inputs) -> dict:
         """``input_ids`` and ``attention_mask``, or ``inputs_embeds`` when inputs add embeddings."""

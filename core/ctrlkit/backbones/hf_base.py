@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 from importlib.util import find_spec
+import itertools
 from pathlib import Path
 
 from ..components import Backbone
@@ -15,7 +16,7 @@ from ..options import Option
 from ..quiet import quiet_new_imports, quietly
 from ..secrets import scrub_text
 from . import adapter_composition, adapters, seeded_rows
-from .document_cut import Parts, cut_documents
+from .document_cut import Parts, cut_documents, demonstrations, without_demonstrations
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -227,12 +228,14 @@ class HFBackbone(Backbone):
         return self.position_limit() or 1024
 
     def fit_to_limit(self, inputs, texts: list[str], limit: int, tokenize) -> tuple[list[list[int]], list[int]]:
-        """The token ids of each input's text (``texts``) within ``limit``, and the positions of the
-        texts over it that the tokenizer cut at its ``truncation_side``: a text over the limit loses
-        the end of its document where :meth:`document_parts` finds it (:mod:`.document_cut`), and
-        only where it cannot is the tokenizer's cut. ``tokenize(indices, texts, limit)``: the ids of
-        ``texts``, tokenized as the inputs at ``indices`` are, cut to ``limit`` unless it is None.
-        Counts ``tokenized`` and ``truncated`` (the caller reports them once for all its batches)."""
+        """The token ids of each input's prompt (``texts``, :meth:`prompt`'s) within ``limit``, and
+        the positions of the prompts over it that the tokenizer cut at its ``truncation_side``. A
+        prompt over the limit loses the end of its document where :meth:`document_parts` finds it,
+        and a few-shot prompt its earliest demonstrations too, as few as leave its document a fair
+        share (:meth:`_with_fewer_demonstrations`); only where neither can be done is the tokenizer's
+        cut. ``tokenize(indices, texts, limit)``: the ids of ``texts``, tokenized as the inputs at
+        ``indices`` are, cut to ``limit`` unless it is None. Counts ``tokenized``, ``truncated`` and
+        ``truncated_shots`` (the caller reports them once for all its batches)."""
         ids = tokenize(list(range(len(texts))), texts, None)
         lengths = [len(row) for row in ids]
         self.tokenized += len(lengths)
@@ -241,17 +244,64 @@ class HFBackbone(Backbone):
         over = [index for index, length in enumerate(lengths) if length > limit]
         if not over:
             return ids, []
-        parts = [self.document_parts(model_input) if length > limit else None
-                 for model_input, length in zip(inputs, lengths)]
-        fitted = cut_documents(texts, parts, lengths, limit, lambda indices, batch: [
-            len(row) for row in tokenize(indices, batch, None)])
+        few_shot = [index for index in over if demonstrations(inputs[index].messages or ())]
+        parts = [self.document_parts(inputs[index]) if index in over and index not in few_shot else None
+                 for index in range(len(inputs))]
+        counted = lambda indices, batch: [len(row) for row in tokenize(indices, batch, None)]  # noqa: E731
+        fitted = cut_documents(texts, parts, lengths, limit, counted)
+        for index, (text, dropped) in self._with_fewer_demonstrations(inputs, few_shot, limit, counted).items():
+            fitted[index] = text
+            if dropped:
+                self.truncated_shots += 1
         for index, row in zip(over, tokenize(over, [fitted[index] for index in over], limit)):
             ids[index] = row
         return ids, [index for index in over if fitted[index] == texts[index]]
 
+    def _with_fewer_demonstrations(self, inputs, indices: list[int], limit: int,
+                                   count) -> dict[int, tuple[str, int]]:
+        """The few-shot prompts of the ``inputs`` at ``indices``, each over ``limit``, fitted: the end
+        of its document cut, and its earliest demonstrations dropped, as few as leave the document at
+        least half the limit (or all of its own tokens, where it has fewer); where none do, as many
+        as let it fit at all. ``{index: (prompt, how many were dropped)}`` for those that fit;
+        ``count(indices, texts)``: the token counts of texts, tokenized as the inputs at ``indices``."""
+        found: dict[int, tuple[str, int]] = {}
+        pending = indices
+        for dropped in itertools.count():
+            shown = {index: inputs[index].replace(messages=without_demonstrations(inputs[index].messages, dropped))
+                     for index in pending if dropped <= demonstrations(inputs[index].messages)}
+            parts = {index: self.document_parts(model_input) for index, model_input in shown.items()}
+            pending = [index for index in shown if parts[index] is not None]
+            if not pending:
+                return found
+            texts = [self.prompt(shown[index]) for index in pending]
+            counts = count(pending * 2, texts + ["".join(parts[index][0]) for index in pending])
+            whole, empty = counts[:len(pending)], counts[len(pending):]
+            cut = cut_documents(texts, [parts[index] for index in pending], whole, limit,
+                                lambda positions, batch: count([pending[position] for position in positions], batch))
+            fits = [position for position, rest in enumerate(empty) if rest <= limit]
+            kept = dict(zip(fits, count([pending[position] for position in fits],
+                                        [cut[position] for position in fits]) if fits else []))
+            still = []
+            for position, index in enumerate(pending):
+                if whole[position] <= limit:
+                    found[index] = (texts[position], dropped)
+                    continue
+                if position in kept:
+                    found[index] = (cut[position], dropped)
+                    room = kept[position] - empty[position]
+                    if room >= min(whole[position] - empty[position], limit // 2):
+                        continue
+                still.append(index)
+            pending = still
+        return found
+
+    def prompt(self, model_input) -> str:
+        """The text the model reads for one input."""
+        raise NotImplementedError
+
     def document_parts(self, model_input) -> Parts | None:
-        """The input's text split around its document, its ``source`` (:mod:`.document_cut`); None
-        where the document cannot be cut in it."""
+        """The input's prompt split around its document, its ``source`` (:mod:`.document_cut`);
+        None where the document cannot be cut in it."""
         return None
 
     def padded(self, rows: list[list[int]], side: str) -> dict:
@@ -284,7 +334,7 @@ class HFBackbone(Backbone):
         that a model trained again into the same folder is not served its old outputs; for an
         adapter, of its base model's folder too. How a long prompt is cut is part of it: outputs
         cached when a tokenizer cut every prompt at one end are not served again."""
-        identity = {**super().identity(), "cut": "document end"}
+        identity = {**super().identity(), "cut": "document end, then earliest demonstrations"}
         folder = Path(self.options["model"]).expanduser()
         if folder.is_dir():
             identity["files"] = _fingerprint(folder)

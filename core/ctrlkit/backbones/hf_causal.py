@@ -6,8 +6,9 @@ template) counts as one that only flattens messages, so the prompt controller's 
 reaches it as plain text, not as a ``System:``/``User:`` transcript. Batches are padded
 on the left so every prompt ends where generation starts, and only the new tokens are returned.
 A prompt over the input limit loses the end of its document (the input's ``source``), not its
-head or its cue to answer (:mod:`.document_cut`); one whose document no message holds, or cannot
-be cut enough, is cut from the left by the tokenizer, keeping the cue.
+head or its cue to answer, and a few-shot prompt its earliest demonstrations where they leave the
+document too little room (:mod:`.document_cut`); one whose document no message holds, or that
+cannot be cut enough, is cut from the left by the tokenizer, keeping the cue.
 
 Trainable: a training example is the prompt generation would feed, then the reference summary
 and EOS; the loss counts the summary and EOS tokens only.
