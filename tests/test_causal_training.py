@@ -183,24 +183,31 @@ def test_the_control_reaches_the_model_when_a_documents_end_is_cut(chat_gpt2, na
     assert (backbone.truncated, backbone.tokenized, backbone.truncated_head) == (8, 8, 0)
 
 
-def test_a_few_shot_prompt_whose_demonstration_crowds_out_its_document_shows_none(chat_gpt2, monkeypatch):
+@pytest.mark.parametrize("beside", [False, True])
+def test_a_few_shot_prompt_whose_demonstration_crowds_out_its_document_shows_none(chat_gpt2, beside, monkeypatch):
     """A demonstration as long as the limit: the prompt was cut from the left, losing its system
-    turn and instruction; now the demonstration is dropped, and the task's document is cut."""
+    turn and instruction; now the demonstration is dropped, and the task's document is cut. Also
+    after a plain prompt in its batch, which the tokenizer gives a BOS, as it does not this one."""
     backbone = ctrlkit.get_backbone(f"hf-causal:{chat_gpt2}", max_new_tokens=8, num_beams=1)
     tokenizer = backbone.tokenizer
+    with_bos(backbone)
     example, other = list({e.document: e for e in ctrlkit.get_dataset("sample").load("test")}.values())[:2]
     controller = ctrlkit.get_controller("prompt", template="few-shot", shots=1)
     controller.fit([other], None)
     model_input = controller.apply(example, ModelInput(source=example.document))
     seen = fed_prompts(backbone, monkeypatch)
-    backbone.generate([model_input])
+    backbone.generate([ModelInput(source=other.document), model_input] if beside else [model_input])
+    seen = seen[-1:]
     text = tokenizer.apply_chat_template(list(without_demonstrations(model_input.messages, 1)), tokenize=False,
                                          add_generation_prompt=True)
     before, document, after = text.rpartition(example.document)
     tokenize = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
     assert other.document not in before and before.startswith("<|endoftext|><system>")
-    assert (cut_length(seen[0], before, document, after, tokenize, backbone.input_limit()) or 0) > 0
-    assert (backbone.truncated, backbone.truncated_head, backbone.truncated_shots) == (1, 0, 1)
+    limit = backbone.input_limit()
+    kept = cut_length(seen[0], before, document, after, tokenize, limit)
+    # as long as fits, counted without the BOS the tokenizer gives the plain prompt beside it
+    assert kept and len(tokenize(before + document[:kept + 1] + after)) > limit
+    assert (backbone.truncated, backbone.truncated_head, backbone.truncated_shots) == (1 + beside, 0, 1)
 
 
 def test_a_short_document_is_cut_in_its_message_not_where_its_text_recurs_in_the_cue(chat_gpt2, monkeypatch):

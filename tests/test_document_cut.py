@@ -167,3 +167,13 @@ def test_without_demonstrations_keeps_the_system_message_and_the_latest_ones():
     assert without_demonstrations(messages, 2) == (messages[0], messages[5])
     assert without_demonstrations(messages[1:], 1) == messages[3:]
     assert without_demonstrations(messages, 0) == messages
+
+
+def test_a_count_that_grows_in_step_with_the_characters_is_searched_in_a_few_calls():
+    """Halving alone takes a call for each bit of the document's length (13 to 16 here)."""
+    for length, limit in itertools.product((1000, 10000), (10, 500, 900)):
+        document = " ".join(["word"] * length)
+        counting = Counting()
+        [fitted] = cut_documents([document], [(("", ""), document)], words([document]), limit, counting)
+        assert words([fitted]) == [limit] and words([document[:len(fitted) + 1]]) == [limit + 1]
+        assert len(counting.calls) <= 5

@@ -164,6 +164,35 @@ def test_a_tokenizer_configured_to_cut_on_the_left_still_keeps_a_sources_head(mo
     assert seen == [tokenize_with(tokenizer)(example.document)[:LIMIT - 1] + [tokenizer.eos_token_id]]
 
 
+def test_where_no_number_of_demonstrations_leaves_the_document_half_the_limit_all_are_dropped(models, monkeypatch):
+    [example] = sample()
+    backbone = backbone_of(models, "bart")
+    tokenize = tokenize_with(backbone.tokenizer)
+    system = "Follow these rules. " * 8
+    controller = ctrlkit.get_controller("prompt", template="few-shot", shots=2, system=system)
+    controller.fit([SHORT, OTHER], None)
+    model_input = prompted(controller, example)
+    before, _, after = flatten_messages(without_demonstrations(model_input.messages, 2)).rpartition(example.document)
+    assert LIMIT // 2 < len(tokenize(before + after)) < LIMIT  # room, but less than half, with none shown
+    seen = fed_prompts(backbone, monkeypatch)
+    backbone.generate([model_input])
+    assert (cut_length(seen[0], before, example.document, after, tokenize, LIMIT) or 0) > 0
+    assert (backbone.truncated, backbone.truncated_shots, backbone.truncated_tail) == (1, 1, 0)
+
+
+def test_a_few_shot_prompt_whose_document_is_in_no_message_is_shown_as_few_as_fit_it_whole(models, monkeypatch):
+    """As a controller that rewrote the source after prompt wrote its messages leaves it."""
+    [example] = sample()
+    messages = ({"role": "system", "content": BRIEF}, {"role": "user", "content": example.document},
+                {"role": "assistant", "content": "A summary."},
+                {"role": "user", "content": "Summarize: the coach won."})
+    backbone = backbone_of(models, "bart")
+    seen = fed_prompts(backbone, monkeypatch)
+    backbone.generate([ModelInput(source="elsewhere", messages=messages)])
+    assert seen == [tokenize_with(backbone.tokenizer)(flatten_messages(without_demonstrations(messages, 1)))]
+    assert (backbone.truncated, backbone.truncated_shots, backbone.truncated_tail) == (1, 1, 0)
+
+
 @pytest.mark.parametrize("why", ["the document is in no message", "an inline demonstration fills the limit",
                                  "the system message fills the limit"])
 def test_a_prompt_whose_document_cannot_be_cut_keeps_its_first_tokens_and_is_counted(models, why, monkeypatch):

@@ -534,7 +534,7 @@ def truncation_reported(backbone, during: str, judge: bool = False):
                                "the document itself")) if added[name])
         if added["truncated_shots"]:
             detail += (f", {added['truncated_shots']} of them few-shot prompts shown fewer demonstrations (the "
-                       "earliest dropped, to leave their document at least half the limit)")
+                       "earliest dropped, to leave their document more room)")
     logger.warning("ctrlkit: backbone '%s' (%s): %d of %d inputs truncated to %d tokens%s (%s)", backbone.name,
                    during, added["truncated"], added["tokenized"], backbone.truncated_to, detail, hint)
 

@@ -105,7 +105,8 @@ def _with(parts: Parts, characters: int) -> str:
 
 def demonstrations(messages: Sequence[dict]) -> int:
     """How many few-shot demonstrations ``messages`` give as turns: the user and assistant pairs
-    after an optional system message and before the last message, the task's (a user's)."""
+    after an optional system message and before the last message, the task's (a user's). Any such
+    conversation counts so, whoever wrote it: its earlier turns are what can go."""
     roles = [message["role"].strip().lower() for message in messages]
     turns = roles[1:-1] if roles[:1] == ["system"] else roles[:-1]
     if roles[-1:] != ["user"] or len(turns) % 2 or turns != ["user", "assistant"] * (len(turns) // 2):

@@ -249,7 +249,8 @@ class HFBackbone(Backbone):
                  for index in range(len(inputs))]
         counted = lambda indices, batch: [len(row) for row in tokenize(indices, batch, None)]  # noqa: E731
         fitted = cut_documents(texts, parts, lengths, limit, counted)
-        for index, (text, dropped) in self._with_fewer_demonstrations(inputs, few_shot, limit, counted).items():
+        for index, (text, dropped) in self._with_fewer_demonstrations(inputs, few_shot, lengths, limit,
+                                                                      counted).items():
             fitted[index] = text
             if dropped:
                 self.truncated_shots += 1
@@ -257,41 +258,47 @@ class HFBackbone(Backbone):
             ids[index] = row
         return ids, [index for index in over if fitted[index] == texts[index]]
 
-    def _with_fewer_demonstrations(self, inputs, indices: list[int], limit: int,
+    def _with_fewer_demonstrations(self, inputs, indices: list[int], lengths: list[int], limit: int,
                                    count) -> dict[int, tuple[str, int]]:
-        """The few-shot prompts of the ``inputs`` at ``indices``, each over ``limit``, fitted: the end
-        of its document cut, and its earliest demonstrations dropped, as few as leave the document at
-        least half the limit (or all of its own tokens, where it has fewer); where none do, as many
-        as let it fit at all. ``{index: (prompt, how many were dropped)}`` for those that fit;
-        ``count(indices, texts)``: the token counts of texts, tokenized as the inputs at ``indices``."""
+        """The few-shot prompts of the ``inputs`` at ``indices`` (their token counts in ``lengths``),
+        each over ``limit``, fitted: the end of the document cut, and the earliest demonstrations
+        dropped, as few as leave the document at least half the limit (or all of its own tokens,
+        where it has fewer); where none do, all of them. A prompt whose document is in none of its
+        messages is shown as few as let it fit whole. ``{index: (prompt, how many were dropped)}``
+        for those that fit; ``count(indices, texts)``: the token counts of texts, tokenized as the
+        inputs at ``indices`` are."""
         found: dict[int, tuple[str, int]] = {}
         pending = indices
         for dropped in itertools.count():
-            shown = {index: inputs[index].replace(messages=without_demonstrations(inputs[index].messages, dropped))
-                     for index in pending if dropped <= demonstrations(inputs[index].messages)}
-            parts = {index: self.document_parts(model_input) for index, model_input in shown.items()}
-            pending = [index for index in shown if parts[index] is not None]
+            pending = [index for index in pending if dropped <= demonstrations(inputs[index].messages)]
             if not pending:
                 return found
-            texts = [self.prompt(shown[index]) for index in pending]
-            counts = count(pending * 2, texts + ["".join(parts[index][0]) for index in pending])
-            whole, empty = counts[:len(pending)], counts[len(pending):]
-            cut = cut_documents(texts, [parts[index] for index in pending], whole, limit,
-                                lambda positions, batch: count([pending[position] for position in positions], batch))
-            fits = [position for position, rest in enumerate(empty) if rest <= limit]
-            kept = dict(zip(fits, count([pending[position] for position in fits],
-                                        [cut[position] for position in fits]) if fits else []))
+            shown = [inputs[index].replace(messages=without_demonstrations(inputs[index].messages, dropped))
+                     for index in pending]
+            texts = [self.prompt(model_input) for model_input in shown]
+            parts = [self.document_parts(model_input) for model_input in shown]
+            whole = [lengths[index] for index in pending] if dropped == 0 else count(pending, texts)
+            cuttable = [at for at, split in enumerate(parts) if split is not None and whole[at] > limit]
+            empty = dict(zip(cuttable, count([pending[at] for at in cuttable],
+                                             ["".join(parts[at][0]) for at in cuttable]) if cuttable else []))
+            share = {at: min(whole[at] - empty[at], limit // 2) for at in cuttable}
+            # a search only where the document can have its share, or no demonstration is left to drop
+            searched = [at for at in cuttable if empty[at] <= limit and (
+                limit - empty[at] >= share[at] or dropped == demonstrations(inputs[pending[at]].messages))]
+            cut = cut_documents([texts[at] for at in searched], [parts[at] for at in searched],
+                                [whole[at] for at in searched], limit,
+                                lambda positions, batch: count([pending[searched[q]] for q in positions], batch))
+            kept = dict(zip(searched, zip(cut, count([pending[at] for at in searched], cut) if cut else [])))
             still = []
-            for position, index in enumerate(pending):
-                if whole[position] <= limit:
-                    found[index] = (texts[position], dropped)
-                    continue
-                if position in kept:
-                    found[index] = (cut[position], dropped)
-                    room = kept[position] - empty[position]
-                    if room >= min(whole[position] - empty[position], limit // 2):
-                        continue
-                still.append(index)
+            for at, index in enumerate(pending):
+                if whole[at] <= limit:
+                    found[index] = (texts[at], dropped)
+                elif at in kept:
+                    found[index] = (kept[at][0], dropped)
+                    if kept[at][1] - empty[at] < share[at]:
+                        still.append(index)
+                else:
+                    still.append(index)
             pending = still
         return found
 
