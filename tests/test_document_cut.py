@@ -161,6 +161,16 @@ def test_demonstrations_are_the_user_and_assistant_pairs_before_the_tasks_messag
         assert demonstrations(none) == 0, none
 
 
+def test_no_turn_holding_the_document_or_after_it_is_a_demonstration():
+    """A conversation that gives its document in an earlier turn, then asks for the summary."""
+    messages = turns("system", "user", "assistant", "user", "assistant", "user")
+    assert demonstrations(messages, "user 5") == 2  # in the task's message
+    assert demonstrations(messages, "user 3") == 1
+    assert demonstrations(messages, "user 1") == demonstrations(messages, "assistant 2") == 0
+    assert demonstrations(messages, "system 0") == 0
+    assert demonstrations(messages, "elsewhere") == demonstrations(messages, " ") == 2
+
+
 def test_without_demonstrations_keeps_the_system_message_and_the_latest_ones():
     messages = turns("system", "user", "assistant", "user", "assistant", "user")
     assert without_demonstrations(messages, 1) == (messages[0], *messages[3:])

@@ -193,6 +193,35 @@ def test_a_few_shot_prompt_whose_document_is_in_no_message_is_shown_as_few_as_fi
     assert (backbone.truncated, backbone.truncated_shots, backbone.truncated_tail) == (1, 1, 0)
 
 
+def test_a_few_shot_prompt_nothing_fits_is_cut_by_the_tokenizer_without_its_demonstrations(models, monkeypatch):
+    """Its document is in none of its messages (tag+prompt rewrote the source), and it is too long
+    even without its demonstrations: the tokenizer keeps the task's message, not the first
+    demonstration."""
+    [example, other] = sample(2)
+    messages = ({"role": "system", "content": BRIEF}, {"role": "user", "content": other.document},
+                {"role": "assistant", "content": "A summary."}, {"role": "user", "content": example.document})
+    backbone = backbone_of(models, "bart")
+    seen = fed_prompts(backbone, monkeypatch)
+    backbone.generate([ModelInput(source="elsewhere", messages=messages)])
+    shown = flatten_messages(without_demonstrations(messages, 1))
+    assert seen == [backbone.tokenizer(shown, truncation=True, max_length=LIMIT)["input_ids"]]
+    assert (backbone.truncated, backbone.truncated_shots, backbone.truncated_tail) == (1, 1, 1)
+
+
+def test_a_conversation_that_gives_its_document_in_an_earlier_turn_keeps_that_turn(models, monkeypatch):
+    [example] = sample()
+    messages = ({"role": "system", "content": "Follow these rules carefully. " * 3},
+                {"role": "user", "content": f"Here is an article:\n{example.document}"},
+                {"role": "assistant", "content": "I have read the article."},
+                {"role": "user", "content": "Summarize it in one sentence."})
+    backbone = backbone_of(models, "bart")
+    seen = fed_prompts(backbone, monkeypatch)
+    backbone.generate([ModelInput(source=example.document, messages=messages)])
+    before, document, after = flatten_messages(messages).rpartition(example.document)
+    assert (cut_length(seen[0], before, document, after, tokenize_with(backbone.tokenizer), LIMIT) or 0) > 0
+    assert (backbone.truncated, backbone.truncated_shots, backbone.truncated_tail) == (1, 0, 0)
+
+
 @pytest.mark.parametrize("why", ["the document is in no message", "an inline demonstration fills the limit",
                                  "the system message fills the limit"])
 def test_a_prompt_whose_document_cannot_be_cut_keeps_its_first_tokens_and_is_counted(models, why, monkeypatch):

@@ -530,8 +530,8 @@ def truncation_reported(backbone, during: str, judge: bool = False):
         detail = "".join(f", {added[name]} of them {what} {why}" for name, what in (
             ("truncated_head", "from the left: their prompts lost the head, where a control or instruction is "
                                "written"),
-            ("truncated_tail", "prompts cut at their end: they lost the cue to answer, and in a few-shot prompt "
-                               "the document itself")) if added[name])
+            ("truncated_tail", "prompts cut at their end: they lost the cue to answer, and some of them their "
+                               "document too")) if added[name])
         if added["truncated_shots"]:
             detail += (f", {added['truncated_shots']} of them few-shot prompts shown fewer demonstrations (the "
                        "earliest dropped, to leave their document more room)")

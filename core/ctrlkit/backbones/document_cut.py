@@ -103,15 +103,19 @@ def _with(parts: Parts, characters: int) -> str:
     return document[:characters].join(pieces)
 
 
-def demonstrations(messages: Sequence[dict]) -> int:
+def demonstrations(messages: Sequence[dict], document: str = "") -> int:
     """How many few-shot demonstrations ``messages`` give as turns: the user and assistant pairs
-    after an optional system message and before the last message, the task's (a user's). Any such
-    conversation counts so, whoever wrote it: its earlier turns are what can go."""
+    after an optional system message and before the last message, the task's (a user's), and
+    before the last message holding ``document`` where one does (a conversation that gives its
+    document in an earlier turn has none after it). Any such conversation counts so, whoever wrote
+    it: its earlier turns are what can go."""
     roles = [message["role"].strip().lower() for message in messages]
-    turns = roles[1:-1] if roles[:1] == ["system"] else roles[:-1]
+    start = 1 if roles[:1] == ["system"] else 0
+    turns = roles[start:-1]
     if roles[-1:] != ["user"] or len(turns) % 2 or turns != ["user", "assistant"] * (len(turns) // 2):
         return 0
-    return len(turns) // 2
+    holding = [at for at, message in enumerate(messages) if document.strip() and document in message["content"]]
+    return max(0, min(len(turns), holding[-1] - start)) // 2 if holding else len(turns) // 2
 
 
 def without_demonstrations(messages: Sequence[dict], count: int) -> tuple[dict, ...]:

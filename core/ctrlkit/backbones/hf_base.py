@@ -233,9 +233,10 @@ class HFBackbone(Backbone):
         prompt over the limit loses the end of its document where :meth:`document_parts` finds it,
         and a few-shot prompt its earliest demonstrations too, as few as leave its document a fair
         share (:meth:`_with_fewer_demonstrations`); only where neither can be done is the tokenizer's
-        cut. ``tokenize(indices, texts, limit)``: the ids of ``texts``, tokenized as the inputs at
-        ``indices`` are, cut to ``limit`` unless it is None. Counts ``tokenized``, ``truncated`` and
-        ``truncated_shots`` (the caller reports them once for all its batches)."""
+        cut (a few-shot prompt's, without its demonstrations). ``tokenize(indices, texts, limit)``:
+        the ids of ``texts``, tokenized as the inputs at ``indices`` are, cut to ``limit`` unless it
+        is None. Counts ``tokenized``, ``truncated`` and ``truncated_shots`` (the caller reports them
+        once for all its batches)."""
         ids = tokenize(list(range(len(texts))), texts, None)
         lengths = [len(row) for row in ids]
         self.tokenized += len(lengths)
@@ -244,35 +245,38 @@ class HFBackbone(Backbone):
         over = [index for index, length in enumerate(lengths) if length > limit]
         if not over:
             return ids, []
-        few_shot = [index for index in over if demonstrations(inputs[index].messages or ())]
+        few_shot = [index for index in over if _shots(inputs[index])]
         parts = [self.document_parts(inputs[index]) if index in over and index not in few_shot else None
                  for index in range(len(inputs))]
         counted = lambda indices, batch: [len(row) for row in tokenize(indices, batch, None)]  # noqa: E731
         fitted = cut_documents(texts, parts, lengths, limit, counted)
-        for index, (text, dropped) in self._with_fewer_demonstrations(inputs, few_shot, lengths, limit,
-                                                                      counted).items():
+        left_whole = [index for index in over if index not in few_shot and fitted[index] == texts[index]]
+        for index, (text, dropped, fits) in self._with_fewer_demonstrations(inputs, few_shot, lengths, limit,
+                                                                            counted).items():
             fitted[index] = text
             if dropped:
                 self.truncated_shots += 1
+            if not fits:
+                left_whole.append(index)
         for index, row in zip(over, tokenize(over, [fitted[index] for index in over], limit)):
             ids[index] = row
-        return ids, [index for index in over if fitted[index] == texts[index]]
+        return ids, left_whole
 
     def _with_fewer_demonstrations(self, inputs, indices: list[int], lengths: list[int], limit: int,
-                                   count) -> dict[int, tuple[str, int]]:
+                                   count) -> dict[int, tuple[str, int, bool]]:
         """The few-shot prompts of the ``inputs`` at ``indices`` (their token counts in ``lengths``),
         each over ``limit``, fitted: the end of the document cut, and the earliest demonstrations
         dropped, as few as leave the document at least half the limit (or all of its own tokens,
         where it has fewer); where none do, all of them. A prompt whose document is in none of its
-        messages is shown as few as let it fit whole. ``{index: (prompt, how many were dropped)}``
-        for those that fit; ``count(indices, texts)``: the token counts of texts, tokenized as the
-        inputs at ``indices`` are."""
-        found: dict[int, tuple[str, int]] = {}
+        messages is shown as few as let it fit whole. One that nothing fits is shown none, for the
+        tokenizer to cut. ``{index: (prompt, how many were dropped, whether it fits)}``;
+        ``count(indices, texts)``: the token counts of texts, tokenized as the inputs at ``indices`` are."""
+        found: dict[int, tuple[str, int, bool]] = {}
         pending = indices
         for dropped in itertools.count():
-            pending = [index for index in pending if dropped <= demonstrations(inputs[index].messages)]
+            pending = [index for index in pending if dropped <= _shots(inputs[index])]
             if not pending:
-                return found
+                break
             shown = [inputs[index].replace(messages=without_demonstrations(inputs[index].messages, dropped))
                      for index in pending]
             texts = [self.prompt(model_input) for model_input in shown]
@@ -284,7 +288,7 @@ class HFBackbone(Backbone):
             share = {at: min(whole[at] - empty[at], limit // 2) for at in cuttable}
             # a search only where the document can have its share, or no demonstration is left to drop
             searched = [at for at in cuttable if empty[at] <= limit and (
-                limit - empty[at] >= share[at] or dropped == demonstrations(inputs[pending[at]].messages))]
+                limit - empty[at] >= share[at] or dropped == _shots(inputs[pending[at]]))]
             cut = cut_documents([texts[at] for at in searched], [parts[at] for at in searched],
                                 [whole[at] for at in searched], limit,
                                 lambda positions, batch: count([pending[searched[q]] for q in positions], batch))
@@ -292,14 +296,19 @@ class HFBackbone(Backbone):
             still = []
             for at, index in enumerate(pending):
                 if whole[at] <= limit:
-                    found[index] = (texts[at], dropped)
+                    found[index] = (texts[at], dropped, True)
                 elif at in kept:
-                    found[index] = (kept[at][0], dropped)
+                    found[index] = (kept[at][0], dropped, True)
                     if kept[at][1] - empty[at] < share[at]:
                         still.append(index)
                 else:
                     still.append(index)
             pending = still
+        for index in indices:
+            if index not in found:
+                shots = _shots(inputs[index])
+                shown = inputs[index].replace(messages=without_demonstrations(inputs[index].messages, shots))
+                found[index] = (self.prompt(shown), shots, False)
         return found
 
     def prompt(self, model_input) -> str:
@@ -376,6 +385,11 @@ class HFBackbone(Backbone):
         else:
             self.model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
+
+
+def _shots(model_input) -> int:
+    """How many demonstrations the input's prompt shows before the message holding its document."""
+    return demonstrations(model_input.messages or (), model_input.source)
 
 
 def _in_sequence(generate):
