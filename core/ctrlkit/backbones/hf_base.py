@@ -5,8 +5,8 @@ folder holding an adapter loads its base model with it (:mod:`.adapters`)."""
 from __future__ import annotations
 
 import functools
-from importlib.util import find_spec
 import itertools
+from importlib.util import find_spec
 from pathlib import Path
 
 from ..components import Backbone
