@@ -311,3 +311,21 @@ def test_a_judges_cut_prompts_are_reported_as_cut_at_their_end(models, tmp_path,
     lines = judged_lines(tmp_path, f"hf:{models['bart']}", {"max_new_tokens": 2, "num_beams": 1}, caplog)
     assert len(lines) == 3 and all("inputs truncated to 16 tokens, at their end (a judge's prompt holds no document"
                                    in line for line in lines), lines
+
+
+def test_an_interference_analysis_reports_its_judges_cut_prompts_for_each_condition(models, tmp_path, caplog):
+    from ctrlkit.interference import interference
+
+    rows = [{"id": f"i{n}", "document": f"Summary number {n}. The trial enrolled {n} patients.",
+             "controls": {"focus": "high", "topic": ("health", "sports")[n % 2]}} for n in range(4)]
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        interference(dataset="jsonl", data=str(data), controller="prepend", attributes=["topic"], metrics=["focus"],
+                     judge=f"hf:{models['bart']}", cache=False,
+                     options={"hf": {"max_input_tokens": 16, "max_new_tokens": 2, "num_beams": 1}})
+    lines = [record.getMessage() for record in caplog.records if "truncated" in record.getMessage()]
+    assert len(lines) == 2, lines
+    for line, scoring in zip(lines, ["the controls as given", "attribute 'topic' changed"]):
+        assert f"(judge of metric 'focus', {scoring}): " in line and "inputs truncated to 16 tokens, at their end" \
+            in line, line
