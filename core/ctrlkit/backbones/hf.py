@@ -22,7 +22,7 @@ from ..chat import flatten_messages
 from ..errors import ConfigurationError
 from ..types import SEP
 from . import seeded_rows
-from .document_cut import MARK, marked_messages, split_at_mark
+from .document_cut import MARK
 from .hf_base import HFBackbone
 
 INPUT_EMBEDDINGS_FILE = "ctrlkit_input_embeddings.safetensors"
@@ -85,24 +85,15 @@ class HFSeq2Seq(HFBackbone):
         """The token ids of each input's text within ``limit``: a prompt over it has its document's
         end cut, where that can be; any other text keeps its first tokens (counted in ``truncated``,
         and a prompt among them in ``truncated_tail``)."""
-        ids, whole = self.fit_to_limit(inputs, self.texts(inputs), limit, self._token_ids)
+        ids, whole = self.fit_to_limit(inputs, self.texts(inputs), [True] * len(inputs), limit)
         self.truncated_tail += sum(bool(inputs[index].messages) for index in whole)
         return ids
 
-    def _token_ids(self, indices, texts: list[str], limit: int | None) -> list[list[int]]:
-        """``tokenize`` of :meth:`fit_to_limit`: every input gets the tokenizer's special tokens."""
-        cut = {"truncation": True, "max_length": limit} if limit else {"truncation": False}
-        return self.tokenizer(texts, verbose=False, **cut)["input_ids"]
-
     def document_parts(self, model_input):
-        """A prompt's text split around its document; None for a plain source (the tokenizer's cut
-        already keeps its head) or where no message holds the document."""
-        if not model_input.messages or MARK in (model_input.guidance or ""):
-            return None
-        messages = marked_messages(model_input.messages, model_input.source)
-        if messages is None:
-            return None
-        return split_at_mark(self.prompt(model_input.replace(messages=messages)), model_input.source)
+        """A prompt's text split around its document, as every transformers backbone splits it; None
+        for a plain source (the tokenizer's cut already keeps its head) and where the guidance before
+        the prompt holds the mark that stands for the document."""
+        return None if MARK in (model_input.guidance or "") else super().document_parts(model_input)
 
     def encoder_inputs(self, inputs) -> dict:
         """``input_ids`` and ``attention_mask``, or ``inputs_embeds`` when inputs add embeddings."""

@@ -16,7 +16,8 @@ from ..options import Option
 from ..quiet import quiet_new_imports, quietly
 from ..secrets import scrub_text
 from . import adapter_composition, adapters, seeded_rows
-from .document_cut import Parts, cut_documents, demonstrations, without_demonstrations
+from .document_cut import (Parts, cut_documents, demonstrations, marked_messages, split_at_mark,
+                           without_demonstrations)
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -227,17 +228,21 @@ class HFBackbone(Backbone):
             return self.options["max_input_tokens"]
         return self.position_limit() or 1024
 
-    def fit_to_limit(self, inputs, texts: list[str], limit: int, tokenize) -> tuple[list[list[int]], list[int]]:
-        """The token ids of each input's prompt (``texts``, :meth:`prompt`'s) within ``limit``, and
-        the positions of the prompts over it that the tokenizer cut at its ``truncation_side``. A
-        prompt over the limit loses the end of its document where :meth:`document_parts` finds it,
-        and a few-shot prompt its earliest demonstrations too, as few as leave its document a fair
-        share (:meth:`_with_fewer_demonstrations`); only where neither can be done is the tokenizer's
-        cut (a few-shot prompt's, without its demonstrations). ``tokenize(indices, texts, limit)``:
-        the ids of ``texts``, tokenized as the inputs at ``indices`` are, cut to ``limit`` unless it
-        is None. Counts ``tokenized``, ``truncated`` and ``truncated_shots`` (the caller reports them
-        once for all its batches)."""
-        ids = tokenize(list(range(len(texts))), texts, None)
+    def fit_to_limit(self, inputs, texts: list[str], special: list[bool],
+                     limit: int) -> tuple[list[list[int]], list[int]]:
+        """The token ids of each input's prompt (``texts``, :meth:`prompt`'s; with the tokenizer's
+        special tokens where ``special`` says) within ``limit``, and the positions of the prompts
+        over it that the tokenizer cut at its ``truncation_side``. A prompt over the limit loses the
+        end of its document where :meth:`document_parts` finds it, and a few-shot prompt its earliest
+        demonstrations too, as few as leave its document a fair share
+        (:meth:`_with_fewer_demonstrations`); only where neither can be done is the tokenizer's cut
+        (a few-shot prompt's, without its demonstrations). Counts ``tokenized``, ``truncated`` and
+        ``truncated_shots`` (the caller reports them once for all its batches)."""
+
+        def tokenize(indices, batch, cut):  # the texts of ``batch`` as the inputs at ``indices`` are tokenized
+            return self.token_ids(batch, [special[index] for index in indices], cut)
+
+        ids = tokenize(range(len(texts)), texts, None)
         lengths = [len(row) for row in ids]
         self.tokenized += len(lengths)
         self.truncated += sum(length > limit for length in lengths)
@@ -311,14 +316,35 @@ class HFBackbone(Backbone):
                 found[index] = (self.prompt(shown), shots, False)
         return found
 
+    def token_ids(self, texts: list[str], special: list[bool], limit: int | None = None) -> list[list[int]]:
+        """The token ids of each text, with the tokenizer's special tokens where ``special`` says
+        (each input's own, whatever its batch holds), cut at the tokenizer's ``truncation_side`` to
+        ``limit`` where given."""
+        ids: list[list[int]] = [[] for _ in texts]
+        cut = {"truncation": True, "max_length": limit} if limit else {"truncation": False}
+        for flag in (True, False):
+            chosen = [index for index, wanted in enumerate(special) if wanted == flag]
+            if chosen:
+                made = self.tokenizer([texts[index] for index in chosen], add_special_tokens=flag, verbose=False,
+                                      **cut)["input_ids"]
+                for index, row in zip(chosen, made):
+                    ids[index] = row
+        return ids
+
     def prompt(self, model_input) -> str:
         """The text the model reads for one input."""
         raise NotImplementedError
 
     def document_parts(self, model_input) -> Parts | None:
-        """The input's prompt split around its document, its ``source`` (:mod:`.document_cut`);
-        None where the document cannot be cut in it."""
-        return None
+        """The input's prompt split around its document, its ``source`` (:mod:`.document_cut`): the
+        prompt rendered with a mark where the document is in its messages; None where no message
+        holds it."""
+        if not model_input.messages:
+            return None
+        messages = marked_messages(model_input.messages, model_input.source)
+        if messages is None:
+            return None
+        return split_at_mark(self.prompt(model_input.replace(messages=messages)), model_input.source)
 
     def padded(self, rows: list[list[int]], side: str) -> dict:
         """``input_ids`` and ``attention_mask`` of token id rows padded on ``side`` (``left`` or

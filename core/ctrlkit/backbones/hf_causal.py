@@ -20,7 +20,7 @@ import inspect
 
 from ..chat import flatten_messages
 from ..errors import ConfigurationError
-from .document_cut import MARK, marked_messages, split_at_mark
+from .document_cut import MARK, split_at_mark
 from .hf_base import HFBackbone
 
 
@@ -65,40 +65,23 @@ class HFCausal(HFBackbone):
         return ([self.prompt(model_input) for model_input in inputs],
                 [not (templated and model_input.messages) for model_input in inputs])
 
-    def token_ids(self, texts: list[str], special: list[bool], limit: int | None = None) -> list[list[int]]:
-        """The token ids of each text, with the tokenizer's special tokens where ``special`` says
-        (each input's own, whatever its batch holds), cut from the left to ``limit`` where given."""
-        ids: list[list[int]] = [[] for _ in texts]
-        cut = {"truncation": True, "max_length": limit} if limit else {"truncation": False}
-        for flag in (True, False):
-            chosen = [index for index, wanted in enumerate(special) if wanted == flag]
-            if chosen:
-                made = self.tokenizer([texts[index] for index in chosen], add_special_tokens=flag, verbose=False,
-                                      **cut)["input_ids"]
-                for index, row in zip(chosen, made):
-                    ids[index] = row
-        return ids
-
     def fitted_ids(self, inputs, limit: int) -> list[list[int]]:
         """The token ids of each input's prompt, within ``limit``: a prompt over it has its document
         cut to fit, or where that cannot be, keeps its last ``limit`` tokens (counted in ``truncated``,
         and the latter in ``truncated_head`` too)."""
-        texts, special = self.prompts(inputs)
-        ids, whole = self.fit_to_limit(inputs, texts, limit, lambda indices, batch, cut: self.token_ids(
-            batch, [special[index] for index in indices], cut))
+        ids, whole = self.fit_to_limit(inputs, *self.prompts(inputs), limit)
         self.truncated_head += len(whole)
         return ids
 
     def document_parts(self, model_input):
-        """The input's prompt split around its document, its ``source`` (:mod:`.document_cut`):
-        the prompt rendered with a mark where the document is; None where no message holds it."""
+        """A plain prompt (``source + "\\nTL;DR:"``) split around its source; a chat prompt as
+        every transformers backbone splits it."""
         source = model_input.source
         if model_input.messages:
-            messages = marked_messages(model_input.messages, source)
-            marked = model_input.replace(messages=messages) if messages else None
-        else:
-            marked = model_input.replace(source=MARK) if source.strip() and MARK not in source else None
-        return split_at_mark(self.prompt(marked), source) if marked else None
+            return super().document_parts(model_input)
+        if not source.strip() or MARK in source:
+            return None
+        return split_at_mark(self.prompt(model_input.replace(source=MARK)), source)
 
     def generate(self, inputs):
         import torch
