@@ -30,12 +30,14 @@ outputs. Building the model and starting the cluster are not timed:
   this machine, and local_halves / ray-2 is what Ray itself costs or saves against it; local /
   local_half is the speedup two processes would give if running together did not slow each other.
 
-Every process that generates imports torch and transformers and loads the model: about 9 s of
+Every process that generates imports torch and transformers and loads the model: about 7-9 s of
 CPU here, paid once by a local run, and by each worker, in parallel, on Ray, so it is not halved.
-The generation is made long enough (256 new tokens) that this fixed cost does not decide the
-comparison: at 160 new tokens it was about a fifth of a 51 s local run, and two plain local runs
-of one shard each, started together with no executor, reached only 1.57x over the local run, under
-the target itself; at 256 it is about a tenth of an 87 s one.
+A Ray run also adds seconds of its own that do not grow with the run: connecting, starting the
+workers, the driver scoring after the last batch, Ray's daemons beside the workers. The generation
+is made long enough (256 new tokens: a local run of about 90 s here) that these do not decide the
+comparison. Measured the same day at 160 new tokens (a local run of about 59 s): local / ray-2
+1.53x, two plain local runs of one shard each 1.74x, Ray at 0.88 of them; at 256: 1.64x, 1.67x
+and 0.98.
 
 Targets: local / ray-2 median seconds >= 1.6 (data-parallel speedup on 2 cores), and ray-1 / local
 <= 1.15 (the executor's overhead at most 15%). Agreement: each Ray side's and each control's
