@@ -30,9 +30,11 @@ def test_help_and_the_listings_import_no_heavy_library_numpy_or_results_module()
     assert _loaded_by(commands, (*HEAVY, "numpy", "ctrlkit.results", "ctrlkit.report")) == []
 
 
-def test_the_sweep_command_and_a_local_sweep_do_not_import_ray(tmp_path):
+def test_local_runs_and_sweeps_from_the_command_line_do_not_import_ray(tmp_path):
     """Ray is for --executor ray only: its import alone takes seconds and starts nothing useful here."""
     commands = [["sweep", "--help"], ["sweep", "--controllers", "none,tag", "--metrics", "stas", "--limit", "2",
-                                      "--bootstrap", "0", "-o", str(tmp_path / "sweep")]]
+                                      "--bootstrap", "0", "-o", str(tmp_path / "sweep")],
+                ["run", "--controller", "tag", "--metric", "stas", "--limit", "2", "--bootstrap", "0", "--no-cache",
+                 "-o", str(tmp_path / "run")]]
     assert _loaded_by(commands, ("ray",)) == []
-    assert (tmp_path / "sweep" / "table.md").is_file()
+    assert (tmp_path / "sweep" / "table.md").is_file() and (tmp_path / "run" / "results.json").is_file()
