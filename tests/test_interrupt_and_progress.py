@@ -1,8 +1,10 @@
 """Ctrl-C, resuming, progress lines off a terminal, and the libraries kept quiet (issue 15)."""
 
+import io
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -83,6 +85,51 @@ def test_progress_lines_off_a_terminal(monkeypatch, capsys):
     with Progress("quiet", 3, "steps", enabled=False):
         time.sleep(0.2)
     assert capsys.readouterr().err == ""
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_warning_logged_while_a_bar_is_drawn_gets_a_line_of_its_own(monkeypatch):
+    """On a terminal, with no logging set up (pytest's capture is kept out by not propagating),
+    Python's last-resort handler wrote the warning after the bar's text, on the bar's line."""
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    logger = logging.getLogger("ctrlkit")
+    monkeypatch.setattr(logger, "propagate", False)
+    with Progress("score", 3, "metrics") as outer:
+        outer.update(1)
+        with Progress("judge", 2, "prompts") as inner:
+            inner.update(1)
+            logger.warning("ctrlkit: judge prompts cut")
+        logger.warning("ctrlkit: a second warning")
+        outer.update(2)
+    lines = re.split(r"[\r\n]", re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", terminal.getvalue()))  # tqdm's cursor moves
+    assert "ctrlkit: judge prompts cut" in lines and "ctrlkit: a second warning" in lines
+    assert not logger.handlers  # the bars leave no handler behind
+    logger.warning("ctrlkit: after the bars")
+    assert terminal.getvalue().endswith("ctrlkit: after the bars\n")
+
+
+def test_a_users_own_logging_is_left_to_take_the_warnings_during_a_bar(monkeypatch):
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    logger = logging.getLogger("ctrlkit")
+    monkeypatch.setattr(logger, "propagate", False)
+    taken = []
+    own = logging.Handler()
+    own.emit = taken.append
+    logger.addHandler(own)
+    try:
+        with Progress("score", 1, "metrics"):
+            logger.warning("ctrlkit: one")
+            assert logger.handlers == [own]
+    finally:
+        logger.removeHandler(own)
+    assert [record.getMessage() for record in taken] == ["ctrlkit: one"]
+    assert "ctrlkit: one" not in terminal.getvalue()
 
 
 def test_quiet_libraries_restores_what_was_set_before():

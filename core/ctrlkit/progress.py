@@ -2,10 +2,12 @@
 CI job) a bar redrawn in place is unreadable and tqdm hides it, which left a two-minute run
 silent, so there a plain line is printed every ``$CTRLKIT_PROGRESS_SECONDS`` seconds (default
 30): ``ctrlkit: generate [tag]: 120/654 examples, 1:30 elapsed``, and a last one when the work
-ends, if any was printed."""
+ends, if any was printed. A warning ctrlkit logs while a bar is drawn is written above the bar,
+on a line of its own, not into it."""
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import sys
@@ -34,6 +36,20 @@ def _clock(seconds: float) -> str:
     return f"{minutes // 60}:{minutes % 60:02d}:{seconds:02d}" if minutes >= 60 else f"{minutes}:{seconds:02d}"
 
 
+class _AboveTheBar(logging.Handler):
+    """Where ctrlkit's warnings go while a bar is drawn and no handler of the user's takes them:
+    Python's last-resort handler would write them after the bar's text, on the bar's line;
+    ``tqdm.write`` clears the bar, writes the line, and draws the bar again below it."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from tqdm.auto import tqdm
+
+        try:
+            tqdm.write(self.format(record), file=sys.stderr)
+        except Exception:
+            self.handleError(record)
+
+
 class Progress:
     """``done`` of ``total`` ``unit`` of the work ``what``; nothing is shown when not ``enabled``.
     Use as a context manager; ``update(n, note)`` counts work done (``note``: e.g. the loss)."""
@@ -41,7 +57,7 @@ class Progress:
     def __init__(self, what: str, total: int, unit: str, enabled: bool = True, initial: int = 0):
         self.what, self.total, self.unit = what, total, unit
         self.done, self.note = initial, ""
-        self._bar = self._ticker = None
+        self._bar = self._ticker = self._handler = None
         self._printed = False
         self._started = time.monotonic()
         self._stop = threading.Event()
@@ -51,6 +67,10 @@ class Progress:
             from tqdm.auto import tqdm
 
             self._bar = tqdm(total=total, initial=initial, desc=what, unit=unit, file=sys.stderr)
+            logger = logging.getLogger("ctrlkit")
+            if not logger.hasHandlers():  # an outer bar's handler, or the user's own, is left to work
+                self._handler = _AboveTheBar(logging.WARNING)
+                logger.addHandler(self._handler)
         else:
             self._ticker = threading.Thread(target=self._tick, name="ctrlkit-progress", daemon=True)
             self._ticker.start()
@@ -77,6 +97,9 @@ class Progress:
     def close(self, finished: bool = True) -> None:
         if self._bar is not None:
             self._bar.close()
+        if self._handler is not None:
+            logging.getLogger("ctrlkit").removeHandler(self._handler)
+            self._handler = None
         if self._ticker is not None:
             self._stop.set()
             self._ticker.join()
