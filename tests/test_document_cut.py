@@ -35,8 +35,10 @@ def parts(prompt, document):
 
 
 def cut(prompts, documents, limit, count=words):
-    return cut_documents(prompts, [parts(p, d) for p, d in zip(prompts, documents)], count(prompts), limit,
-                         by_text(count))
+    fitted, counts = cut_documents(prompts, [parts(p, d) for p, d in zip(prompts, documents)], count(prompts), limit,
+                                   by_text(count))
+    assert counts == count(fitted)  # each prompt's count as it now is
+    return fitted
 
 
 DOCUMENT = " ".join(f"w{n}" for n in range(40))
@@ -54,7 +56,7 @@ def test_prompts_within_the_limit_and_those_without_parts_are_left_as_they_are()
     within, elsewhere = f"Summarize: {DOCUMENT}", "a rewritten document " * 20
     counting = Counting()
     assert cut_documents([within, elsewhere], [parts(within, DOCUMENT), None], words([within, elsewhere]), 41,
-                         counting) == [within, elsewhere]
+                         counting) == ([within, elsewhere], words([within, elsewhere]))
     assert counting.calls == []  # nothing to cut: nothing counted again
 
 
@@ -100,7 +102,8 @@ def test_a_template_that_shows_the_message_twice_has_its_document_cut_in_both_pl
     parts = split_at_mark(rendered, DOCUMENT)
     assert parts == (("<user>", "<recap>", "<assistant>"), DOCUMENT)
     prompt = rendered.replace(MARK, DOCUMENT)
-    [fitted] = cut_documents([prompt], [parts], words([prompt]), 6, by_text(words))
+    [fitted], [length] = cut_documents([prompt], [parts], words([prompt]), 6, by_text(words))
+    assert length == words([fitted])[0]
     # five words; one more character (a space) would part "w2<recap>w0" and "w2<assistant>" into seven
     assert fitted == "<user>w0 w1 w2<recap>w0 w1 w2<assistant>"
 
@@ -116,8 +119,9 @@ def test_each_prompt_of_a_batch_fits_and_is_the_longest_that_does():
         return [index + length for index, length in zip(indices, words(texts))]
 
     for limit in range(5, 45, 3):
-        fitted = cut_documents(prompts, [parts(p, d) for p, d in zip(prompts, documents)],
-                               count(range(4), prompts), limit, count)
+        fitted, counts = cut_documents(prompts, [parts(p, d) for p, d in zip(prompts, documents)],
+                                       count(range(4), prompts), limit, count)
+        assert counts == count(range(4), fitted)
         for index, (prompt, document, result) in enumerate(zip(prompts, documents, fitted)):
             if count([index], [prompt])[0] <= limit:
                 assert result == prompt
@@ -131,8 +135,9 @@ def test_each_prompt_of_a_batch_fits_and_is_the_longest_that_does():
 def test_all_prompts_are_counted_together_in_a_number_of_calls_that_grows_with_the_logarithm():
     documents = [" ".join(["word"] * n) for n in (1000, 2000, 4000)]
     counting = Counting()
-    fitted = cut_documents(documents, [(("", ""), document) for document in documents], words(documents), 10, counting)
-    assert words(fitted) == [10, 10, 10]
+    fitted, counts = cut_documents(documents, [(("", ""), document) for document in documents], words(documents), 10,
+                                   counting)
+    assert words(fitted) == counts == [10, 10, 10]
     assert len(counting.calls) <= 1 + (4000 * 5).bit_length() and max(counting.calls) == 3
 
 
@@ -184,6 +189,6 @@ def test_a_count_that_grows_in_step_with_the_characters_is_searched_in_a_few_cal
     for length, limit in itertools.product((1000, 10000), (10, 500, 900)):
         document = " ".join(["word"] * length)
         counting = Counting()
-        [fitted] = cut_documents([document], [(("", ""), document)], words([document]), limit, counting)
-        assert words([fitted]) == [limit] and words([document[:len(fitted) + 1]]) == [limit + 1]
+        [fitted], counts = cut_documents([document], [(("", ""), document)], words([document]), limit, counting)
+        assert words([fitted]) == counts == [limit] and words([document[:len(fitted) + 1]]) == [limit + 1]
         assert len(counting.calls) <= 5

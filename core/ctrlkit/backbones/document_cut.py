@@ -54,9 +54,10 @@ def split_at_mark(rendered: str, document: str) -> Parts | None:
 
 
 def cut_documents(prompts: Sequence[str], parts: Sequence[Parts | None], lengths: Sequence[int], limit: int,
-                  count: Count) -> list[str]:
+                  count: Count) -> tuple[list[str], list[int]]:
     """``prompts`` with the end of each one's document cut where its token count (``lengths``)
-    is over ``limit`` and its ``parts`` are known: as much of the document is kept as fits. A search
+    is over ``limit`` and its ``parts`` are known, and each one's count as it now is (the search
+    counted every text it kept): as much of the document is kept as fits. A search
     over the document's characters, all prompts of the batch counted in one call a step: its first
     steps guess from the counts so far (a count grows about in step with the characters), the
     rest halve what is left; only a count that fits is ever kept, whether or not counts grow with
@@ -78,10 +79,10 @@ def cut_documents(prompts: Sequence[str], parts: Sequence[Parts | None], lengths
                 kept[index] = (guess, length)
             else:
                 over[index] = (guess, length)
-    cut = list(prompts)
-    for index, (characters, _) in kept.items():
-        cut[index] = _with(over_limit[index], characters)
-    return cut
+    cut, counts = list(prompts), list(lengths)
+    for index, (characters, length) in kept.items():
+        cut[index], counts[index] = _with(over_limit[index], characters), length
+    return cut, counts
 
 
 GUESSED_STEPS = 4

@@ -254,7 +254,7 @@ class HFBackbone(Backbone):
         parts = [self.document_parts(inputs[index]) if index in over and index not in few_shot else None
                  for index in range(len(inputs))]
         counted = lambda indices, batch: [len(row) for row in tokenize(indices, batch, None)]  # noqa: E731
-        fitted = cut_documents(texts, parts, lengths, limit, counted)
+        fitted, _ = cut_documents(texts, parts, lengths, limit, counted)
         left_whole = [index for index in over if index not in few_shot and fitted[index] == texts[index]]
         for index, (text, dropped, fits) in self._with_fewer_demonstrations(inputs, few_shot, lengths, limit,
                                                                             counted).items():
@@ -294,10 +294,11 @@ class HFBackbone(Backbone):
             # a search only where the document can have its share, or no demonstration is left to drop
             searched = [at for at in cuttable if empty[at] <= limit and (
                 limit - empty[at] >= share[at] or dropped == _shots(inputs[pending[at]]))]
-            cut = cut_documents([texts[at] for at in searched], [parts[at] for at in searched],
-                                [whole[at] for at in searched], limit,
-                                lambda positions, batch: count([pending[searched[q]] for q in positions], batch))
-            kept = dict(zip(searched, zip(cut, count([pending[at] for at in searched], cut) if cut else [])))
+            cut, cut_counts = cut_documents([texts[at] for at in searched], [parts[at] for at in searched],
+                                            [whole[at] for at in searched], limit,
+                                            lambda positions, batch: count([pending[searched[q]] for q in positions],
+                                                                           batch))
+            kept = dict(zip(searched, zip(cut, cut_counts)))  # {at: (prompt, its count)}
             still = []
             for at, index in enumerate(pending):
                 if whole[at] <= limit:
