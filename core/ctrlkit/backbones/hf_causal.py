@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import inspect
 
-from ..chat import flatten_messages
 from ..errors import ConfigurationError
-from .document_cut import MARK, split_at_mark
 from .hf_base import HFBackbone
+from .prompt_fitting import ChatPromptFitting
 
 
-class HFCausal(HFBackbone):
+class HFCausal(ChatPromptFitting, HFBackbone):
     """Any transformers decoder-only model, by path or hub id (hf-causal:PATH); chat template when
     present; trainable."""
 
@@ -32,9 +31,11 @@ class HFCausal(HFBackbone):
     auto_model_class = "AutoModelForCausalLM"
 
     @property
-    def flattens_messages(self) -> bool:
-        """True for a base model: its tokenizer has no chat template (loads the model to know)."""
-        return not getattr(self.tokenizer, "chat_template", None)
+    def has_chat_template(self) -> bool:
+        return bool(getattr(self.tokenizer, "chat_template", None))
+
+    def render_chat(self, messages) -> str:
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     def _after_load(self):
         tokenizer = self._tokenizer
@@ -49,39 +50,6 @@ class HFCausal(HFBackbone):
         if self.options["max_input_tokens"]:
             return self.options["max_input_tokens"]
         return max(1, super().input_limit() - self.options["max_new_tokens"])
-
-    def prompt(self, model_input) -> str:
-        if model_input.messages:
-            if getattr(self.tokenizer, "chat_template", None):
-                return self.tokenizer.apply_chat_template(list(model_input.messages), tokenize=False,
-                                                          add_generation_prompt=True)
-            return flatten_messages(model_input.messages)
-        return f"{model_input.source}\nTL;DR:"
-
-    def prompts(self, inputs) -> tuple[list[str], list[bool]]:
-        """The prompt of each input, and whether the tokenizer adds its special tokens to it: not
-        where a chat template wrote its own (BOS)."""
-        templated = bool(getattr(self.tokenizer, "chat_template", None))
-        return ([self.prompt(model_input) for model_input in inputs],
-                [not (templated and model_input.messages) for model_input in inputs])
-
-    def fitted_ids(self, inputs, limit: int) -> list[list[int]]:
-        """The token ids of each input's prompt, within ``limit``: a prompt over it has its document
-        cut to fit, or where that cannot be, keeps its last ``limit`` tokens (counted in ``truncated``,
-        and the latter in ``truncated_head`` too)."""
-        ids, whole = self.fit_to_limit(inputs, *self.prompts(inputs), limit)
-        self.truncated_head += len(whole)
-        return ids
-
-    def document_parts(self, model_input):
-        """A plain prompt (``source + "\\nTL;DR:"``) split around its source; a chat prompt as
-        every transformers backbone splits it."""
-        source = model_input.source
-        if model_input.messages:
-            return super().document_parts(model_input)
-        if not source.strip() or MARK in source:
-            return None
-        return split_at_mark(self.prompt(model_input.replace(source=MARK)), source)
 
     def generate(self, inputs):
         import torch
