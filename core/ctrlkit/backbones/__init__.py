@@ -9,3 +9,4 @@ def register_backbones(register):
     register("hf", "ctrlkit.backbones.hf:HFSeq2Seq")
     register("hf-causal", "ctrlkit.backbones.hf_causal:HFCausal")
     register("openai", "ctrlkit.backbones.openai:OpenAIBackbone")
+    register("llamacpp", "ctrlkit.backbones.llamacpp:LlamaCppBackbone")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..errors import ConfigurationError
 from . import seeded_rows
+from .gguf_torch import is_gguf_file
 
 ADAPTER_CONFIG = "adapter_config.json"
 ADDED_TOKENS_FILE = "ctrlkit_added_tokens.safetensors"
@@ -131,7 +132,7 @@ def base_model(folder: str | Path, config: dict, backbone: str) -> str:
     if not isinstance(base, str) or not base:
         raise ConfigurationError(f"backbone '{backbone}': {Path(folder) / ADAPTER_CONFIG} names no base model "
                                  "(base_model_name_or_path)")
-    if base.startswith((".", "/", "~")) and not Path(base).expanduser().is_dir():
+    if base.startswith((".", "/", "~")) and not Path(base).expanduser().is_dir() and not is_gguf_file(base):
         raise ConfigurationError(f"backbone '{backbone}': the adapter in {folder} was trained on the base model "
                                  f"{base}, which is not there (moved? set base_model_name_or_path in "
                                  f"{Path(folder) / ADAPTER_CONFIG})")
@@ -139,10 +140,10 @@ def base_model(folder: str | Path, config: dict, backbone: str) -> str:
 
 
 def recorded_base(name: str) -> str:
-    """How an adapter records its base: a local folder as an absolute path (resolvable from
-    anywhere), a hub id as it is."""
+    """How an adapter records its base: a local folder or file (GGUF) as an absolute path
+    (resolvable from anywhere), a hub id as it is."""
     path = Path(name).expanduser()
-    return str(path.resolve()) if path.is_dir() else name
+    return str(path.resolve()) if path.is_dir() or is_gguf_file(name) else name
 
 
 def added_rows(model, count: int) -> dict:

@@ -15,6 +15,8 @@ from ..options import Option
 from ..quiet import quiet_new_imports, quietly
 from ..secrets import scrub_text
 from . import adapter_composition, adapters, seeded_rows
+from .gguf_file import gguf_sha256
+from .gguf_torch import dequantized_folder, is_gguf_file
 from .prompt_fitting import PromptFitting
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
@@ -112,12 +114,14 @@ class HFBackbone(PromptFitting, Backbone):
             cuda_bf16 = device.startswith("cuda") and torch.cuda.is_bf16_supported()
             dtype = "bfloat16" if cuda_bf16 else "float32"
         name = self.options["model"]
-        if name.startswith((".", "/", "~")) and not Path(name).expanduser().is_dir():
-            raise ConfigurationError(f"backbone '{self.name}': no model folder at {name}")
+        if name.startswith((".", "/", "~")) and not Path(name).expanduser().is_dir() and not is_gguf_file(name):
+            raise ConfigurationError(f"backbone '{self.name}': no model folder or GGUF file at {name}")
         adapter = Path(name).expanduser() if adapters.is_adapter_folder(name) else None
         if adapter:
             adapters.require_peft(f"backbone '{self.name}' with the adapter in {name}")
             name = adapters.base_model(adapter, adapters.read_adapter_config(adapter), self.name)
+        if is_gguf_file(name):  # read through the float32 folder kept for that file
+            name = str(dequantized_folder(name, self.name))
         # an adapter's folder holds the tokenizer with the tokens its controller added, and their rows
         saved = adapter or adapter_composition.tokenizer_folder(self.composed)
         vocabulary = saved if saved and (saved / "tokenizer_config.json").is_file() else name
@@ -275,10 +279,15 @@ class HFBackbone(PromptFitting, Backbone):
         folder = Path(self.options["model"]).expanduser()
         if folder.is_dir():
             identity["files"] = _fingerprint(folder)
+        elif is_gguf_file(self.options["model"]):  # which weights, wherever the file lies
+            identity["options"].pop("model")
+            identity["gguf_sha256"] = gguf_sha256(folder)
         if adapters.is_adapter_folder(self.options["model"]):
             base = adapters.read_adapter_config(folder).get("base_model_name_or_path")
             if isinstance(base, str) and base and Path(base).expanduser().is_dir():
                 identity["base_files"] = _fingerprint(Path(base).expanduser())
+            elif isinstance(base, str) and is_gguf_file(base):
+                identity["base_gguf_sha256"] = gguf_sha256(Path(base).expanduser())
         if self.composed:
             identity["adapter_files"] = {name: _fingerprint(path) for name, path in self.composed}
         else:  # without adapters, how they would combine changes nothing (nor the cache keys of earlier runs)
