@@ -161,6 +161,12 @@ class LlamaCppBackbone(ChatPromptFitting, Backbone):
     def load(self) -> None:
         self._load()
 
+    @property
+    def listening_address(self) -> str:
+        """The loopback address llama.cpp's server library listens on while the model is loaded
+        (it answers only requests bearing this process's key)."""
+        return self._load().listening_address
+
     def _load(self):
         with self._load_lock:
             if self._server is not None:
