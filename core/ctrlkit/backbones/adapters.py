@@ -183,6 +183,19 @@ def save_added_rows(rows: dict, folder: Path) -> None:
         save_file({key: value.contiguous() for key, value in rows.items()}, str(folder / ADDED_TOKENS_FILE))
 
 
+def peft_model(model, config):
+    """``peft.get_peft_model``, without its warning that the adapter's recorded base differs from
+    the folder the model was read from: a GGUF file's base is read from the float32 folder kept for
+    it (:mod:`.gguf_torch`), and the adapter records the file the user named."""
+    import warnings
+
+    import peft
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The PEFT config's `base_model_name_or_path` was renamed")
+        return peft.get_peft_model(model, config)
+
+
 def load_adapter(model, folder: Path, backbone: str):
     """``model`` with the adapter saved in ``folder``, trainable (a resumed training goes on with
     it; peft's ``PeftModel.from_pretrained`` loads prefix tuning for inference only)."""
@@ -191,7 +204,7 @@ def load_adapter(model, folder: Path, backbone: str):
     config = peft.PeftConfig.from_pretrained(str(folder))
     config.inference_mode = False
     try:
-        wrapped = peft.get_peft_model(model, config)
+        wrapped = peft_model(model, config)
         result = peft.set_peft_model_state_dict(wrapped, peft.load_peft_weights(str(folder), device="cpu"))
     except (RuntimeError, ValueError, OSError) as exc:  # modules it lacks, weights of other shapes, a damaged file
         raise ConfigurationError(f"backbone '{backbone}': the adapter in {folder} does not fit its base model: "

@@ -182,8 +182,6 @@ class HFBackbone(PromptFitting, Backbone):
         """Wrap the model in a new adapter (``ctrlkit train --peft``; :func:`.adapters.peft_settings`),
         once the controller has added its tokens, which LoRA then trains; a model loaded with an
         adapter of that method (a resumed training) goes on with it. Returns what peft chose."""
-        import peft
-
         self._refuse_composed_training()
         if self.has_adapter:
             loaded = adapters.chosen(self.model)
@@ -196,7 +194,7 @@ class HFBackbone(PromptFitting, Backbone):
         config = adapters.peft_config(settings, adapters.TASK_TYPES[self.auto_model_class],
                                       list(range(vocabulary - count, vocabulary)))
         try:
-            self._model = peft.get_peft_model(self._model, config)
+            self._model = adapters.peft_model(self._model, config)
         except (ValueError, TypeError) as exc:  # e.g. target modules the model does not have
             raise ConfigurationError(f"backbone '{self.name}' cannot take a {settings['method']} adapter: "
                                      f"{' '.join(str(exc).split())}") from None
