@@ -34,7 +34,7 @@ test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -q
 
 # Side-by-side benchmarks; each writes its entry into bench/results.json.
-bench: install
+bench: install $(VENV)/.test-installed
 	rm -f bench/results.json
 	$(BIN)/python bench/controller_cost.py
 	$(BIN)/python bench/tag_speed.py
@@ -44,6 +44,7 @@ bench: install
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/bootstrap_speed.py
 	$(BIN)/python bench/lora_vs_full.py
+	$(BIN)/python bench/llamacpp_speed.py
 	$(BIN)/python bench/summary.py
 
 clean:
