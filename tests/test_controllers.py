@@ -116,7 +116,7 @@ def test_controllers_are_pure(sample_space):
 def test_chain_options_are_per_controller():
     chain = ctrlkit.get_controller("prepend+tag", tag={"top_n": 7}, prepend={"separator": "|"})
     assert [c.options for c in chain.controllers] == [
-        {"attributes": "topic", "separator": "|", "joiner": " | "}, {"top_n": 7, "stop_words": True}]
+        {"attributes": "topic", "separator": "|", "joiner": " | ", "require": "all"}, {"top_n": 7, "stop_words": True}]
 
 
 def test_lemma_is_context_free_and_lowercase():

@@ -100,6 +100,32 @@ def test_a_chain_decides_for_each_controller(partial):
     assert lacking == [["length"], None, ["prepend"], ["length"], ["length", "prepend"]]
 
 
+def test_prepend_requiring_any_attribute_writes_those_an_example_has_and_counts_the_rest(partial):
+    """One dataset's topic, another's length: each example gets what it carries; one with neither
+    is left as it is, and counted as uncontrolled."""
+    options = {"prepend": {"attributes": "topic,length", "require": "any"}}
+    result = ctrlkit.run(dataset="jsonl", data=partial, controller="prepend", backbone="echo", metrics=["rouge"],
+                         options=options, cache=False, baseline=None)
+    expected = []
+    for document, topic, length in zip(DOCS, TOPICS, LENGTHS):
+        values = [str(value) for value in (topic, length) if value is not None]
+        expected.append(f"{' | '.join(values)} {SEP} {document}" if values else document)
+    assert [sample["prediction"] for sample in result.samples] == expected
+    assert result.results["uncontrolled"] == {"prepend": 1}  # e4 has neither
+    required_all = ctrlkit.run(dataset="jsonl", data=partial, controller="prepend", backbone="echo",
+                               metrics=["rouge"], options={"prepend": {"attributes": "topic,length"}}, cache=False,
+                               baseline=None)
+    assert required_all.results["uncontrolled"] == {"prepend": 4}  # only e1 has both
+    with pytest.raises(ConfigurationError, match=r"controller 'prepend' reads one of the controls topic, length, "
+                                                 r"but example 'e4' of dataset 'jsonl' has none \(strict controls\)"):
+        ctrlkit.run(dataset="jsonl", data=partial, controller="prepend", backbone="echo", metrics=["rouge"],
+                    options=options, strict_controls=True, cache=False)
+    with pytest.raises(ConfigurationError, match=r"reads one of the controls keywords, entity, but no example of "
+                                                 r"dataset 'jsonl' has any"):
+        ctrlkit.run(dataset="jsonl", data=partial, controller="prepend", backbone="echo", metrics=["rouge"],
+                    options={"prepend": {"attributes": "keywords,entity", "require": "any"}}, cache=False)
+
+
 def test_strict_controls_refuses_before_any_generation(partial):
     Echo.calls = 0
     with pytest.raises(ConfigurationError, match=r"controller 'prepend' reads control 'topic', but example 'e2' "

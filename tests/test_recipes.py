@@ -31,7 +31,7 @@ from chat_server import JsonHandler, serving
 from conftest import NEWTS_CSV, ROOT, invoke_ctrlkit, run_ctrlkit, shared_file
 from test_meta_eval import expected_p
 
-NAMES = ["ccsbench", "entsum", "fd-meta-eval", "passali-newts"]
+NAMES = ["ccsbench", "entsum", "fd-meta-eval", "passali-newts", "real-models"]
 
 
 @pytest.fixture

@@ -41,6 +41,9 @@ class Controller(Configurable):
     partial_controls: bool = False
     """True when ``apply`` renders whichever of the controls it reads an example has (prompt);
     otherwise an example lacking one is left uncontrolled: ``apply`` is not called for it."""
+    reads_any: bool = False
+    """True when an example carrying any one of the controls it reads is controlled (``apply``
+    renders those it has: prepend with ``require=any``), not only one carrying all of them."""
 
     def use_dataset(self, dataset: "Dataset") -> None:
         """See the dataset (e.g. how it maps named length levels to words) before ``fit``."""

@@ -34,10 +34,18 @@ def carries_all(component, example: Example) -> bool:
     return all(carries(example, attribute) for attribute in component.reads)
 
 
+def carries_needed(component, example: Example) -> bool:
+    """True when ``example`` carries the controls ``component`` needs: every one it reads, or with
+    ``reads_any`` one of them."""
+    if getattr(component, "reads_any", False):
+        return any(carries(example, attribute) for attribute in component.reads)
+    return carries_all(component, example)
+
+
 def applies_to(controller, example: Example) -> bool:
-    """True when ``controller`` changes ``example``'s input: it carries every control the
-    controller reads, or the controller renders whichever it has (``partial_controls``)."""
-    return getattr(controller, "partial_controls", False) or carries_all(controller, example)
+    """True when ``controller`` changes ``example``'s input: it carries the controls the controller
+    needs (:func:`carries_needed`), or the controller renders whichever it has (``partial_controls``)."""
+    return getattr(controller, "partial_controls", False) or carries_needed(controller, example)
 
 
 def apply_control(controller, example: Example, model_input: ModelInput) -> ModelInput:
@@ -66,6 +74,17 @@ def check_controls(component, examples: Sequence[Example], dataset: str, strict:
     """Refuse, before any work, a control that no example carries, or with ``strict`` one that
     any example lacks."""
     kind = "metric" if hasattr(component, "compute") else "controller"
+    if getattr(component, "reads_any", False) and component.reads:
+        lacking = [example.id for example in examples if not carries_needed(component, example)]
+        named = ", ".join(component.reads)
+        if lacking and len(lacking) == len(examples):
+            raise ConfigurationError(f"{kind} '{component.name}' reads one of the controls {named}, but no example "
+                                     f"of dataset '{dataset}' has any")
+        if lacking and strict:
+            more = f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else ""
+            raise ConfigurationError(f"{kind} '{component.name}' reads one of the controls {named}, but example "
+                                     f"'{lacking[0]}'{more} of dataset '{dataset}' has none (strict controls)")
+        return
     for attribute in component.reads:
         lacking = [example.id for example in examples if not carries(example, attribute)]
         if lacking and len(lacking) == len(examples):

@@ -1,4 +1,5 @@
 from ctrlkit import SEP, Controller, Option, OptionError
+from ctrlkit.controls import carries
 
 
 class NoControl(Controller):
@@ -16,6 +17,9 @@ class Prepend(Controller):
         Option("attributes", str, "topic", "comma-separated control attributes to prepend, in order"),
         Option("separator", str, SEP, "token between the prepended text and the document"),
         Option("joiner", str, " | ", "text between two prepended values"),
+        Option("require", str, "all", "all: an example lacking one of the attributes is left uncontrolled; any: "
+                                      "an example gets those of them it has, in order (one dataset's topic, "
+                                      "another's keywords)", choices=("all", "any")),
     )
 
     def __init__(self, **options):
@@ -23,6 +27,7 @@ class Prepend(Controller):
         self.reads = tuple(name.strip() for name in self.options["attributes"].split(",") if name.strip())
         if not self.reads:
             raise OptionError("option 'prepend.attributes' names no control attribute")
+        self.reads_any = self.options["require"] == "any"
         if not self.options["separator"].strip():
             raise OptionError("option 'prepend.separator' must not be empty")
 
@@ -30,7 +35,7 @@ class Prepend(Controller):
         backbone.add_special_tokens([self.options["separator"]])
 
     def apply(self, example, model_input):
-        values = [_as_text(example.controls[attribute]) for attribute in self.reads]
+        values = [_as_text(example.controls[attribute]) for attribute in self.reads if carries(example, attribute)]
         prefix = self.options["joiner"].join(values)
         return model_input.replace(source=f"{prefix} {self.options['separator']} {model_input.source}")
 
