@@ -192,13 +192,17 @@ def test_it_conforms(smollm2):
     ("/nowhere/model.gguf", [], "no GGUF file at /nowhere/model.gguf"),
     ("TEXT", [], "is not a GGUF file"),
     ("SMOL", ["--set", "llamacpp.context=100"], "a context of 100 tokens leaves 0 for the prompt"),
+    ("CUT", ["--limit", "1"], "cannot load"),  # a GGUF header whose tensors were cut off: llama.cpp refuses it
     ("SMOL", ["--set", "llamacpp.max_input_tokens=8000", "--set", "llamacpp.context=4096"],
      "max_input_tokens 8000 and max_new_tokens 128 do not fit a context of 4096"),
 ])
 def test_a_wrong_file_or_context_is_one_line_before_any_work(tmp_path, smollm2_gguf, argument, options, message):
     text = tmp_path / "notes.gguf"
     text.write_text("hello")
-    path = {"TEXT": str(text), "SMOL": str(smollm2_gguf)}.get(argument, argument)
+    cut = tmp_path / "cut.gguf"
+    with smollm2_gguf.open("rb") as whole:
+        cut.write_bytes(whole.read(20_000_000))
+    path = {"TEXT": str(text), "SMOL": str(smollm2_gguf), "CUT": str(cut)}.get(argument, argument)
     result = run_ctrlkit("run", "-b", f"llamacpp:{path}", "-c", "prompt", "-o", tmp_path / "out", *options)
     assert result.returncode != 0
     assert message in result.stderr and result.stderr.strip().count("\n") == 0, result.stderr

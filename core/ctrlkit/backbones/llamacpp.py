@@ -191,8 +191,11 @@ class LlamaCppBackbone(ChatPromptFitting, Backbone):
             try:
                 self._server = xllamacpp.Server(params)
             except Exception as exc:  # the runtime raises plain RuntimeErrors
-                raise ConfigurationError(scrub_text(f"backbone '{self.name}' cannot load {self._path}: "
-                                                    f"{' '.join(str(exc).split()) or type(exc).__name__}")) from None
+                raise ConfigurationError(scrub_text(
+                    f"backbone '{self.name}' cannot load {self._path}: "
+                    f"{' '.join(str(exc).split()) or type(exc).__name__} (a damaged or cut file, an architecture "
+                    f"this llama.cpp does not know, or too little memory; llamacpp.verbose=true shows llama.cpp's "
+                    f"own reason)")) from None
             return self._server
 
     def _call(self, path: str, body: dict) -> dict:
