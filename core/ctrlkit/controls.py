@@ -72,25 +72,20 @@ def scored_indices(metric, examples: Sequence[Example]) -> list[int]:
 
 def check_controls(component, examples: Sequence[Example], dataset: str, strict: bool = False) -> None:
     """Refuse, before any work, a control that no example carries, or with ``strict`` one that
-    any example lacks."""
+    any example lacks (for a ``reads_any`` component: all of its controls at once)."""
     kind = "metric" if hasattr(component, "compute") else "controller"
-    if getattr(component, "reads_any", False) and component.reads:
-        lacking = [example.id for example in examples if not carries_needed(component, example)]
-        named = ", ".join(component.reads)
+    if getattr(component, "reads_any", False) and component.reads:  # one requirement: any of them
+        needs = [(f"one of the controls {', '.join(component.reads)}", "any",
+                  lambda example: carries_needed(component, example))]
+    else:
+        needs = [(f"control '{attribute}'", "it", lambda example, attribute=attribute: carries(example, attribute))
+                 for attribute in component.reads]
+    for what, found, carried in needs:
+        lacking = [example.id for example in examples if not carried(example)]
         if lacking and len(lacking) == len(examples):
-            raise ConfigurationError(f"{kind} '{component.name}' reads one of the controls {named}, but no example "
-                                     f"of dataset '{dataset}' has any")
+            raise ConfigurationError(f"{kind} '{component.name}' reads {what}, but no example of dataset "
+                                     f"'{dataset}' has {found}")
         if lacking and strict:
             more = f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else ""
-            raise ConfigurationError(f"{kind} '{component.name}' reads one of the controls {named}, but example "
-                                     f"'{lacking[0]}'{more} of dataset '{dataset}' has none (strict controls)")
-        return
-    for attribute in component.reads:
-        lacking = [example.id for example in examples if not carries(example, attribute)]
-        if lacking and len(lacking) == len(examples):
-            raise ConfigurationError(f"{kind} '{component.name}' reads control '{attribute}', but no example "
-                                     f"of dataset '{dataset}' has it")
-        if lacking and strict:
-            more = f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else ""
-            raise ConfigurationError(f"{kind} '{component.name}' reads control '{attribute}', but example "
+            raise ConfigurationError(f"{kind} '{component.name}' reads {what}, but example "
                                      f"'{lacking[0]}'{more} of dataset '{dataset}' has none (strict controls)")
