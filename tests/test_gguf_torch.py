@@ -81,6 +81,17 @@ def test_the_chat_prompt_is_the_one_llamacpp_renders(smollm2_torch, smollm2_gguf
     assert smollm2_torch.prompt(chat(TEXT)) == llama.prompt(chat(TEXT))
 
 
+def test_a_cache_folder_that_cannot_be_written_is_one_line_naming_it(smollm2_gguf, tmp_path, monkeypatch):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("in the way")
+    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(blocked))
+    backbone = ctrlkit.get_backbone(f"hf-causal:{smollm2_gguf}", **GREEDY)
+    with pytest.raises(ctrlkit.ConfigurationError, match=r"cannot keep the float32 copy of .* in .*a-file/gguf-torch: "
+                                                         r".*CTRLKIT_CACHE_DIR chooses the folder") as error:
+        backbone.load()
+    assert "\n" not in str(error.value)
+
+
 @pytest.mark.slow
 def test_lora_training_on_newts_lowers_the_loss_and_reloads_to_the_same_outputs(smollm2_gguf, tmp_path,
                                                                                  monkeypatch):
@@ -112,3 +123,28 @@ def test_lora_training_on_newts_lowers_the_loss_and_reloads_to_the_same_outputs(
         assert reloaded.model(**batch).loss == pytest.approx(in_memory.model(**batch).loss.item(), abs=1e-5)
         assert abs(reloaded.model(**batch).loss.item() - base.model(**batch).loss.item()) > 1e-4
     assert reloaded.identity()["base_gguf_sha256"] == "sha256:" + hashlib.sha256(smollm2_gguf.read_bytes()).hexdigest()
+
+
+@pytest.mark.slow
+def test_full_training_on_the_gguf_weights_saves_a_model_folder_that_reloads_to_the_same_outputs(smollm2_gguf,
+                                                                                                  tmp_path,
+                                                                                                  monkeypatch):
+    """The float32 folder carries no GGUF quantization mark, so a fully trained model saves (transformers
+    refuses to save a model it loaded as GGUF-quantized)."""
+    shared_file("newts/NEWTS_test_600.csv")
+    from ctrlkit.backbones.hf_base import HFBackbone
+    from ctrlkit.training import train
+
+    caught = {}
+    original = HFBackbone.save
+    monkeypatch.setattr(HFBackbone, "save", lambda self, folder: caught.setdefault("backbone", self) and
+                        original(self, folder))
+    out = tmp_path / "full"
+    record = train(backbone=f"hf-causal:{smollm2_gguf}", out=str(out), dataset="newts", data=str(NEWTS_CSV),
+                   controller="prompt", limit=2, batch_size=2, max_steps=2, lr=1e-5, max_target_tokens=32,
+                   options={"hf-causal": {"max_input_tokens": 128}})
+    assert record["steps"] == 2 and (out / "model.safetensors").is_file()
+    assert "quantization_config" not in json.loads((out / "config.json").read_text())
+    caught["backbone"].options.update(GREEDY)
+    reloaded = ctrlkit.get_backbone(f"hf-causal:{out}", **GREEDY)
+    assert reloaded.generate([chat(TEXT)]) == caught["backbone"].generate([chat(TEXT)])

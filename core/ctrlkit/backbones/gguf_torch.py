@@ -49,19 +49,23 @@ def dequantized_folder(gguf: str, backbone: str) -> Path:
     if find_spec("gguf") is None:
         raise ConfigurationError(f"backbone '{backbone}' reads {gguf} through transformers, which needs the gguf "
                                  "package: pip install 'ctrlkit[hf]'")
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
     try:
-        _convert(file, building, backbone)
-        (building / COMPLETE).write_text(str(file) + "\n", encoding="utf-8")
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        building = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
         try:
-            os.rename(building, folder)
-        except OSError:  # another process finished first (or left an incomplete folder: replace it)
-            if not (folder / COMPLETE).is_file():
-                shutil.rmtree(folder, ignore_errors=True)
+            _convert(file, building, backbone)
+            (building / COMPLETE).write_text(str(file) + "\n", encoding="utf-8")
+            try:
                 os.rename(building, folder)
-    finally:
-        shutil.rmtree(building, ignore_errors=True)
+            except OSError:  # another process finished first (or left an incomplete folder: replace it)
+                if not (folder / COMPLETE).is_file():
+                    shutil.rmtree(folder, ignore_errors=True)
+                    os.rename(building, folder)
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
+    except OSError as exc:  # a cache folder that cannot be written, a full disk
+        raise ConfigurationError(f"backbone '{backbone}' cannot keep the float32 copy of {gguf} in {folder.parent}: "
+                                 f"{exc.strerror or exc} (CTRLKIT_CACHE_DIR chooses the folder)") from None
     return folder
 
 

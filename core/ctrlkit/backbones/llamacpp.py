@@ -262,11 +262,6 @@ class LlamaCppBackbone(ChatPromptFitting, Backbone):
         with ThreadPoolExecutor(workers) as pool:
             return list(pool.map(self.complete, fitted))
 
-    def close(self) -> None:
-        """Free the model now (it is freed anyway when the backbone is)."""
-        with self._load_lock:
-            self._server = None
-
 
 def _default_threads() -> int:
     """$OMP_NUM_THREADS where it is a positive number (Ray sets it to a worker's CPUs), else the
