@@ -11,7 +11,7 @@ import time
 import pytest
 
 import ctrlkit
-from conftest import NEWTS_CSV, shared_file
+from conftest import NEWTS_CSV, run_ctrlkit, shared_file
 from ctrlkit import ModelInput
 
 pytest.importorskip("transformers", reason="hf-causal needs transformers (ctrlkit[hf])")
@@ -79,6 +79,19 @@ def test_the_chat_prompt_is_the_one_llamacpp_renders(smollm2_torch, smollm2_gguf
     pytest.importorskip("xllamacpp", reason="compares with the llamacpp backbone")
     llama = ctrlkit.get_backbone(f"llamacpp:{smollm2_gguf}", threads=2)
     assert smollm2_torch.prompt(chat(TEXT)) == llama.prompt(chat(TEXT))
+
+
+def test_a_run_on_real_newts_data_through_the_gguf_in_torch(smollm2_torch, smollm2_gguf, tmp_path):
+    shared_file("newts/NEWTS_test_600.csv")
+    result = run_ctrlkit("run", "-d", "newts", "--data", NEWTS_CSV, "-c", "prompt", "-b", f"hf-causal:{smollm2_gguf}",
+                         "-m", "stas", "-m", "rouge", "--limit", "2", "--bootstrap", "0", "--no-baseline",
+                         "--set", "hf-causal.num_beams=1", "--set", "hf-causal.max_new_tokens=16",
+                         "--set", "hf-causal.max_input_tokens=256", "-o", tmp_path / "run")
+    assert result.returncode == 0, result.stderr
+    assert "2 of 2 inputs truncated to 256 tokens" in result.stderr  # NEWTS articles are longer
+    samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 2 and all(sample["prediction"].strip() for sample in samples)
+    assert all(0 <= sample["scores"]["stas"]["stas"] <= 1 for sample in samples)
 
 
 def test_a_cache_folder_that_cannot_be_written_is_one_line_naming_it(smollm2_gguf, tmp_path, monkeypatch):
