@@ -372,3 +372,15 @@ def test_length_warns_once_when_levels_share_a_bin(caplog):
     with caplog.at_level("WARNING", logger="ctrlkit"):
         separated.check(examples)
     assert not caplog.records
+
+
+def test_length_pcc_takes_a_requested_length_past_int64():
+    """Found by tests/test_fuzz.py: a length of 10**21 words made the bins an object array that
+    scipy's pearsonr refused (AttributeError) after all the work."""
+    examples = [{"id": str(i), "document": "d", "controls": {"length": length}}
+                for i, length in enumerate([10, 60, 10 ** 21])]
+    predictions = ["one two three", " ".join(["word"] * 70), " ".join(["word"] * 200)]
+    result = ctrlkit.get_metric("length").compute(predictions, examples)
+    wanted = [0, 1, 10 ** 21 // 50]  # the requested 50-word bins (no top bin)
+    generated = [0, 1, 3]
+    assert result.corpus["pcc"] == pytest.approx(np.corrcoef(generated, [float(w) for w in wanted])[0, 1])

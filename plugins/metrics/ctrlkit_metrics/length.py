@@ -88,7 +88,9 @@ class Length(Metric):
             per_example={"abs_bin_error": bin_errors, "abs_word_error": word_errors, "words": words},
             corpus={
                 "mad": fmean(bin_errors),
-                "pcc": float(pearsonr(correlated, wanted).statistic) if defined else None,
+                # as floats: a requested length past int64 makes a list of ints an object array scipy refuses
+                "pcc": float(pearsonr([float(n) for n in correlated], [float(n) for n in wanted]).statistic)
+                if defined else None,
                 "pcc_defined": float(defined),
                 "word_mad": fmean(measured) if measured else None,
             },
