@@ -94,6 +94,12 @@ def test_a_run_on_real_newts_data_through_the_gguf_in_torch(smollm2_torch, smoll
     assert all(0 <= sample["scores"]["stas"]["stas"] <= 1 for sample in samples)
 
 
+def test_the_seq2seq_backbone_refuses_a_gguf_file_in_one_line(smollm2_gguf):
+    with pytest.raises(ctrlkit.ConfigurationError, match=r"backbone 'hf' reads no GGUF file .*: a GGUF holds a "
+                                                         r"decoder-only model; give it to hf-causal or llamacpp"):
+        ctrlkit.get_backbone(f"hf:{smollm2_gguf}").load()
+
+
 def test_a_cache_folder_that_cannot_be_written_is_one_line_naming_it(smollm2_gguf, tmp_path, monkeypatch):
     blocked = tmp_path / "a-file"
     blocked.write_text("in the way")

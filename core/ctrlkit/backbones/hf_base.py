@@ -51,6 +51,8 @@ class HFBackbone(PromptFitting, Backbone):
         Option("adapter_weights", str, "", "merge weights, one per adapter, e.g. 0.7,0.3 (empty: equal)"),
     )
     auto_model_class = ""  # the transformers Auto class, by name
+    reads_gguf = False
+    """Whether a GGUF file may stand for the model folder (:mod:`.gguf_torch`: decoder-only models)."""
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -114,8 +116,11 @@ class HFBackbone(PromptFitting, Backbone):
             cuda_bf16 = device.startswith("cuda") and torch.cuda.is_bf16_supported()
             dtype = "bfloat16" if cuda_bf16 else "float32"
         name = self.options["model"]
+        if is_gguf_file(name) and not self.reads_gguf:
+            raise ConfigurationError(f"backbone '{self.name}' reads no GGUF file ({name}): a GGUF holds a decoder-only "
+                                     "model; give it to hf-causal or llamacpp")
         if name.startswith((".", "/", "~")) and not Path(name).expanduser().is_dir() and not is_gguf_file(name):
-            raise ConfigurationError(f"backbone '{self.name}': no model folder or GGUF file at {name}")
+            raise ConfigurationError(f"backbone '{self.name}': no model folder at {name}")
         adapter = Path(name).expanduser() if adapters.is_adapter_folder(name) else None
         if adapter:
             adapters.require_peft(f"backbone '{self.name}' with the adapter in {name}")

@@ -29,6 +29,7 @@ class HFCausal(ChatPromptFitting, HFBackbone):
 
     capabilities = frozenset({"text", "messages", "training"})
     auto_model_class = "AutoModelForCausalLM"
+    reads_gguf = True
 
     @property
     def has_chat_template(self) -> bool:
