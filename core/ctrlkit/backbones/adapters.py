@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import ConfigurationError
 from . import seeded_rows
-from .gguf_torch import is_gguf_file
+from .gguf_file import is_gguf_file
 
 ADAPTER_CONFIG = "adapter_config.json"
 ADDED_TOKENS_FILE = "ctrlkit_added_tokens.safetensors"

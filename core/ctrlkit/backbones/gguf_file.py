@@ -55,6 +55,16 @@ def model_facts(path: str | os.PathLike) -> dict:
             "name": metadata.get("general.name") if isinstance(metadata.get("general.name"), str) else None}
 
 
+def is_gguf_file(name: str) -> bool:
+    """Whether ``name`` is a path to a file starting with GGUF's magic bytes."""
+    path = Path(name).expanduser()
+    try:
+        with path.open("rb") as handle:
+            return path.is_file() and handle.read(4) == MAGIC
+    except OSError:
+        return False
+
+
 def check_gguf_path(path: str, where: str) -> Path:
     """``path`` as a Path when it names a readable GGUF file, else one GGUFError naming it."""
     if not path:

@@ -21,21 +21,11 @@ from pathlib import Path
 
 from ..errors import ConfigurationError
 from ..secrets import scrub_text
-from .gguf_file import MAGIC, gguf_sha256
+from .gguf_file import gguf_sha256
 
 FOLDER = "gguf-torch"
 COMPLETE = "ctrlkit-gguf-complete"
 """Written last into a converted folder: a folder without it is not used."""
-
-
-def is_gguf_file(name: str) -> bool:
-    """Whether ``name`` is a path to a file starting with GGUF's magic bytes."""
-    path = Path(name).expanduser()
-    try:
-        with path.open("rb") as handle:
-            return path.is_file() and handle.read(4) == MAGIC
-    except OSError:
-        return False
 
 
 def dequantized_folder(gguf: str, backbone: str) -> Path:

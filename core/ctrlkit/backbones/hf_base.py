@@ -15,8 +15,8 @@ from ..options import Option
 from ..quiet import quiet_new_imports, quietly
 from ..secrets import scrub_text
 from . import adapter_composition, adapters, seeded_rows
-from .gguf_file import gguf_sha256
-from .gguf_torch import dequantized_folder, is_gguf_file
+from .gguf_file import gguf_sha256, is_gguf_file
+from .gguf_torch import dequantized_folder
 from .prompt_fitting import PromptFitting
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
