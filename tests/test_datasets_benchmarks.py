@@ -221,3 +221,27 @@ def test_macsum_with_the_length_controller_reaches_the_requested_bins():
     plain = steered.results["baseline"]["metrics"]["length"]
     assert steered.metrics["length"]["mad"] < plain["mad"] and steered.metrics["length"]["pcc"] > plain["pcc"]
     assert steered.metrics["length"]["word_mad"] < plain["word_mad"]
+
+
+
+def test_macsum_train_fraction_holds_out_whole_sources_of_the_authors_file(tmp_path):
+    """One file has no train split; train_fraction holds out a share of its sources, chosen by a
+    hash of each source's text, so the held-out sources do not change when the file is reordered."""
+    path = shared_file("macsum/macdoc_val.json")
+    whole = ctrlkit.get_dataset("macsum", path=str(path)).load(None)
+    split = ctrlkit.get_dataset("macsum", path=str(path), train_fraction=0.2)
+    assert split.data_splits() == ("train", "val")
+    train, rest = split.load("train"), split.load("val")
+    train_sources = {e.meta["source_index"] for e in train}
+    assert not train_sources & {e.meta["source_index"] for e in rest}
+    assert sorted(e.id for e in train + rest) == sorted(e.id for e in whole)
+    assert 0.1 < len(train_sources) / 94 < 0.3  # a hash split: near the share asked, not exact
+    assert "train_fraction 0.2" in split.describe_split("train")
+
+    reordered = tmp_path / "macdoc_val.json"
+    reordered.write_text(json.dumps(json.loads(path.read_text(encoding="utf-8"))[::-1]), encoding="utf-8")
+    again = ctrlkit.get_dataset("macsum", path=str(reordered), train_fraction=0.2).load("train")
+    assert sorted(e.references[0] for e in again) == sorted(e.references[0] for e in train)
+
+    with pytest.raises(DatasetError, match="holds no train split.*macsum.train_fraction"):
+        ctrlkit.get_dataset("macsum", path=str(path)).load("train")

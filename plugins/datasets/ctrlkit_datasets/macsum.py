@@ -15,10 +15,16 @@ Where the files are: ``--data`` is one JSON file (its split is named by the file
 release's ``dataset/macdoc/``), or the release's ``dataset/`` folder itself, holding ``macdoc/``
 and ``macdial/`` (``macsum.domain`` picks one; ``macdoc_val.json``-style names are found the same
 way). ``--split`` picks the file; ``valid``, ``validation`` and ``dev`` are also read as ``val``.
+One file holds no train split; ``macsum.train_fraction`` (0 to 1) holds out that share of the
+file's sources, chosen by a hash of each source's text (the same sources on every machine and
+order), as a ``train`` split for few-shot demonstrations or training; the file's own split keeps
+the rest. The release's train.json is the split to use where you have it.
 Attribute keys are read in any case (the release's description writes ``Speaker``, its files
 ``speaker``).
 """
 
+import hashlib
+import json
 from pathlib import Path
 
 from ctrlkit import Dataset, DatasetError, Example, Option
@@ -45,6 +51,9 @@ class MacSum(Dataset):
                                 "release's dataset/ folder holding macdoc/ and macdial/ (--data)"),
         Option("domain", str, "doc", "which domain a folder holding both gives: doc (MACSum-Doc) or dial",
                choices=("doc", "dial")),
+        Option("train_fraction", float, 0.0, "share of a single file's sources held out (by a hash of each source's "
+                                           "text) as a train split for few-shot demonstrations; 0 keeps the file whole",
+               minimum=0.0, maximum=0.9),
         SKIP_INVALID,
     )
 
@@ -61,15 +70,42 @@ class MacSum(Dataset):
         return "test"
 
     def data_splits(self):
-        return () if Path(self.options["path"]).is_file() else self.splits
+        path = Path(self.options["path"])
+        if not path.is_file():
+            return self.splits
+        return ("train", self.default_split) if self._held_out else ()
+
+    def describe_split(self, split):
+        if not (self._held_out and Path(self.options["path"]).is_file()):
+            return None
+        share = self.options["train_fraction"]
+        part = "held out as" if split == "train" else "left after holding out"
+        return (f"the sources of {Path(self.options['path']).name} {part} a train split (train_fraction {share:g}, "
+                f"by a hash of each source's text); the release's train.json is the official one")
+
+    @property
+    def _held_out(self) -> bool:
+        return self.options["train_fraction"] > 0
 
     def load(self, split):
-        path = self._file(split)
+        held_out = self._held_out and split == "train" and Path(self.options["path"]).is_file()
+        path = self._file(None if held_out else split)
         sources = read_json(path, list, DatasetError, "MACSum JSON")
+        if self._held_out and path == Path(self.options["path"]):
+            wanted = "train" if held_out else "rest"
+            sources = [(i, s) for i, s in enumerate(sources) if self._part(s) == wanted]
+        else:
+            sources = list(enumerate(sources))
         dialogue = any(isinstance(s, dict) and isinstance(s.get("metadata"), dict) and s["metadata"].get("dataset") == "qmsum"
-                       for s in sources)
+                       for _, s in sources)
         self.length_levels = LENGTH_LEVELS["dial" if dialogue else "doc"]
-        return self.build_examples(enumerate(sources), lambda item: self._examples(path, *item, dialogue))
+        return self.build_examples(sources, lambda item: self._examples(path, *item, dialogue))
+
+    def _part(self, source) -> str:
+        """``train`` or ``rest``: where a source of a single file falls when a share is held out."""
+        text = json.dumps(source.get("source") if isinstance(source, dict) else source, ensure_ascii=False)
+        digest = hashlib.sha1(text.encode("utf-8")).digest()
+        return "train" if int.from_bytes(digest[:8], "big") / 2**64 < self.options["train_fraction"] else "rest"
 
     def _file(self, split) -> Path:
         if not self.options["path"]:
@@ -78,6 +114,9 @@ class MacSum(Dataset):
         if path.is_dir():
             self.check_split(split)
             path = self._split_file(path, split)
+        elif split == "train":
+            raise DatasetError(f"--data is the file {path.name}, which holds no train split: give the release's folder "
+                               f"with train.json, or hold some sources out with --set macsum.train_fraction=0.2")
         elif split not in (None, self.default_split):
             raise DatasetError(f"--data is the file {path.name}; --split {split} does not apply to it")
         if not path.is_file():
