@@ -184,3 +184,37 @@ def test_a_named_reference_row_and_a_changed_count_rescore_without_generating(pr
     none = sweep(**{**arguments, "bootstrap": 0})
     assert all(row["intervals"] is None and row["paired"] is None for row in none)
     assert json.loads((tmp_path / "s" / "table.json").read_text())["comparisons"] is None
+
+
+def test_a_reference_backbone_compares_each_backbone_with_it_under_the_same_controller(private_cache, tmp_path):
+    """The fine-tuned-against-untrained comparison: groups are (dataset, controller), and each
+    other backbone's row is paired with the reference backbone's row, as bootstrap.paired gives."""
+    out = tmp_path / "b"
+    variants = {"lead": {"of": "extractive", "options": {"selection": "lead"}}}
+    sweep(out=str(out), controllers=["none", "prepend"], backbones=["extractive", "lead"], metrics=["stas"],
+          limit=12, bootstrap=RESAMPLES, seed=3, variants=variants, reference_backbone="extractive")
+    table = json.loads((out / "table.json").read_text())
+    assert table["comparisons"]["reference_axis"] == "backbone" and table["comparisons"]["reference"] == "extractive"
+    rows = {(row["backbone"], row["controller"]): row for row in table["rows"]}
+    for controller in ("none", "prepend"):
+        base, row = rows["extractive", controller], rows["lead", controller]
+        assert base["paired"] is None and base["reference"] == row["reference"] == "extractive"
+        samples, reference = (_lines(out / r["run"] / "samples.jsonl") for r in (row, base))
+        groups = np.array([s["group"] for s in samples])
+        expected = paired(ctrlkit.get_metric("stas"), {"stas": [s["scores"]["stas"]["stas"] for s in samples]},
+                          {"stas": [s["scores"]["stas"]["stas"] for s in reference]}, groups, RESAMPLES, 3)
+        test = row["paired"]["stas"]["stas"]
+        assert {key: test[key] for key in expected["stas"]} == pytest.approx(expected["stas"], rel=1e-12)
+        assert test["difference"] == pytest.approx(row["metrics"]["stas"]["stas"] - base["metrics"]["stas"]["stas"])
+    assert table["comparisons"]["tests"] == 2 * len(rows["lead", "none"]["paired"]["stas"]) >= 2
+    assert "backbone extractive of each dataset and controller" in (out / "table.md").read_text()
+    assert "backbone extractive of each dataset and controller" in (out / "table.tex").read_text()
+
+
+def test_a_reference_backbone_must_be_a_backbone_of_the_sweep_and_not_beside_a_reference(private_cache, tmp_path):
+    with pytest.raises(ctrlkit.ConfigurationError, match="reference_backbone 'hf' is not a backbone of the sweep"):
+        sweep(out=str(tmp_path / "x"), controllers=["none"], metrics=["stas"], limit=2, reference_backbone="hf")
+    with pytest.raises(ctrlkit.ConfigurationError, match="not both"):
+        sweep(out=str(tmp_path / "y"), controllers=["none"], metrics=["stas"], limit=2, reference="none",
+              reference_backbone="extractive")
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()

@@ -234,6 +234,9 @@ def report_command(directory, out, examples, figures):
                                  "in the cell's results.json as run does [default: no baseline].")
 @click.option("--reference", help="Controller whose row each other row of its dataset and backbone is compared "
                                   "with (paired bootstrap and permutation test, Holm-corrected) [default: none].")
+@click.option("--reference-backbone", metavar="BACKBONE",
+              help="Compare backbones instead: each row is compared with this backbone's row of its dataset and "
+                   "controller (a fine-tuned model against the one it was trained from); not with --reference.")
 @click.option("--bootstrap", type=click.IntRange(min=0),
               help="Bootstrap resamples for each value's interval and the comparisons; 0 skips them "
                    "[default: 1000].")
@@ -245,8 +248,8 @@ def report_command(directory, out, examples, figures):
 @SWEEP_EXECUTOR
 @RAY_ADDRESS
 def sweep(out, recipe, config_file, controllers, metrics, backbones, datasets, data_paths, split, topics, only_topics,
-          topic_source, assignments, judge, limit, sample, seed, batch_size, baseline, reference, bootstrap, device,
-          no_cache, overwrite, executor, address):
+          topic_source, assignments, judge, limit, sample, seed, batch_size, baseline, reference, reference_backbone,
+          bootstrap, device, no_cache, overwrite, executor, address):
     """Run a grid of controllers x backbones x datasets with the same metrics; write the paper's table.
 
     \b
@@ -262,8 +265,8 @@ def sweep(out, recipe, config_file, controllers, metrics, backbones, datasets, d
     given = {"controllers": _comma(controllers), "metrics": _comma(metrics), "backbones": _comma(backbones),
              "datasets": _comma(datasets), "split": split, "topics": topics, "only_topics": only_topics,
              "topic_source": topic_source, "judge": judge, "limit": limit, "sample": sample, "seed": seed,
-             "batch_size": batch_size, "baseline": baseline, "reference": reference, "bootstrap": bootstrap,
-             "device": device, "cache": False if no_cache else None, "options": parse_assignments(assignments) or None}
+             "batch_size": batch_size, "baseline": baseline, "reference": reference,
+             "reference_backbone": reference_backbone, "bootstrap": bootstrap, "device": device, "cache": False if no_cache else None, "options": parse_assignments(assignments) or None}
     settings = given if recipe else overlay(load_config(config_file) if config_file else {}, given)
     if data_paths:
         settings["data"] = _data_paths(data_paths)

@@ -41,7 +41,7 @@ from .results import value_text, versions
 from .sampling import draw_sample
 from .secrets import mask_secrets
 from .sweep_folder import SETTINGS_FILE, check_earlier_sweep
-from .sweep_compare import CONFIDENCE, DEFAULT_REFERENCE, blocks, compare
+from .sweep_compare import CONFIDENCE, DEFAULT_REFERENCE, Reference, blocks, compare, reference_phrase
 from .sweep_settings import DEFAULT_BACKBONES, DEFAULT_DATASETS, check_settings, sweep_components
 from .sweep_tex import write_tex
 from .uncertainty import DEFAULT_RESAMPLES
@@ -138,6 +138,7 @@ def sweep(
     batch_size: int | None = None,
     baseline: str | None = None,
     reference: str | None = None,
+    reference_backbone: str | None = None,
     bootstrap: int | None = None,
     device: str | None = None,
     cache: bool | None = None,
@@ -171,7 +172,9 @@ def sweep(
     some example of that dataset (of those the cells read) has a topic: a dataset without topics
     drops stas, in one line, rather than failing its cells. ``bootstrap`` (default 1000, 0 skips)
     is each cell's count of resamples; ``reference`` names the controller each (dataset, backbone)
-    compares its other rows with (:mod:`ctrlkit.sweep_compare`; default ``none``). Changing either
+    compares its other rows with (:mod:`ctrlkit.sweep_compare`; default ``none``);
+    ``reference_backbone`` instead names a backbone each (dataset, controller) compares its other
+    backbones' rows with (a fine-tuned model against the one it was trained from). Changing any
     resumes the sweep (:data:`ctrlkit.sweep_folder.RECOMPUTED`).
 
     ``executor`` ``"local"`` (default) runs the cells one after another in this process; ``"ray"``
@@ -187,7 +190,8 @@ def sweep(
              "data": data, "split": split, "topics": topics, "only_topics": only_topics,
              "topic_source": topic_source, "options": options, "variants": variants,
              "judge": judge, "limit": limit, "sample": sample, "seed": seed, "batch_size": batch_size,
-             "baseline": baseline, "reference": reference, "bootstrap": bootstrap, "device": device, "cache": cache}
+             "baseline": baseline, "reference": reference, "reference_backbone": reference_backbone,
+             "bootstrap": bootstrap, "device": device, "cache": cache}
     if recipe is not None:
         from .recipe import run_recipe
 
@@ -211,6 +215,14 @@ def sweep(
     if reference is not None and reference not in [e.label for e in axes["controllers"]]:
         raise ConfigurationError(f"reference '{reference}' is not a controller of the sweep (controllers: "
                                  f"{', '.join(e.label for e in axes['controllers'])})")
+    reference_backbone = checked.get("reference_backbone")
+    if reference_backbone is not None:
+        if reference is not None:
+            raise ConfigurationError("a sweep compares its rows with a reference controller or a reference backbone, "
+                                     "not both: give reference or reference_backbone")
+        if reference_backbone not in [e.label for e in axes["backbones"]]:
+            raise ConfigurationError(f"reference_backbone '{mask_secrets(reference_backbone)}' is not a backbone of "
+                                     f"the sweep (backbones: {mask_secrets(', '.join(e.label for e in axes['backbones']))})")
     if topic_source is not None:
         topic_count(topic_source)  # a bad value is refused before any cell
     # every option must fit a component of some cell (each cell takes those of its own components)
@@ -230,8 +242,8 @@ def sweep(
                 "split": split, "topics": topics, "only_topics": only_topics, "topic_source": topic_source,
                 "options": {k: dict(v) for k, v in options.items()},
                 "variants": variants, "judge": judge, "limit": limit, "sample": sample, "seed": seed,
-                "batch_size": batch_size, "baseline": baseline, "reference": reference, "bootstrap": bootstrap,
-                "device": device}
+                "batch_size": batch_size, "baseline": baseline, "reference": reference,
+                "reference_backbone": reference_backbone, "bootstrap": bootstrap, "device": device}
     # what the files hold now: a cell made from other bytes runs again
     digests = {"data": {label: data_digest(given.get("path")) for label, given in read.items()},
                "topics": data_digest(topics)}
@@ -294,9 +306,9 @@ def sweep(
         rows.append({**shown, "run": folder, "metrics": results["metrics"], "intervals": results.get("intervals"),
                      "cache": results.get("cache"), "reused": reused})
         recorded_options[folder] = results["config"]["options"]  # the metrics compare() makes again
-    compare(out_dir, rows, reference, {e.label: e.spec for e in axes["controllers"]}, bootstrap, seed,
-            recorded_options)
-    write_table(out_dir, rows, _comparisons(rows, reference, bootstrap, seed))
+    against = Reference("backbone", mask_secrets(reference_backbone)) if reference_backbone else Reference("controller", reference)
+    compare(out_dir, rows, against, {e.label: e.spec for e in axes["controllers"]}, bootstrap, seed, recorded_options)
+    write_table(out_dir, rows, _comparisons(rows, against, bootstrap, seed))
     if not all(row["reused"] for row in rows):
         remove_stale_report(out_dir, "the sweep's earlier cells")
     return rows
@@ -536,12 +548,13 @@ def _csv_text(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def _comparisons(rows: Sequence[dict], reference: str | None, resamples: int, seed: int) -> dict | None:
+def _comparisons(rows: Sequence[dict], against: Reference, resamples: int, seed: int) -> dict | None:
     """What table.json says of the comparisons with the reference rows (None: no bootstrap)."""
     if not resamples:
         return None
     tests = sum(len(values) for row in rows for values in (row.get("paired") or {}).values())
-    return {"reference": reference or DEFAULT_REFERENCE, "resamples": resamples, "seed": seed,
+    return {"reference": against.name or DEFAULT_REFERENCE, "reference_axis": against.axis, "resamples": resamples,
+            "seed": seed,
             "confidence": CONFIDENCE, "test": "paired bootstrap interval of the difference; paired permutation p",
             "correction": "holm", "family": "every (cell, metric value) comparison of the table", "tests": tests}
 
@@ -642,6 +655,6 @@ def _md_note(comparisons: dict) -> str:
     if not comparisons["tests"]:
         return intervals + "."
     return (intervals + "; beside it, on rows other than the reference "
-            f"(controller {comparisons['reference']}) of each dataset and backbone: the difference to the "
+            f"({reference_phrase(comparisons)}): the difference to the "
             f"reference, its paired bootstrap interval, the paired permutation p and the p adjusted by Holm's "
             f"method across the table's {comparisons['tests']} comparisons.")

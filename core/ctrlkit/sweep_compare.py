@@ -1,9 +1,11 @@
-"""Each sweep cell against the reference row of its dataset and backbone.
+"""Each sweep cell against the reference row of its group.
 
-The reference row of a (dataset, backbone) is the cell of the controller named ``reference``;
-without one, the ``none`` controller's (or, when the sweep has no plain ``none``, its one variant
-of ``none``). A group without that row gets no comparisons, said in one line for the sweep; no
-other row stands in for it.
+By default a group is a (dataset, backbone), and its reference row is the cell of the controller
+named ``reference``; without one, the ``none`` controller's (or, when the sweep has no plain
+``none``, its one variant of ``none``). With a reference backbone instead, a group is a (dataset,
+controller) and its reference row is that backbone's cell: each other backbone (a fine-tuned
+model, say) is compared with it under the same controller. A group without its reference row
+gets no comparisons, said in one line for the sweep; no other row stands in for it.
 
 Each other cell of the group is compared with it on the same examples, from the two cells'
 samples.jsonl: the paired bootstrap interval of the difference (cell minus reference) and the
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 from .errors import CtrlkitError
 from .files import read_jsonl
@@ -31,6 +33,22 @@ DEFAULT_REFERENCE = "none"
 CONFIDENCE = 0.95
 
 
+class Reference(NamedTuple):
+    """What each row is compared with: the row of the controller (``axis`` ``"controller"``,
+    ``name`` None for the default) or of the backbone ``name`` (``axis`` ``"backbone"``)."""
+
+    axis: str
+    name: str | None
+
+
+def reference_phrase(comparisons: Mapping) -> str:
+    """``controller none of each dataset and backbone``: which row table.json's ``comparisons``
+    compare the others with, for the notes under a table."""
+    if comparisons.get("reference_axis") == "backbone":
+        return f"backbone {comparisons['reference']} of each dataset and controller"
+    return f"controller {comparisons['reference']} of each dataset and backbone"
+
+
 def blocks(rows: Sequence[dict]) -> dict[tuple[str, str], list[dict]]:
     """The rows of each (dataset, backbone), in table order: outputs of one backbone for the same
     examples, the only rows compared with each other."""
@@ -40,35 +58,55 @@ def blocks(rows: Sequence[dict]) -> dict[tuple[str, str], list[dict]]:
     return found
 
 
-def reference_rows(rows: Sequence[dict], reference: str | None, specs: Mapping[str, str]) -> dict:
-    """``{(dataset, backbone): reference row or None}`` in table order; ``specs`` maps each
-    controller's label to the controller (or chain) it runs, so a variant of ``none`` is found."""
+def reference_rows(rows: Sequence[dict], against: Reference, specs: Mapping[str, str]) -> dict:
+    """``{(dataset, backbone or controller): reference row or None}`` in table order; ``specs`` maps
+    each controller's label to the controller (or chain) it runs, so a variant of ``none`` is found."""
     found = {}
-    for key, members in blocks(rows).items():
-        named = [row for row in members if row["controller"] == (reference or DEFAULT_REFERENCE)]
-        if not named and reference is None:
-            named = [row for row in members if specs.get(row["controller"]) == DEFAULT_REFERENCE]
+    for key, members in _groups(rows, against.axis).items():
+        if against.axis == "backbone":
+            named = [row for row in members if row["backbone"] == against.name]
+        else:
+            named = [row for row in members if row["controller"] == (against.name or DEFAULT_REFERENCE)]
+            if not named and against.name is None:
+                named = [row for row in members if specs.get(row["controller"]) == DEFAULT_REFERENCE]
         found[key] = named[0] if len(named) == 1 else None
     return found
 
 
-def compare(out_dir: Path, rows: list[dict], reference: str | None, specs: Mapping[str, str], resamples: int,
+def _groups(rows: Sequence[dict], axis: str) -> dict[tuple[str, str], list[dict]]:
+    """The rows compared with each other: those of one (dataset, backbone), or of one (dataset,
+    controller) when the reference is a backbone."""
+    if axis == "controller":
+        return blocks(rows)
+    found: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        found.setdefault((row["dataset"], row["controller"]), []).append(row)
+    return found
+
+
+def _group_key(row: dict, axis: str) -> tuple[str, str]:
+    return (row["dataset"], row["backbone"] if axis == "controller" else row["controller"])
+
+
+def compare(out_dir: Path, rows: list[dict], against: Reference, specs: Mapping[str, str], resamples: int,
             seed: int, options: Mapping[str, Mapping]) -> None:
-    """Set each row's ``reference`` (the controller of its group's reference row, or None) and,
+    """Set each row's ``reference`` (the controller, or with a reference backbone the backbone, of
+    its group's reference row; or None) and,
     for a non-reference row of a group with one, ``paired``: ``{metric: {value: {"difference",
     "low", "high", "se", "p", "p_holm"}}}``. Nothing is compared when ``resamples`` is 0.
     ``options`` maps each row's ``run`` to the options its results.json recorded (``config.options``),
     which the sweep already holds: the metrics are made again with them."""
-    references = reference_rows(rows, reference, specs)
+    references = reference_rows(rows, against, specs)
     lacking = [key for key, row in references.items() if row is None]
+    other = "controller" if against.axis == "backbone" else "backbone"
     if lacking and resamples:
-        shown = "; ".join(f"dataset '{dataset}', backbone '{backbone}'" for dataset, backbone in lacking)
-        logger.warning("ctrlkit: no reference row (controller '%s') for %s: no comparisons there",
-                       reference or DEFAULT_REFERENCE, shown)
+        shown = "; ".join(f"dataset '{dataset}', {other} '{name}'" for dataset, name in lacking)
+        logger.warning("ctrlkit: no reference row (%s '%s') for %s: no comparisons there", against.axis,
+                       against.name or DEFAULT_REFERENCE, shown)
     loaded: dict[str, list[dict] | None] = {}
     for row in rows:
-        base = references[row["dataset"], row["backbone"]]
-        row["reference"] = base["controller"] if base is not None and resamples else None
+        base = references[_group_key(row, against.axis)]
+        row["reference"] = base[against.axis] if base is not None and resamples else None
         row["paired"] = None
         if base is None or base is row or not resamples:
             continue

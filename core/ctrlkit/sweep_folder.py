@@ -25,7 +25,7 @@ TABLE_FILES = ("table.json", "table.csv", "table.md", "table.tex")
 CELLS = "cells"
 GROWING = ("controllers", "metrics", "backbones", "datasets")
 """Settings that may gain items: a sweep with more of them resumes the earlier one."""
-RECOMPUTED = ("bootstrap", "reference")
+RECOMPUTED = ("bootstrap", "reference", "reference_backbone")
 """May change: the table's comparisons are made again, and a cell recorded with another count of
 bootstrap resamples runs again (its generations come from the cache, so only the scoring is redone)."""
 VARIANTS = "variants"

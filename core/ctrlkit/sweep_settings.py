@@ -186,7 +186,7 @@ SETTINGS: dict[str, Callable[[Any], Any]] = {
     "split": one_line, "topics": one_line, "only_topics": name_list, "topic_source": one_line, "options": _options,
     "judge": one_line, "limit": _whole(1), "sample": _whole(1), "seed": _whole(0, MAX_SEED), "batch_size": _whole(1),
     "baseline": one_line, "device": one_line, "cache": _flag, "variants": _variants, "reference": one_line,
-    "bootstrap": _whole(0),
+    "reference_backbone": one_line, "bootstrap": _whole(0),
 }
 
 

@@ -14,6 +14,7 @@ from typing import Sequence
 from .files import atomic_write_text
 from .metric_values import is_count
 from .results import value_text
+from .sweep_compare import reference_phrase
 
 SIGNIFICANCE = 0.05
 _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
@@ -65,8 +66,8 @@ def _cell(value: float | None, column: tuple[str, str], bold: bool, test: dict |
 
 
 def _note(comparisons: dict) -> str:
-    reference = escape_latex(comparisons["reference"])
-    return (rf"Bold: the best of each block. In parentheses: the difference to the block's reference row "
-            rf"(controller {reference}); $^\dagger$: significant at {SIGNIFICANCE:g} after Holm's correction "
+    reference = escape_latex(reference_phrase(comparisons))
+    return (rf"Bold: the best of each block. In parentheses: the difference to the reference row "
+            rf"({reference}); $^\dagger$: significant at {SIGNIFICANCE:g} after Holm's correction "
             rf"across the table's {comparisons['tests']} comparisons (paired permutation test, "
             rf"{comparisons['resamples']} resamples).")
