@@ -18,6 +18,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # machine whose few cores other processes share, torch's threads spin waiting for each other (a file of
 # tiny trainings took 94 s with two threads on 2 busy cores, 78 s with one, and half the CPU time).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# The libraries stay quiet as a user's plain command keeps them, whatever the shell asked for.
+os.environ.pop("CTRLKIT_VERBOSE", None)
 # The generation and judge caches of a test session live apart from the user's.
 os.environ["CTRLKIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="ctrlkit-test-cache-")
 # The Ray cluster of ``ray_cluster`` and its clients (this process, the commands tests run) share a

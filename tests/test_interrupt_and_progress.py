@@ -152,6 +152,20 @@ def test_quiet_libraries_restores_what_was_set_before():
         transformers_logging.set_verbosity_warning()
 
 
+def test_under_verbose_quiet_libraries_leaves_the_libraries_as_they_are(monkeypatch):
+    transformers_logging = pytest.importorskip("transformers.utils.logging")
+
+    monkeypatch.setenv("CTRLKIT_VERBOSE", "1")  # what ctrlkit --verbose sets
+    transformers_logging.set_verbosity_info()
+    transformers_logging.enable_progress_bar()
+    try:
+        with quiet_libraries():
+            assert transformers_logging.is_progress_bar_enabled()
+            assert logging.getLogger("transformers").getEffectiveLevel() == logging.INFO
+    finally:
+        transformers_logging.set_verbosity_warning()
+
+
 def test_a_library_first_imported_during_the_work_is_quieted_then_restored():
     pytest.importorskip("datasets")
     script = textwrap.dedent("""

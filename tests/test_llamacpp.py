@@ -230,9 +230,11 @@ def test_a_run_on_real_newts_data_records_the_model_and_keeps_llama_cpps_log_off
             .splitlines()] == [sample["prediction"] for sample in samples]
     assert json.loads((tmp_path / "again" / "results.json").read_text())["cache"]["hits"] >= 4  # both arms
 
-    verbose = run_ctrlkit(*args, "--no-cache", "--no-baseline", "--limit", "1", "--set", "llamacpp.verbose=true",
-                          "-o", tmp_path / "verbose")
-    assert verbose.returncode == 0 and "load_model" in verbose.stderr  # llama.cpp's log, when asked for
+    # llama.cpp's log, when asked for: by the option, or by ctrlkit's --verbose for every library
+    for asked, folder in ((["--set", "llamacpp.verbose=true"], "option"), ([], "flag")):
+        shown = run_ctrlkit(*(["--verbose"] if not asked else []), *args, *asked, "--no-cache", "--no-baseline",
+                            "--limit", "1", "-o", tmp_path / folder)
+        assert shown.returncode == 0 and "load_model" in shown.stderr, (folder, shown.stderr[-2000:])
 
 
 def test_the_judge_path_on_fd_rows_rates_or_counts_each_failure(smollm2_gguf, tmp_path):

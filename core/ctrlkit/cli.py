@@ -58,7 +58,10 @@ class CtrlkitGroup(click.Group):
 
 @click.group(cls=CtrlkitGroup)
 @click.version_option(package_name="ctrlkit")
-def cli():
+@click.option("-v", "--verbose", is_flag=True,
+              help="Let the libraries ctrlkit drives print their own logs and progress bars (llama.cpp's loading "
+                   "log, transformers' warnings); ctrlkit keeps them quiet otherwise.")
+def cli(verbose):
     """Controllable summarization: steer a summarizer with a controller, measure it with metrics.
 
     \b
@@ -67,6 +70,12 @@ def cli():
     ctrlkit recipes                                papers' protocols: ctrlkit sweep --recipe NAME
     ctrlkit plugins                                installed plugin distributions
     """
+    if verbose:
+        import os
+
+        from .quiet import VERBOSE_VARIABLE
+
+        os.environ[VERBOSE_VARIABLE] = "1"  # read where each library is set up, in this process and its children
 
 
 @cli.command()

@@ -6,6 +6,9 @@ Errors stay visible: they arrive as exceptions, and each library's ERROR log lin
 was set before is restored afterwards, so a program using ctrlkit as a library keeps its own
 settings. A library first imported inside the block is silenced by ``quiet_new_imports()``,
 which ctrlkit calls right after each such import (their switches exist only once imported).
+
+``ctrlkit --verbose`` (the environment variable ``CTRLKIT_VERBOSE=1``, which child processes
+inherit) leaves them all as they are, and lets a runtime with a log of its own (llama.cpp) print it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ LOGGERS = ("transformers", "datasets", "huggingface_hub", "sentence_transformers
 VERBOSITY_VARIABLES = ("TRANSFORMERS_VERBOSITY", "DATASETS_VERBOSITY")
 """Read by transformers and datasets when they set up their loggers, which resets the level."""
 WARNING_MODULES = r"(transformers|datasets|huggingface_hub|sentence_transformers|bert_score)(\.|$)"
+
+VERBOSE_VARIABLE = "CTRLKIT_VERBOSE"
 
 _saved: dict | None = None  # what the outermost quiet block changed, to restore
 
@@ -61,12 +66,17 @@ def quiet_new_imports() -> None:
             disable()
 
 
+def verbose() -> bool:
+    """Whether the user asked to see the libraries' own logs (``ctrlkit --verbose``)."""
+    return os.environ.get(VERBOSE_VARIABLE, "").strip().lower() in ("1", "true", "yes")
+
+
 @contextmanager
 def quiet_libraries():
     """The block runs with the libraries' progress bars off and their log level at ERROR; nested
-    blocks (a sweep's runs) leave it to the outermost."""
+    blocks (a sweep's runs) leave it to the outermost. Under ``--verbose`` it changes nothing."""
     global _saved
-    if _saved is not None:
+    if _saved is not None or verbose():
         yield
         return
     _saved = {"bars": {}, "levels": {name: logging.getLogger(name).level for name in LOGGERS},

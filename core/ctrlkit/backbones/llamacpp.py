@@ -18,7 +18,7 @@ context by default, at most :data:`DEFAULT_CONTEXT_CAP`).
 
 llama.cpp's server library listens on a loopback port while loaded: ctrlkit uses it to tokenize
 and render templates, and guards it with a random key that never leaves the process. Its log is
-off unless ``llamacpp.verbose`` is set.
+off unless ``ctrlkit --verbose`` or ``llamacpp.verbose`` asks for it.
 
 The identity (the cache key) holds the GGUF's SHA-256 instead of its path (the same file under
 another path, or on a Ray node, reuses the cache), the runtime's version and every option.
@@ -39,6 +39,7 @@ from importlib.util import find_spec
 from ..components import Backbone
 from ..errors import ConfigurationError, CtrlkitError
 from ..options import Option
+from ..quiet import verbose
 from ..secrets import scrub_text
 from .gguf_file import check_gguf_path, gguf_sha256, model_facts
 from .prompt_fitting import ChatPromptFitting
@@ -183,7 +184,7 @@ class LlamaCppBackbone(ChatPromptFitting, Backbone):
             params.cpuparams.n_threads = threads
             params.cpuparams_batch.n_threads = threads
             params.n_gpu_layers = options["gpu_layers"]
-            params.verbosity = 3 if options["verbose"] else -1
+            params.verbosity = 3 if options["verbose"] or verbose() else -1
             params.api_keys = [self._key]
             params.endpoint_metrics = False
             params.endpoint_slots = False
@@ -194,8 +195,8 @@ class LlamaCppBackbone(ChatPromptFitting, Backbone):
                 raise ConfigurationError(scrub_text(
                     f"backbone '{self.name}' cannot load {self._path}: "
                     f"{' '.join(str(exc).split()) or type(exc).__name__} (a damaged or cut file, an architecture "
-                    f"this llama.cpp does not know, or too little memory; llamacpp.verbose=true shows llama.cpp's "
-                    f"own reason)")) from None
+                    f"this llama.cpp does not know, or too little memory; ctrlkit --verbose shows llama.cpp's own "
+                    f"reason)")) from None
             return self._server
 
     def _call(self, path: str, body: dict) -> dict:
