@@ -86,6 +86,16 @@ def ray_address(ray_cluster):
     return ray_cluster.address
 
 
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    """A generation cache of the test's own (returned), and no proxy, OpenAI key or base URL from the machine."""
+    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("no_proxy", "*")  # a proxy configured on the machine must not take 127.0.0.1
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path / "cache"
+
+
 def run_ctrlkit(*args, env=None, cwd=None):
     """``python -m ctrlkit ARGS`` in a fresh process (plugin loading happens once per process)."""
     return subprocess.run(

@@ -18,11 +18,6 @@ NO_TOPIC = "no example of dataset 'jsonl' has a topic, so the default metrics ar
 
 
 @pytest.fixture
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
-
-
-@pytest.fixture
 def untopical(tmp_path):
     """A JSONL dataset whose controls are length and keywords, never a topic."""
     path = tmp_path / "untopical.jsonl"

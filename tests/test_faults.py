@@ -89,15 +89,6 @@ class _Handler(JsonHandler):
         self.reply(200, data)
 
 
-@pytest.fixture
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("no_proxy", "*")
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    return tmp_path / "cache"
-
-
 def _start(chat: FaultyChat):
     thread = threading.Thread(target=chat.http.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()

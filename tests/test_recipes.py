@@ -34,15 +34,6 @@ from test_meta_eval import expected_p
 NAMES = ["ccsbench", "entsum", "fd-meta-eval", "passali-newts", "real-models"]
 
 
-@pytest.fixture
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("no_proxy", "*")  # a proxy configured on the machine must not take 127.0.0.1
-    return tmp_path / "cache"
-
-
 def _rows(out: Path) -> list[dict]:
     return json.loads((out / "table.json").read_text())["rows"]
 

@@ -4,19 +4,12 @@ rewrites its results there is removed, in one warning line, as it shows the old 
 import json
 import logging
 
-import pytest
-
 import ctrlkit
 from ctrlkit.evaluation import evaluate
 from ctrlkit.interference import interference
 from ctrlkit.report import write_report
 
 from conftest import invoke_ctrlkit
-
-
-@pytest.fixture
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
 
 
 def _stale_line(out) -> str:

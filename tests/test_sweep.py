@@ -18,12 +18,6 @@ from chat_server import JsonHandler, serving
 from conftest import invoke_ctrlkit
 
 
-@pytest.fixture
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
 def test_a_second_identical_run_generates_nothing(private_cache):
     first = ctrlkit.run(controller="tag", metrics=["stas"], limit=12)
     assert first.results["cache"] == {"hits": 0, "misses": 24}  # tag and the none baseline

@@ -23,11 +23,6 @@ RESAMPLES = 200
 
 
 @pytest.fixture
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
-
-
-@pytest.fixture
 def compared(private_cache, tmp_path):
     out = tmp_path / "s"
     rows = sweep(out=str(out), controllers=["tag", "none", "prepend"], metrics=["stas", "rouge"], limit=12,

@@ -18,12 +18,6 @@ MAX_CONFIG_BYTES = 64 * 1024
 from conftest import ROOT, invoke_ctrlkit
 
 
-@pytest.fixture
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
 def _config(tmp_path: Path, text: str, suffix: str = ".toml") -> Path:
     path = tmp_path / f"sweep{suffix}"
     path.write_text(text, encoding="utf-8")

@@ -18,12 +18,6 @@ from ctrlkit.sweep_folder import changed_settings
 BASE = dict(controllers=["none", "tag"], metrics=["rouge"], limit=2)
 
 
-@pytest.fixture
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
 def _contents(folder: Path) -> dict[str, bytes]:
     return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
 

@@ -36,11 +36,6 @@ def disconnected_at_the_end():
         sys.modules["ray"].shutdown()
 
 
-@pytest.fixture
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
-
-
 def _cells(folder):
     return sorted(path.name for path in (folder / "cells").iterdir())
 

@@ -13,12 +13,6 @@ from ctrlkit.sweep import load_config, sweep
 from conftest import invoke_ctrlkit
 
 
-@pytest.fixture
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
 def _samples(folder: Path) -> list[dict]:
     return [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
 

@@ -14,11 +14,6 @@ from ctrlkit.results import format_table
 from ctrlkit.sweep import sweep, write_table
 
 
-@pytest.fixture
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
-
-
 def test_run_sweep_report_and_interference_name_every_value_alike(private_cache, tmp_path):
     names = ["stas", "stas.above_threshold", "rouge.rouge1", "rouge.rouge2", "rouge.rougeL", "rouge.rougeLsum"]
     run = ctrlkit.run(controller="tag", metrics=["stas", "rouge"], limit=6, baseline=None)

@@ -15,12 +15,6 @@ from ccs_release import write_release
 from conftest import invoke_ctrlkit
 
 
-@pytest.fixture
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
 def _results(out: Path, row: dict) -> dict:
     return json.loads((out / row["run"] / "results.json").read_text())
 
