@@ -68,6 +68,16 @@ def smollm2_gguf() -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_bart(tmp_path_factory) -> Path:
+    """The folder of a tiny BART (``tiny_models.build_bart``), built once per session: tests only read it."""
+    pytest.importorskip("torch", reason="the tiny BART needs torch")
+    pytest.importorskip("transformers", reason="the tiny BART needs transformers")
+    import tiny_models
+
+    return tiny_models.build_bart(tmp_path_factory.mktemp("tiny") / "bart")
+
+
+@pytest.fixture(scope="session")
 def ray_cluster():
     """A real local Ray cluster (:class:`local_ray.LocalCluster`, 2 CPUs, loopback only, the
     session's token), started once per session and stopped at its end; skips without Ray."""

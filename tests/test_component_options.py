@@ -131,15 +131,6 @@ def hub_copy(tmp_path_factory):
     return folder
 
 
-@pytest.fixture(scope="module")
-def tiny_bart(tmp_path_factory):
-    pytest.importorskip("torch", reason="the hf backbone needs torch")
-    pytest.importorskip("transformers", reason="the hf backbone needs transformers")
-    import tiny_models
-
-    return tiny_models.build_bart(tmp_path_factory.mktemp("tiny") / "bart")
-
-
 def test_the_hf_dataset_with_the_hf_backbone(hub_copy, tiny_bart, tmp_path):
     out = tmp_path / "run"
     result = CliRunner().invoke(cli, [

@@ -88,16 +88,7 @@ def test_bad_schedules_are_refused_in_one_line(schedule, steps, ratio, says):
         check_schedule(schedule, steps, ratio)
 
 
-# the rates of a real training, one tiny BART for the module
-@pytest.fixture(scope="module")
-def tiny_bart(tmp_path_factory):
-    pytest.importorskip("torch", reason="training needs torch")
-    pytest.importorskip("transformers", reason="training needs transformers")
-    import tiny_models
-
-    return tiny_models.build_bart(tmp_path_factory.mktemp("schedules") / "bart")
-
-
+# the rates of a real training, on conftest's tiny BART (one for the session)
 def optimizer_rates():
     """Every optimizer step's learning rate as torch's optimizer holds it when it steps."""
     from torch.optim.optimizer import register_optimizer_step_pre_hook

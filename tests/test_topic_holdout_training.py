@@ -17,16 +17,10 @@ import ctrlkit  # noqa: E402
 from ctrlkit.cli import cli  # noqa: E402
 from ctrlkit.training import train  # noqa: E402
 
-import tiny_models  # noqa: E402
 from conftest import ROOT, shared_file  # noqa: E402
 
 SAMPLE = ROOT / "plugins" / "datasets" / "ctrlkit_datasets" / "data" / "sample.jsonl"
 FAST = {"hf": {"max_new_tokens": 4, "num_beams": 1}}
-
-
-@pytest.fixture(scope="module")
-def tiny_bart(tmp_path_factory):
-    return tiny_models.build_bart(tmp_path_factory.mktemp("holdout") / "bart")
 
 
 def _sample_examples_of(topic: str) -> int:

@@ -24,14 +24,7 @@ from ctrlkit.backbones.hf import HFSeq2Seq  # noqa: E402
 from ctrlkit.cli import cli  # noqa: E402
 from ctrlkit.training import autocast, train  # noqa: E402
 
-import tiny_models  # noqa: E402
-
 RUN = dict(split="test", limit=8, batch_size=2)
-
-
-@pytest.fixture(scope="module")
-def tiny_bart(tmp_path_factory):
-    return tiny_models.build_bart(tmp_path_factory.mktemp("optimizer") / "bart")
 
 
 @contextlib.contextmanager
