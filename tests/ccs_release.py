@@ -1,6 +1,8 @@
 """A small CCSBench release folder written for a test: the layout ``ccsbench`` reads (one folder
 per subset, ``train.csv`` and ``test.csv`` in each), with made-up papers. The compositional subset
-carries all four controls; each single-attribute subset carries its own only, as the release does."""
+carries all four controls; each single-attribute subset carries its own only, as the release does.
+``write_csv`` writes one file of the release's columns (``CCS_COLUMNS``) or others, for a test of
+one layout."""
 
 import csv
 from pathlib import Path
@@ -9,6 +11,17 @@ TOPICS = [("graph networks", "molecules"), ("speech models", "accents"), ("spars
           ("federated learning", "hospitals"), ("code models", "unit tests"), ("image captioning", "charts"),
           ("retrieval", "legal texts"), ("summarization", "meetings")]
 CONTROLS = ("length", "keywords", "readability", "focus")
+CCS_COLUMNS = ["text", "summary", "length", "keywords", "readability", "focus"]
+
+
+def write_csv(path, rows, columns=CCS_COLUMNS):
+    """Write ``rows`` (dicts) under a header of ``columns`` to the CSV file ``path``; returns ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as file:
+        writer = csv.DictWriter(file, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
 
 
 def paper(i: int) -> tuple[str, str]:

@@ -1,7 +1,6 @@
 """CCSBench, EntSUM and Hugging Face datasets, on small fixtures written in their layouts (no
 real copy of either benchmark is here; see each module's docstring for what is assumed)."""
 
-import csv
 import json
 import sys
 
@@ -10,19 +9,11 @@ import pytest
 import ctrlkit
 from ctrlkit import DatasetError, OptionError
 
+from ccs_release import write_csv
+
 PAPER = ("We propose a sparse attention method for long documents. It reduces memory by half. "
          "Experiments on arXiv show higher ROUGE than dense baselines. The method is simple to implement. "
          "We release the code.")
-CCS_COLUMNS = ["text", "summary", "length", "keywords", "readability", "focus"]
-
-
-def write_csv(path, rows, columns=CCS_COLUMNS):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as file:
-        writer = csv.DictWriter(file, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
 
 
 def ccs_row(**changes):
