@@ -26,7 +26,7 @@ from ctrlkit.sweep import sweep
 
 from chat_server import JsonHandler
 from conftest import run_ctrlkit
-from test_sweep import _slow_backbone
+from slow_backbone import slow_backbone
 
 # ---------------------------------------------------------------- a chat server that breaks
 
@@ -326,7 +326,7 @@ def uninterrupted(tmp_path_factory):
 @pytest.mark.parametrize("kind", ["run", "sweep"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
 def test_killed_at_random_moments_then_resumed_gives_the_uninterrupted_metrics(kind, signum, uninterrupted, tmp_path):
-    env = _slow_backbone(tmp_path)
+    env = slow_backbone(tmp_path)
     rng = random.Random(f"{kind}-{int(signum)}")
     out = tmp_path / "out"
     landed = 0

@@ -17,12 +17,12 @@ from ctrlkit.progress import Progress
 from ctrlkit.quiet import quiet_libraries
 from ctrlkit.sweep import sweep
 
-from test_sweep import _cached_generations, _slow_backbone
+from slow_backbone import cached_generations, slow_backbone
 
 
 @pytest.fixture
 def slow_env(tmp_path):
-    return _slow_backbone(tmp_path)
+    return slow_backbone(tmp_path)
 
 
 RUN = [sys.executable, "-m", "ctrlkit", "run", "-b", "slow", "-c", "tag", "-m", "stas", "--limit", "24",
@@ -34,13 +34,13 @@ def test_ctrl_c_exits_130_with_one_line_and_the_rerun_says_how_much_it_resumes(s
     process = subprocess.Popen([*RUN, "-o", out], env=slow_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
     deadline = time.time() + 120
-    while _cached_generations(tmp_path / "cache") < 4 and time.time() < deadline:
+    while cached_generations(tmp_path / "cache") < 4 and time.time() < deadline:
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
     assert stderr.strip().splitlines() == ["Interrupted; rerun the same command to resume."], stderr
-    done = _cached_generations(tmp_path / "cache")
+    done = cached_generations(tmp_path / "cache")
     assert 4 <= done < 24, "the interrupt must land midway"
 
     resumed = subprocess.run([*RUN, "-o", out], env={**slow_env, "CTRLKIT_PROGRESS_SECONDS": "0.2"},

@@ -1,12 +1,9 @@
 """The generation cache, resume after SIGKILL, and sweeps."""
 
 import json
-import os
 import signal
-import sqlite3
 import subprocess
 import sys
-import textwrap
 import time
 
 import pytest
@@ -16,6 +13,7 @@ from ctrlkit.sweep import load_config, sweep
 
 from chat_server import JsonHandler, serving
 from conftest import invoke_ctrlkit
+from slow_backbone import cached_generations, slow_backbone
 
 
 def test_a_second_identical_run_generates_nothing(private_cache):
@@ -86,48 +84,8 @@ def test_the_sweep_command(private_cache, tmp_path):
     assert [line.split("|")[3].strip() for line in rows] == ["none", "prepend"]
 
 
-SLOW_PLUGIN = """
-    import time
-
-    import ctrlkit
-    from ctrlkit.backbones.extractive import ExtractiveBackbone
-
-
-    class Slow(ExtractiveBackbone):
-        '''The extractive backbone, a quarter second per batch.'''
-
-        def generate(self, inputs):
-            time.sleep(0.25)
-            return super().generate(inputs)
-
-
-    @ctrlkit.hookimpl
-    def register_backbones(register):
-        register("slow", Slow)
-"""
-
-
-def _slow_backbone(tmp_path):
-    (tmp_path / "slow_plugin.py").write_text(textwrap.dedent(SLOW_PLUGIN))
-    info = tmp_path / "ctrlkit_slow-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ctrlkit-slow\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[ctrlkit]\nctrlkit-slow = slow_plugin\n")
-    # before, not instead of, the caller's PYTHONPATH: a checkout on it is the ctrlkit under test
-    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "PYTHONPATH": path, "CTRLKIT_CACHE_DIR": str(tmp_path / "cache")}
-
-
-def _cached_generations(cache_dir) -> int:
-    try:
-        with sqlite3.connect(cache_dir / "cache.sqlite3", timeout=5) as connection:
-            return connection.execute("SELECT COUNT(*) FROM generations").fetchone()[0]
-    except sqlite3.Error:
-        return 0
-
-
 def test_a_run_killed_with_sigkill_resumes_to_the_same_results(tmp_path):
-    env = _slow_backbone(tmp_path)
+    env = slow_backbone(tmp_path)
     command = [sys.executable, "-m", "ctrlkit", "run", "-b", "slow", "-c", "tag", "-m", "stas", "-m", "rouge",
                "--limit", "48", "--batch-size", "4", "--no-baseline"]
     # the uninterrupted reference (uncached: it neither reads nor fills the cache) beside the run to be killed
@@ -137,11 +95,11 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_results(tmp_path):
     process = subprocess.Popen([*command, "-o", str(tmp_path / "run")], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
-    while _cached_generations(tmp_path / "cache") < 12 and time.time() < deadline:
+    while cached_generations(tmp_path / "cache") < 12 and time.time() < deadline:
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    done_before_kill = _cached_generations(tmp_path / "cache")
+    done_before_kill = cached_generations(tmp_path / "cache")
     assert 12 <= done_before_kill < 48, "the kill must land midway"
     assert not (tmp_path / "run" / "results.json").exists()
 
@@ -156,14 +114,14 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_results(tmp_path):
 
 
 def test_two_processes_share_the_cache_at_once(tmp_path):
-    env = _slow_backbone(tmp_path)
+    env = slow_backbone(tmp_path)
     runs = [subprocess.Popen([sys.executable, "-m", "ctrlkit", "run", "-b", "slow", "-c", controller, "-m", "stas",
                               "--limit", "24", "--batch-size", "2", "--no-baseline", "-o", str(tmp_path / controller)],
                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             for controller in ("tag", "prepend")]
     for process in runs:
         assert process.wait(timeout=300) == 0, process.stderr.read()
-    assert _cached_generations(tmp_path / "cache") == 48
+    assert cached_generations(tmp_path / "cache") == 48
 
 
 class _EchoSystem(JsonHandler):
