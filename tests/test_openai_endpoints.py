@@ -1,5 +1,5 @@
 """The openai backbone with several endpoints (``base_url=URL1,URL2``: N vLLM servers of one
-model), against real chat-completions servers on 127.0.0.1 (test_openai_backbone's)."""
+model), against real chat-completions servers on 127.0.0.1 (recording_chat.py's)."""
 
 import json
 import threading
@@ -7,7 +7,7 @@ import time
 
 import pytest
 from conftest import invoke_ctrlkit
-from test_openai_backbone import INSTRUCTION, KEY, ChatServer, Reply, closed_port, echo
+from recording_chat import INSTRUCTION, KEY, ChatServer, Reply, closed_port, echo
 
 import ctrlkit
 from ctrlkit import ConfigurationError, CtrlkitError, ModelInput, OptionError
