@@ -17,6 +17,7 @@ from ctrlkit.files import read_jsonl
 from ctrlkit.meta_evaluation import draw, global_resamples, meta_evaluate
 
 from conftest import shared_file
+from p_values import expected_p
 
 SCIPY = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}
 FD_SYSTEMS = ("gpt35", "llama2_70b", "bartlarge", "factsum")
@@ -245,16 +246,6 @@ def test_a_metric_unrelated_to_the_human_scores_is_not_significant_and_a_close_o
 # ---------------------------------------------------------------------------------------------
 # the command
 # ---------------------------------------------------------------------------------------------
-
-def expected_p(value):
-    """The p cell as runs print p, written out here: at the permutation floor 1 / (1 + N), ``<=``
-    and the floor rounded up to two significant digits; otherwise three significant digits."""
-    p, permutations = value["p"], value.get("permutations")
-    if permutations is not None and p == pytest.approx(1 / (1 + permutations), rel=1e-12):
-        digits = -int(np.floor(np.log10(p))) + 1
-        return f"<={np.ceil(p * 10 ** digits) / 10 ** digits:.{max(digits, 0)}f}".rstrip("0")
-    return f"{p:.3g}"
-
 
 def _samples(tmp_path, rows):
     samples = tmp_path / "samples.jsonl"

@@ -29,7 +29,7 @@ from ctrlkit_metrics.length import length_bin
 from ccs_release import write_release
 from chat_server import JsonHandler, serving
 from conftest import NEWTS_CSV, ROOT, invoke_ctrlkit, run_ctrlkit, shared_file
-from test_meta_eval import expected_p
+from p_values import expected_p
 
 NAMES = ["ccsbench", "entsum", "fd-meta-eval", "passali-newts", "real-models"]
 
