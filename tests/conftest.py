@@ -11,6 +11,9 @@ import pytest
 
 import local_ray  # tests/ is on sys.path, as for tiny_models
 
+# the assert in browser.chromium, moved there from test_report, keeps pytest's account of a failure
+pytest.register_assert_rewrite("browser")
+
 # A hub-name lookup would retry for over a minute on this offline machine.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

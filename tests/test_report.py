@@ -4,7 +4,6 @@ text from the data becomes markup, and (with chromium) what a real browser makes
 import json
 import re
 import struct
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -13,11 +12,11 @@ import pytest
 from ctrlkit.errors import CtrlkitError
 from ctrlkit.report import write_report
 
+from browser import CHROMIUM, chromium
 from conftest import invoke_ctrlkit, shared_file
 
 SCRIPT = "<script>alert(1)</script>"
 IMAGE = "<img src=x onerror=alert(1)>"
-CHROMIUM = Path("/usr/bin/chromium")
 
 
 def _write(path: Path, data) -> None:
@@ -243,17 +242,6 @@ def test_report_command_prints_both_paths(run_dir, tmp_path):
     assert "table.json" in result.stderr and "interference.json" in result.stderr
 
 
-def _chromium(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess:
-    profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
-    result = subprocess.run(
-        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={profile}", *arguments],
-        capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr[-2000:]
-    return result
-
-
 def _png_size(path: Path) -> tuple[int, int]:
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
@@ -270,12 +258,12 @@ def test_a_browser_renders_the_report_and_runs_nothing_from_the_data(sweep_dir, 
     shots = {}
     for name, target in (("report", page), ("blank", blank)):
         shots[name] = tmp_path / f"{name}.png"
-        _chromium(tmp_path, f"--screenshot={shots[name]}", "--window-size=1200,2000", target.resolve().as_uri())
+        chromium(tmp_path, f"--screenshot={shots[name]}", "--window-size=1200,2000", target.resolve().as_uri())
         assert _png_size(shots[name]) == (1200, 2000)
     size, blank_size = shots["report"].stat().st_size, shots["blank"].stat().st_size
     assert size > 20_000 and size > 5 * blank_size, (size, blank_size)
 
-    dom = _chromium(tmp_path, "--dump-dom", page.resolve().as_uri()).stdout
+    dom = chromium(tmp_path, "--dump-dom", page.resolve().as_uri()).stdout
     parsed = _assert_inert(dom)
     assert parsed.tags.count("svg") >= 5 and "table" in parsed.tags
 

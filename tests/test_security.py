@@ -22,9 +22,9 @@ import pytest
 import ctrlkit
 from ctrlkit.report import POLICY, STYLE
 
+from browser import CHROMIUM, chromium
 from chat_server import JsonHandler, serving
 from conftest import ROOT, run_ctrlkit
-from test_report import CHROMIUM, _chromium
 
 # ---------------------------------------------------------------------------------------------
 # 1. Secrets
@@ -246,7 +246,7 @@ def test_a_hostile_run_renders_inert_in_a_browser(tmp_path):
     reported = run_ctrlkit("report", str(folder), "--examples", str(len(PAYLOADS)))
     assert reported.returncode == 0, reported.stderr[-3000:]
     page = folder / "report.html"
-    dom = _chromium(tmp_path, "--dump-dom", page.resolve().as_uri()).stdout
+    dom = chromium(tmp_path, "--dump-dom", page.resolve().as_uri()).stdout
     parsed = _Dom(dom)
     assert parsed.tags.count("html") == 1 and "table" in parsed.tags and "svg" in parsed.tags
     assert not FORBIDDEN_TAGS & set(parsed.tags), FORBIDDEN_TAGS & set(parsed.tags)
