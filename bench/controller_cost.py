@@ -39,7 +39,7 @@ def main() -> None:
 
     import ctrlkit
     import tiny_models
-    from ctrlkit.pipeline import generate
+    from ctrlkit.engine.generation import generate
     from ctrlkit.topics import TopicSpace
 
     torch.set_num_threads(1)  # steadier timings on a shared machine

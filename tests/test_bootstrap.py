@@ -284,7 +284,7 @@ def test_samples_keep_parts_only_where_they_differ_from_the_per_example_values()
             return {"long": (weights @ (parts["words"] > 50)) / weights.sum(axis=1)}
 
     examples = ctrlkit.get_dataset("sample").load("test")[:4]
-    from ctrlkit.pipeline import score
+    from ctrlkit.engine.scoring import score
 
     scores = score([Counted(), ctrlkit.get_metric("rouge")], [e.document for e in examples], examples)
     assert [set(parts) for parts in scores.per_example_parts] == [{"counted"}] * 4

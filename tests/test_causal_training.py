@@ -18,7 +18,7 @@ from ctrlkit import ModelInput  # noqa: E402
 from ctrlkit.backbones.document_cut import without_demonstrations  # noqa: E402
 from ctrlkit.cli import cli  # noqa: E402
 from ctrlkit.controls import apply_control  # noqa: E402
-from ctrlkit.pipeline import fit_or_restore  # noqa: E402
+from ctrlkit.engine.generation import fit_or_restore  # noqa: E402
 
 import tiny_models  # noqa: E402
 from prompt_cuts import cut_length, fed_prompts, judged_lines, ray_worker_counts  # noqa: E402

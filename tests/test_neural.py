@@ -14,7 +14,7 @@ import ctrlkit  # noqa: E402
 from ctrlkit import ModelInput  # noqa: E402
 from ctrlkit.cli import cli  # noqa: E402
 from ctrlkit.controls import apply_control  # noqa: E402
-from ctrlkit.pipeline import fit_or_restore  # noqa: E402
+from ctrlkit.engine.generation import fit_or_restore  # noqa: E402
 from ctrlkit.topics import TopicSpace  # noqa: E402
 
 import tiny_models  # noqa: E402

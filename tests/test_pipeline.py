@@ -177,12 +177,12 @@ def test_repeated_rouge_types_are_scored_once():
     ("focus", {"focus": "sideways"}, "requests focus 'sideways'"),
 ])
 def test_metrics_refuse_bad_controls_before_any_generation(tmp_path, monkeypatch, metric, controls, message):
-    import ctrlkit.pipeline
+    import ctrlkit.engine.run
 
     def no_generation(*args, **kwargs):
         raise AssertionError("generation started before the metric checked its controls")
 
-    monkeypatch.setattr(ctrlkit.pipeline, "generate", no_generation)
+    monkeypatch.setattr(ctrlkit.engine.run, "generate", no_generation)
     data = tmp_path / "data.jsonl"
     data.write_text(json.dumps({"id": "e1", "document": "A text.", "references": ["A."], "controls": controls}) + "\n")
     options = {"focus": {"labeller": "classifier", "classifier": str(tmp_path / "unused.json")}} if metric == "focus" \

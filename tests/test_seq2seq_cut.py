@@ -282,7 +282,7 @@ def test_the_run_says_how_many_prompts_lost_their_end(models, system, caplog):
 def test_the_line_counts_the_prompts_that_lost_their_end_or_demonstrations(models, caplog):
     """A plain source cut at its end loses only its document's end: it is truncated, not counted
     among the prompts that lost theirs."""
-    from ctrlkit.pipeline import truncation_reported
+    from ctrlkit.engine.truncation import truncation_reported
 
     [example, other] = sample(2)
     few_shot = ctrlkit.get_controller("prompt", template="few-shot", shots=1)

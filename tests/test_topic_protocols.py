@@ -318,7 +318,7 @@ class _Capture(ctrlkit.Controller):
 
 
 def test_a_controller_fits_on_the_train_examples_of_topics_not_held_out():
-    from ctrlkit.pipeline import fit_or_restore
+    from ctrlkit.engine.generation import fit_or_restore
 
     source = ctrlkit.get_dataset("newts", path=str(shared_file("newts/NEWTS_test_600.csv")))
     train = source.load("train")

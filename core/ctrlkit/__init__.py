@@ -12,7 +12,8 @@ _HOMES = {
     "hookspecs": ("hookimpl",),
     "options": ("Option",),
     "types": ("SEP", "TAG", "Example", "MetricResult", "ModelInput"),
-    "pipeline": ("run", "RunResult"),  # numpy and scikit-learn load only when a run is asked for
+    "engine.run": ("run",),  # numpy and scikit-learn load only when a run is asked for
+    "engine.recording": ("RunResult",),
     "evaluation": ("evaluate",),
     "recipe": ("recipes",),  # the papers' protocols; ctrlkit.sweep.sweep(recipe=NAME) runs one
     "topics": ("TopicSpace",),
@@ -38,7 +39,8 @@ if TYPE_CHECKING:  # what editors and type checkers read; at run time, __getattr
     from .evaluation import evaluate
     from .hookspecs import hookimpl
     from .options import Option
-    from .pipeline import RunResult, run
+    from .engine.recording import RunResult
+    from .engine.run import run
     from .recipe import recipes
     from .topics import TopicSpace
     from .types import SEP, TAG, Example, MetricResult, ModelInput

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -114,7 +113,7 @@ def run(dataset, data, split, controller, backbone, metrics, topics, only_topics
         no_baseline, limit, sample, seed, batch_size, bootstrap, out, device, judge, skip_invalid, strict_controls,
         no_cache, executor, workers, address):
     """Generate summaries with a controller and score them; writes results.json and samples.jsonl."""
-    from .pipeline import run as run_pipeline
+    from .engine.run import run as run_pipeline
 
     with output_folder(out, f"{dataset}-{controller}") as out:
         result = run_pipeline(

@@ -135,7 +135,7 @@ class Backbone(Configurable):
     tokenized: int = 0
     truncated: int = 0
     """How many inputs a backbone with an input limit has read so far, and how many of them it cut
-    to ``truncated_to`` tokens; a run reports the difference once (``pipeline.truncation_reported``)."""
+    to ``truncated_to`` tokens; a run reports the difference once (``engine.truncation.truncation_reported``)."""
     truncated_to: int | None = None
     truncated_head: int = 0
     """Of the ``truncated``, how many lost the head of their prompt (where a controller writes its

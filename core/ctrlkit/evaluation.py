@@ -19,10 +19,12 @@ from .cache import scope as cache_scope
 from .errors import ConfigurationError, CtrlkitError, DatasetError
 from .files import read_jsonl
 from .intake import Intake, admit_examples
-from .pipeline import (DEFAULT_METRICS, RunResult, _check_topics, _seed_everything, _timed, _topic_spaces,
-                       bind_metrics, check_counts, check_metrics, components, create_metrics, create_vectorizers,
-                       default_scorers, groups_of, intervals_of, judge_options, report_skipped, resolved_options,
-                       sample_head, score, used_vectorizers, with_data)
+from .bootstrap import groups_of
+from .engine.recording import RunResult, report_skipped, sample_head
+from .engine.scoring import intervals_of, score
+from .engine.setup import (DEFAULT_METRICS, bind_metrics, check_counts, check_metrics, check_topics, components,
+                           create_metrics, create_vectorizers, default_scorers, judge_options, resolved_options,
+                           seed_everything, timed, topic_spaces, used_vectorizers, with_data)
 from .outputs import check_output, leaves_no_empty_folder
 from .quiet import quietly
 from .results import versions, write_run
@@ -117,7 +119,7 @@ def evaluate(
         check_output(out)
     check_counts(limit=limit)
     check_resamples(bootstrap)
-    _seed_everything(seed)
+    seed_everything(seed)
     source = get_dataset(dataset, **routed.of("datasets", dataset))
     if metrics is not None and not metrics:
         raise ConfigurationError("an evaluation needs at least one metric")
@@ -125,7 +127,7 @@ def evaluate(
     vectorizers = create_vectorizers([m for m in scorers if m.topic_vectorizer], routed)
     routed.check_unused()
 
-    with _timed(timings, "load_s"):
+    with timed(timings, "load_s"):
         chosen_split = split if split is not None else source.default_split
         examples = admit_examples(source.load(chosen_split)[:limit], dataset)
         given = read_predictions(predictions) if predictions else _dataset_predictions(examples, dataset)
@@ -137,18 +139,18 @@ def evaluate(
         scorers = default_scorers(scorers, examples, dataset)
         vectorizers = used_vectorizers(vectorizers, [m for m in scorers if m.topic_vectorizer])
     check_metrics(scorers, examples, source, dataset, strict_controls)
-    with _timed(timings, "topic_space_s"):
-        spaces = _topic_spaces(vectorizers, topics, source, dataset)
+    with timed(timings, "topic_space_s"):
+        spaces = topic_spaces(vectorizers, topics, source, dataset)
     for metric in scorers:
         if metric.topic_vectorizer:
-            _check_topics(metric, spaces[metric.topic_vectorizer], examples)
+            check_topics(metric, spaces[metric.topic_vectorizer], examples)
     bind_metrics(scorers, spaces)
 
     texts = [given[example.id]["prediction"] for example in examples]
-    with _timed(timings, "score_s"), cache_scope():  # a broken cache is reported once, as in a run
+    with timed(timings, "score_s"), cache_scope():  # a broken cache is reported once, as in a run
         scores = score(scorers, texts, examples, progress, judge=judging, scoring="the given predictions")
     groups = groups_of(examples, source)
-    with _timed(timings, "bootstrap_s"):
+    with timed(timings, "bootstrap_s"):
         uncertainty = intervals_of(scorers, {"run": scores}, groups, bootstrap, seed, progress)
     timings["total_s"] = time.perf_counter() - started
     results = {

@@ -7,7 +7,7 @@ MAD when only the topic changes) should barely move; a large CA there means the 
 interfere. A metric that reads the changed attribute is scored against the *changed* request,
 so its CA says whether the new request is honoured as well as the original one.
 
-The base condition is what ``ctrlkit run`` would score: the analysis reuses the pipeline's
+The base condition is what ``ctrlkit run`` would score: the analysis reuses the run engine's
 components, checks, topic spaces, ``generate`` (and so its generation cache) and ``score``.
 """
 
@@ -28,9 +28,12 @@ from .files import atomic_write_json, atomic_write_text
 from .intake import admit_examples
 from .metric_values import label
 from .component_options import RunOptions
-from .pipeline import (_check_topics, _names, _seed_everything, _topic_spaces, bind_metrics, check_counts,
-                       check_metrics, components, create_metrics, create_vectorizers, fit_or_restore, generate,
-                       judge_options, report_skipped, resolved_options, score, with_data)
+from .engine.generation import fit_or_restore, generate
+from .engine.recording import report_skipped
+from .engine.scoring import score
+from .engine.setup import (bind_metrics, check_capabilities, check_counts, check_metrics, check_topics, component_names,
+                           components, create_metrics, create_vectorizers, judge_options, resolved_options,
+                           seed_everything, topic_spaces, with_data)
 from .outputs import check_output, leaves_no_empty_folder
 from .quiet import quietly
 from .report import remove_stale_report
@@ -80,7 +83,7 @@ def interference(
               "attributes": list(attributes), "metrics": list(metrics), "topics": topics, "judge": judge,
               "limit": limit, "sample": sample, "seed": seed, "batch_size": batch_size, "out": out, "cache": cache}
     routed = RunOptions(with_data(options, dataset, data), components(
-        dataset=dataset, controllers=_names(controller), backbone=backbone, metrics=metrics, judge=judge))
+        dataset=dataset, controllers=component_names(controller), backbone=backbone, metrics=metrics, judge=judge))
     attributes = list(dict.fromkeys(attributes))
     if not attributes:
         raise ConfigurationError("an interference analysis needs at least one attribute to change")
@@ -88,7 +91,7 @@ def interference(
         raise ConfigurationError("an interference analysis needs at least one metric")
     if out is not None:
         check_output(out)
-    _seed_everything(seed)
+    seed_everything(seed)
     check_counts(limit=limit, batch_size=batch_size)
     check_sample(sample, limit)
 
@@ -99,10 +102,7 @@ def interference(
     needs_space = [c for c in (steering, *scorers) if c.topic_vectorizer]
     vectorizers = create_vectorizers(needs_space, routed)
     routed.check_unused()
-    if not steering.requires <= model.capabilities:
-        missing = ", ".join(sorted(steering.requires - model.capabilities))
-        raise ConfigurationError(f"controller '{steering.name}' needs backbone capability {missing}, "
-                                 f"which backbone '{backbone}' lacks")
+    check_capabilities(steering, model, backbone)
     unread = [attribute for attribute in attributes if attribute not in steering.reads]
     if unread:
         raise ConfigurationError(f"controller '{steering.name}' does not read attribute '{unread[0]}' (it reads "
@@ -123,9 +123,9 @@ def interference(
     variants = {attribute: change_attribute(examples, attribute, seed) for attribute in attributes}
     for condition in (examples, *variants.values()):
         check_metrics(scorers, condition, source, dataset)
-    spaces = _topic_spaces(vectorizers, topics, source, dataset)
+    spaces = topic_spaces(vectorizers, topics, source, dataset)
     for component in needs_space:
-        _check_topics(component, spaces[component.topic_vectorizer], examples)
+        check_topics(component, spaces[component.topic_vectorizer], examples)
     bind_metrics(scorers, spaces)
     fit_or_restore(steering, model, source, spaces.get(steering.topic_vectorizer), seed)
     steering.prepare(model)

@@ -31,7 +31,8 @@ from .report import describe_difference, describe_interval, flatten, remove_stal
 from .api import backbone_name, get_dataset
 from .component_options import RunOptions, qualified
 from .controls import carries
-from .pipeline import DEFAULT_METRICS, _names, components, default_metrics, run, with_data
+from .engine.run import run
+from .engine.setup import DEFAULT_METRICS, component_names, components, default_metrics, with_data
 from .plugins import get_registry
 from .outputs import check_output, leaves_no_empty_folder, slug
 from .progress import say
@@ -221,8 +222,9 @@ def sweep(
             raise ConfigurationError("a sweep compares its rows with a reference controller or a reference backbone, "
                                      "not both: give reference or reference_backbone")
         if reference_backbone not in [e.label for e in axes["backbones"]]:
+            shown = mask_secrets(", ".join(e.label for e in axes["backbones"]))
             raise ConfigurationError(f"reference_backbone '{mask_secrets(reference_backbone)}' is not a backbone of "
-                                     f"the sweep (backbones: {mask_secrets(', '.join(e.label for e in axes['backbones']))})")
+                                     f"the sweep (backbones: {shown})")
     if topic_source is not None:
         topic_count(topic_source)  # a bad value is refused before any cell
     # every option must fit a component of some cell (each cell takes those of its own components)
@@ -260,7 +262,7 @@ def sweep(
                                  sample=sample, seed=seed, batch_size=batch_size, bootstrap=bootstrap)
                 cell = (controller, backbone, dataset)  # in the order of AXES
                 arguments["options"] = cell_options(sweep_options, [*cell_components(arguments), *(
-                    ("controllers", name) for name in _names(baseline))], cell)
+                    ("controllers", name) for name in component_names(baseline))], cell)
                 folder = f"cells/{slug(dataset.label)}--{slug(backbone.label)}--{slug(controller.label)}"
                 cell_digests = {"data": digests["data"][dataset.label], "topics": digests["topics"]}
                 labels = {AXES[kind]: entry.label for kind, entry in zip(AXES, cell)}
@@ -306,7 +308,8 @@ def sweep(
         rows.append({**shown, "run": folder, "metrics": results["metrics"], "intervals": results.get("intervals"),
                      "cache": results.get("cache"), "reused": reused})
         recorded_options[folder] = results["config"]["options"]  # the metrics compare() makes again
-    against = Reference("backbone", mask_secrets(reference_backbone)) if reference_backbone else Reference("controller", reference)
+    against = (Reference("backbone", mask_secrets(reference_backbone)) if reference_backbone
+               else Reference("controller", reference))
     compare(out_dir, rows, against, {e.label: e.spec for e in axes["controllers"]}, bootstrap, seed, recorded_options)
     write_table(out_dir, rows, _comparisons(rows, against, bootstrap, seed))
     if not all(row["reused"] for row in rows):
@@ -336,7 +339,7 @@ def _plain(value):
 def _scoring(datasets: Sequence[Entry], read: Mapping[str, dict], metrics: Sequence[str] | None, split: str | None,
              limit: int | None, sample: int | None, seed: int) -> dict[str, list[str]]:
     """The metrics each dataset's cells score (by label). Without ``metrics``: those a run given none
-    would score (:func:`ctrlkit.pipeline.default_metrics`). With them, in a sweep of several datasets,
+    would score (:func:`ctrlkit.engine.setup.default_metrics`). With them, in a sweep of several datasets,
     a metric reading a control that no example of one dataset carries (keywords in CCSBench's
     length subset) is left out of that dataset's cells, in one warning line, where another dataset
     of the sweep has it; a metric no dataset can feed stays, and its cells refuse it as a run would."""
@@ -497,7 +500,7 @@ def _digest_now(path) -> str | None:
 
 def cell_components(arguments: dict) -> list:
     """The ``(kind, name)`` of every component a cell's run may use."""
-    return [*components(dataset=arguments["dataset"], controllers=_names(arguments["controller"]),
+    return [*components(dataset=arguments["dataset"], controllers=component_names(arguments["controller"]),
                         backbone=arguments["backbone"], metrics=arguments["metrics"], judge=arguments["judge"]),
             *_vectorizers()]
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 from .api import backbone_name
 from .component_options import split_key
 from .errors import ConfigurationError, OptionError
-from .pipeline import DEFAULT_METRICS, MAX_SEED, _names
+from .engine.setup import DEFAULT_METRICS, MAX_SEED, component_names
 from .plugins import get_registry
 from .secrets import MASK, is_secret
 from .sweep_variants import AXES
@@ -140,7 +140,7 @@ def _variants(value: Any) -> dict[str, dict[str, Any]]:
             of = one_line(variant["of"])
         except Refused as refused:
             raise Refused(str(refused), f".{name}.of") from None
-        links = _names(of)
+        links = component_names(of)
         options = variant.get("options", {})
         if not isinstance(options, dict):
             raise Refused(f"must be a table of options, got {_kind(options)}", f".{name}.options")
@@ -238,7 +238,7 @@ def sweep_components(settings: Mapping) -> list[tuple[str, str]]:
             *(("backbones", backbone_name(spec)) for spec in [*specs("backbones", DEFAULT_BACKBONES),
                                                               *([judge] if judge else [])]),
             *(("controllers", name) for spec in [*specs("controllers"), *([baseline] if baseline else [])]
-              for name in _names(spec)),
+              for name in component_names(spec)),
             *(("metrics", name) for name in settings.get("metrics") or DEFAULT_METRICS),
             *(("vectorizers", name) for name in get_registry("vectorizers").names())]
 
@@ -287,7 +287,7 @@ def _yielding(variants: Mapping, given: Mapping, settings: Mapping) -> dict:
     yielded = {}
     for name, variant in variants.items():
         of, options = variant["of"], variant["options"]
-        links = _names(of)
+        links = component_names(of)
         chain = len(links) > 1
         if not chain:  # a backbone's options are set by its name without its argument (hf:PATH: hf)
             links = list(dict.fromkeys([links[0], backbone_name(links[0])]))

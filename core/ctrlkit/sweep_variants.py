@@ -23,7 +23,7 @@ from .api import backbone_name
 from .component_options import Component, RunOptions, qualified
 from .errors import ConfigurationError, CtrlkitError
 from .options import resolve_options
-from .pipeline import _names
+from .engine.setup import component_names
 from .plugins import get_registry
 
 AXES = {"controllers": "controller", "backbones": "backbone", "datasets": "dataset"}
@@ -65,7 +65,7 @@ def _overrides(kind: str, variant: dict) -> dict:
 def _links(kind: str, spec: str) -> list[str]:
     """The registered names a spec runs: a chain's links, a backbone's name without its argument."""
     if kind == "controllers":
-        return _names(spec)
+        return component_names(spec)
     return [backbone_name(spec) if kind == "backbones" else spec]
 
 

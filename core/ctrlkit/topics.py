@@ -41,9 +41,7 @@ class TopicSpace:
         """Build from ``(topic, text)`` pairs or ``{topic: [texts]}``; ``vectorizer`` is a
         registered name (with ``options``) or a Vectorizer instance."""
         if isinstance(vectorizer, str):
-            from .api import get_vectorizer
-
-            vectorizer = get_vectorizer(vectorizer, **options)
+            vectorizer = _vectorizer(vectorizer, options)
         pairs = _clean(_pairs(topic_documents))
         if not pairs:
             raise ConfigurationError("a topic space needs at least one topic document")
@@ -126,11 +124,9 @@ class TopicSpace:
 
     @classmethod
     def load(cls, directory: str | Path) -> "TopicSpace":
-        from .api import get_vectorizer
-
         directory = Path(directory)
         state = json.loads((directory / _STATE_FILE).read_text(encoding="utf-8"))
-        vectorizer = get_vectorizer(state["vectorizer"], **state["options"])
+        vectorizer = _vectorizer(state["vectorizer"], state["options"])
         vectorizer.load_state(state["state"])
         vectors = np.load(directory / _VECTORS_FILE, allow_pickle=False)
         return cls(vectorizer, state["topics"], vectors)
@@ -174,3 +170,11 @@ def _normalize_rows(matrix):
     matrix = np.asarray(matrix, dtype=np.float64)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+
+
+def _vectorizer(name: str, options: Mapping):
+    """A registered vectorizer, made through the registry itself: this module is below
+    :mod:`ctrlkit.api` (which imports the components that name a TopicSpace)."""
+    from .plugins import get_registry
+
+    return get_registry("vectorizers").create(name, **options)

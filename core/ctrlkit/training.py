@@ -35,9 +35,12 @@ from .controls import apply_control, check_controls, uncontrolled
 from .files import atomic_write_json, read_json
 from .intake import admit_examples
 from .component_options import RunOptions
-from .pipeline import (_check_topics, _names, _seed_everything, _topic_spaces, _where, check_counts, components,
-                       create_vectorizers, fit_or_restore, report_uncontrolled, resolved_options, truncation_reported,
-                       with_data)
+from .engine.generation import fit_or_restore
+from .engine.recording import report_uncontrolled
+from .engine.setup import (check_capabilities, check_counts, check_topics, component_names, components,
+                           create_vectorizers, dataset_and_split, resolved_options, seed_everything, topic_spaces,
+                           with_data)
+from .engine.truncation import truncation_reported
 from .outputs import check_output, leaves_no_empty_folder
 from .progress import Progress, say
 from .quiet import quietly
@@ -138,7 +141,8 @@ def train(
     adapter = peft_settings(peft, lora_rank=lora_rank, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
                             lora_targets=lora_targets, prefix_length=prefix_length)
     options = with_data(options, dataset, data)
-    routed = RunOptions(options, components(dataset=dataset, controllers=_names(controller), backbone=backbone))
+    routed = RunOptions(options, components(dataset=dataset, controllers=component_names(controller),
+                                            backbone=backbone))
     check_output(out_dir)
     checkpoint = out_dir / CHECKPOINT
     resuming = (checkpoint / "trainer_state.json").is_file()
@@ -168,10 +172,8 @@ def train(
     steering = create_controller(controller, routed.names("controllers"))
     vectorizers = create_vectorizers([steering] if steering.topic_vectorizer else [], routed)
     routed.check_unused()
-    if not steering.requires <= model.capabilities:
-        raise ConfigurationError(f"controller '{steering.name}' needs backbone capability "
-                                 f"{', '.join(sorted(steering.requires - model.capabilities))}")
-    _seed_everything(seed)
+    check_capabilities(steering, model, backbone)
+    seed_everything(seed)
     check_counts(limit=limit)
     started = time.perf_counter()
 
@@ -179,19 +181,20 @@ def train(
     loaded = source.load(split)
     loaded_evaluation = source.load(eval_split) if eval_split else []
     if holdout:
-        where = _where(dataset, split) + (f" or split '{eval_split}'" if eval_split else "")
+        where = dataset_and_split(dataset, split) + (f" or split '{eval_split}'" if eval_split else "")
         check_names(holdout, loaded + loaded_evaluation, where, "holdout_topics")
     kept, kept_evaluation = drop_topics(loaded, holdout or ()), drop_topics(loaded_evaluation, holdout or ())
     if holdout:
-        check_something_left(holdout, loaded, kept, _where(dataset, split), "train on")
-        check_something_left(holdout, loaded_evaluation, kept_evaluation, _where(dataset, eval_split), "evaluate on")
+        check_something_left(holdout, loaded, kept, dataset_and_split(dataset, split), "train on")
+        check_something_left(holdout, loaded_evaluation, kept_evaluation, dataset_and_split(dataset, eval_split),
+                             "evaluate on")
     examples = admit_examples(kept[:limit], dataset)
     evaluation = admit_examples(kept_evaluation, dataset)
     check_controls(steering, examples + evaluation, dataset, strict_controls)
     vectorizer = steering.topic_vectorizer
-    spaces = _topic_spaces(vectorizers, topics, source, dataset)
+    spaces = topic_spaces(vectorizers, topics, source, dataset)
     if vectorizer:
-        _check_topics(steering, spaces[vectorizer], examples + evaluation)
+        check_topics(steering, spaces[vectorizer], examples + evaluation)
     fit_or_restore(steering, model, source, spaces.get(vectorizer), seed, holdout)
     steering.prepare(model)
     pairs = _pairs(steering, examples)

@@ -14,7 +14,7 @@ from .progress import Progress
 if TYPE_CHECKING:
     import numpy as np
 
-    from .pipeline import Scores
+    from .engine.scores import Scores
 
 DEFAULT_RESAMPLES = 1000
 """Bootstrap resamples of a run or an evaluation unless told otherwise (``--bootstrap``)."""

@@ -1,0 +1,9 @@
+"""The run engine: what ``run``, ``evaluate``, ``interference`` and ``train`` share.
+
+- :mod:`.setup`: making a run's components from their names and options, and every check that
+  refuses a run before any work (capabilities, controls, references, topics, counts, seeds);
+- :mod:`.generation`: fitting or restoring a controller, and generating in batches through the cache;
+- :mod:`.scoring`: scoring with each metric the examples it reads, and the bootstrap intervals;
+- :mod:`.recording`: what a run writes (``RunResult``, samples.jsonl lines, warnings it owes);
+- :mod:`.run`: :func:`ctrlkit.run` itself, which calls the others in order.
+"""
