@@ -1,5 +1,5 @@
 """A chat-completions server on 127.0.0.1 that breaks: :class:`FaultyChat` answers a number of
-requests, then hangs, drops the connection or answers garbage; :func:`start` serves it in a thread.
+requests, then hangs, drops the connection or answers garbage; :func:`start_chat` serves it in a thread.
 ``OPENAI_FAULT`` holds the openai options a run against it uses (a short timeout, one retry)."""
 
 import json
@@ -70,7 +70,7 @@ class _Handler(JsonHandler):
         self.reply(200, data)
 
 
-def start(chat: FaultyChat):
+def start_chat(chat: FaultyChat):
     """Serve ``chat`` in a daemon thread (returned) until ``chat.http.shutdown()``."""
     thread = threading.Thread(target=chat.http.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()

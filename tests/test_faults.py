@@ -24,7 +24,7 @@ from ctrlkit import CtrlkitError
 from ctrlkit.sweep import sweep
 
 from conftest import run_ctrlkit
-from faulty_chat import OPENAI_FAULT, FaultyChat, start
+from faulty_chat import OPENAI_FAULT, FaultyChat, start_chat
 from slow_backbone import slow_backbone
 
 # ---------------------------------------------------------------- a chat server that breaks (faulty_chat.py)
@@ -36,7 +36,7 @@ def chat_factory():
 
     def make(fault, good):
         chat = FaultyChat(fault, good)
-        start(chat)
+        start_chat(chat)
         servers.append(chat)
         return chat
 

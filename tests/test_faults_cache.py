@@ -28,7 +28,7 @@ import pytest
 import ctrlkit
 from ctrlkit import cache as cache_module
 from conftest import run_ctrlkit
-from faulty_chat import OPENAI_FAULT, FaultyChat, start
+from faulty_chat import OPENAI_FAULT, FaultyChat, start_chat
 
 RUN = dict(controller="tag", metrics=["stas"], baseline=None, limit=8, batch_size=2)
 CLI = ["run", "-c", "tag", "-m", "stas", "--limit", "8", "--batch-size", "2", "--no-baseline"]
@@ -482,7 +482,7 @@ def judge_server(monkeypatch):
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     chat = FaultyChat("drop", good=10**6)
-    start(chat)
+    start_chat(chat)
     yield chat
     chat.http.shutdown()
     chat.http.server_close()

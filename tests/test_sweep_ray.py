@@ -17,7 +17,7 @@ from ctrlkit.ray_support import worker_env_vars
 from ctrlkit.sweep import sweep
 
 from conftest import run_ctrlkit
-from faulty_chat import FaultyChat, start
+from faulty_chat import FaultyChat, start_chat
 
 SMALL = dict(controllers=["none", "tag"], metrics=["stas"], limit=6)
 VOLATILE = ("timings", "created", "cache")
@@ -107,7 +107,7 @@ def test_what_ray_cells_generate_judge_or_find_on_their_node_reaches_the_drivers
     driver cache); a local rerun on the driver then generates nothing, asks the judge nothing, and
     writes the same cells and tables."""
     judge = FaultyChat("drop", good=10**6)  # a chat server that answers every fm prompt
-    start(judge)
+    start_chat(judge)
     worker_cache = tmp_path / "worker-cache"
     monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "driver-cache"))
     monkeypatch.setenv("no_proxy", "*")
