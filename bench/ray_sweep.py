@@ -10,7 +10,7 @@ thread (``OMP_NUM_THREADS=1``; Ray's workers get one CPU each):
   CPUs: two cells at a time;
 - Ray, 1 worker: the same on a cluster with 1 CPU, to show what Ray itself costs.
 
-What is timed, in each sweep's process: from after importing ``ctrlkit.sweep`` to the sweep's
+What is timed, in each sweep's process: from after importing ``ctrlkit.sweeps.sweep`` to the sweep's
 return: connecting to the cluster (Ray), running the cells (their workers importing torch and
 loading the models), writing the tables. Not timed: the interpreter's start, building the models,
 and the cluster's: for each Ray sweep one is started before its process, as a user's cluster is
@@ -114,7 +114,7 @@ def main() -> None:
         "ratio_by_round": [round(v, 3) for v in speedups], "overhead_ratio_by_round": [round(v, 3) for v in overheads],
         "overhead_ray1_over_local": round(overhead, 3), "cells": 2 * len(CONTROLLERS), "limit": args.limit,
         "rounds": args.rounds, "same_tables": same, "same_predictions": same_predictions,
-        "timed": "in each sweep's process, from after importing ctrlkit.sweep to its return (the cluster running)",
+        "timed": "in each sweep's process, from after importing ctrlkit.sweeps.sweep to its return (the cluster running)",
         "cluster_seconds_untimed": cluster_seconds,
     }
     record(Path(args.out), entry)
@@ -141,7 +141,7 @@ def _child(mode: str, models: str, limit: str, out: str, address: str) -> None:
     """One sweep in this process; prints its seconds, its table's rows (metrics only) and each cell's predictions."""
     import time
 
-    from ctrlkit.sweep import sweep
+    from ctrlkit.sweeps.sweep import sweep
 
     started = time.perf_counter()
     ray = {"executor": "ray", "address": address} if mode.startswith("ray") else {}

@@ -86,7 +86,7 @@ def _length_file():
 
 
 def test_a_sweep_refuses_an_option_no_cell_takes(tmp_path):
-    from ctrlkit.sweep import sweep
+    from ctrlkit.sweeps.sweep import sweep
 
     with pytest.raises(ctrlkit.OptionError, match=r"Unknown option 'tag\.top_nn'"):
         sweep(out=str(tmp_path / "s"), controllers=["none", "tag"], options={"tag": {"top_nn": 5}})
@@ -96,7 +96,7 @@ def test_a_sweep_refuses_an_option_no_cell_takes(tmp_path):
 def test_a_sweep_cell_takes_only_the_options_of_its_own_components(tmp_path):
     """In the cell without the length controller, length.unit is the metric's alone; in the other
     it must be qualified, so the sweep refuses it before any cell runs."""
-    from ctrlkit.sweep import sweep
+    from ctrlkit.sweeps.sweep import sweep
 
     data = _length_file()
     rows = sweep(out=str(tmp_path / "s"), controllers=["none", "length"], metrics=["length"], datasets=["jsonl"],

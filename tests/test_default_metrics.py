@@ -10,7 +10,7 @@ import pytest
 import ctrlkit
 from ctrlkit import ConfigurationError
 from ctrlkit.evaluation import evaluate
-from ctrlkit.sweep import sweep
+from ctrlkit.sweeps.sweep import sweep
 
 from conftest import invoke_ctrlkit, shared_file
 

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 import ctrlkit
 from ctrlkit import CtrlkitError
-from ctrlkit.sweep import sweep
+from ctrlkit.sweeps.sweep import sweep
 
 from conftest import run_ctrlkit
 from faulty_chat import OPENAI_FAULT, FaultyChat, start_chat

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import ctrlkit
-from ctrlkit.sweep import load_config
-from ctrlkit.sweep_settings import SETTINGS, check_settings
+from ctrlkit.sweeps.config import load_config
+from ctrlkit.sweeps.settings import SETTINGS, check_settings
 
 yaml = pytest.importorskip("yaml")
 

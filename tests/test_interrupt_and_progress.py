@@ -15,7 +15,7 @@ import pytest
 
 from ctrlkit.progress import Progress
 from ctrlkit.quiet import quiet_libraries
-from ctrlkit.sweep import sweep
+from ctrlkit.sweeps.sweep import sweep
 
 from slow_backbone import cached_generations, slow_backbone
 

@@ -10,7 +10,7 @@ import ctrlkit
 from ctrlkit.evaluation import evaluate
 from ctrlkit.interference import interference
 from ctrlkit.secrets import MASK
-from ctrlkit.sweep import sweep
+from ctrlkit.sweeps.sweep import sweep
 
 DOCUMENT = "A survey measured rainfall at forty stations. It found more rain in the north."
 

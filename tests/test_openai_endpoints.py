@@ -12,7 +12,7 @@ from recording_chat import INSTRUCTION, KEY, ChatServer, Reply, closed_port, ech
 import ctrlkit
 from ctrlkit import ConfigurationError, CtrlkitError, ModelInput, OptionError
 from ctrlkit.backbones.endpoints import FAILURES_BEFORE_COOLDOWN, Endpoints
-from ctrlkit.sweep import sweep
+from ctrlkit.sweeps.sweep import sweep
 
 PASSWORD = "url-password-4242"
 DOCS = [ModelInput(f"doc {i}") for i in range(12)]

@@ -17,7 +17,7 @@ import ctrlkit
 from ctrlkit.cli import cli
 from ctrlkit.files import atomic_write_text
 from ctrlkit.outputs import new_folder
-from ctrlkit.sweep import sweep
+from ctrlkit.sweeps.sweep import sweep
 
 NOW = datetime(2026, 11, 25, 13, 41, 59, tzinfo=timezone.utc)
 

@@ -12,7 +12,7 @@ from ctrlkit import ModelInput
 from ctrlkit.errors import ConfigurationError
 from ctrlkit.ray_generation import GenerationWorker
 from ctrlkit.ray_support import check_installed, installed
-from ctrlkit.sweep_ray import run_on_worker
+from ctrlkit.sweeps.ray_cells import run_on_worker
 
 
 def test_the_install_names_ctrlkit_and_each_plugin_and_what_one_side_lacks_is_not_compared():

@@ -21,8 +21,8 @@ from scipy import stats
 
 import ctrlkit
 from ctrlkit.meta_evaluation import meta_evaluate
-from ctrlkit.recipe import load_recipe, recipe_folder
-from ctrlkit.sweep import sweep
+from ctrlkit.sweeps.recipes import load_recipe, recipe_folder
+from ctrlkit.sweeps.sweep import sweep
 from ctrlkit.text import sentences
 from ctrlkit_metrics.length import length_bin
 
@@ -142,7 +142,7 @@ def test_passali_newts_runs_its_four_controllers_as_standalone_runs_would(tmp_pa
     alone = ctrlkit.run(dataset="newts", data=data, controller="prepend+tag", metrics=["stas", "rouge"], limit=3,
                         baseline=None)
     assert rows[3]["metrics"] == alone.metrics
-    shipped = ctrlkit.recipe.recipe_folder() / "passali-newts.toml"
+    shipped = ctrlkit.sweeps.recipes.recipe_folder() / "passali-newts.toml"
     assert json.loads((out / "sweep.json").read_text())["recipe"] == {
         "name": "passali-newts", "file": "passali-newts.toml",
         "digest": "sha256:" + hashlib.sha256(shipped.read_bytes()).hexdigest()}

@@ -12,7 +12,7 @@ import pytest
 
 from ctrlkit.errors import CtrlkitError
 from ctrlkit.report import write_report
-from ctrlkit.sweep import sweep
+from ctrlkit.sweeps.sweep import sweep
 
 from conftest import run_ctrlkit
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 import ctrlkit
 from ctrlkit.markdown import escape_markdown
 from ctrlkit.report import write_report
-from ctrlkit.sweep import sweep
+from ctrlkit.sweeps.sweep import sweep
 from ctrlkit.types import MetricResult
 
 markdown_it = pytest.importorskip("markdown_it")

@@ -166,7 +166,7 @@ def test_the_library_refuses_counts_the_command_line_refuses(tmp_path, call, cou
     """``examples[:-5]`` would drop five rows without a word: the library checks what the CLI checks."""
     import ctrlkit
     from ctrlkit.interference import interference
-    from ctrlkit.sweep import sweep
+    from ctrlkit.sweeps.sweep import sweep
 
     out = tmp_path / "out"
     calls = {

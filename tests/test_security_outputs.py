@@ -3,7 +3,7 @@ as a formula, and a terminal never runs an escape sequence from a name in the pr
 import csv
 
 from ctrlkit.results import format_table
-from ctrlkit.sweep import write_table
+from ctrlkit.sweeps.table import write_table
 
 FORMULAS = ["=HYPERLINK(\"http://127.0.0.1:9/\",\"x\")", "+cmd|' /C calc'!A0", "-2+3", "@SUM(1)", "\tx", "\rx"]
 

@@ -183,7 +183,7 @@ def test_a_secret_query_parameter_in_the_openai_base_url_is_never_recorded():
 
 @pytest.mark.parametrize("value", [f'"{KEY_A}\\n"', "1979-05-27T07:32:00Z", "[1, 2]", "nan"])
 def test_a_sweep_config_error_never_shows_a_secret_value(tmp_path, value):
-    from ctrlkit.sweep import load_config
+    from ctrlkit.sweeps.config import load_config
 
     config = tmp_path / "sweep.toml"
     config.write_text(f'controllers = ["none"]\n[options.openai]\napi_key = {value}\n', encoding="utf-8")

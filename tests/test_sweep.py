@@ -9,7 +9,8 @@ import time
 import pytest
 
 import ctrlkit
-from ctrlkit.sweep import load_config, sweep
+from ctrlkit.sweeps.config import load_config
+from ctrlkit.sweeps.sweep import sweep
 
 from chat_server import JsonHandler, serving
 from conftest import invoke_ctrlkit

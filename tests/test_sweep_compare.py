@@ -15,9 +15,10 @@ import pytest
 import ctrlkit
 from ctrlkit.bootstrap import paired
 from ctrlkit.report import _load_sweep
-from ctrlkit.sweep import sweep, write_table
-from ctrlkit.sweep_compare import holm
-from ctrlkit.sweep_tex import escape_latex
+from ctrlkit.sweeps.sweep import sweep
+from ctrlkit.sweeps.table import write_table
+from ctrlkit.sweeps.compare import holm
+from ctrlkit.sweeps.tex import escape_latex
 
 RESAMPLES = 200
 

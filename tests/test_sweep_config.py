@@ -12,7 +12,8 @@ import pytest
 
 import ctrlkit
 from ctrlkit.digest import data_digest
-from ctrlkit.sweep import load_config, sweep
+from ctrlkit.sweeps.config import load_config
+from ctrlkit.sweeps.sweep import sweep
 MAX_CONFIG_BYTES = 64 * 1024
 
 from conftest import ROOT, invoke_ctrlkit

@@ -12,8 +12,10 @@ import ctrlkit
 from conftest import invoke_ctrlkit
 from ctrlkit.errors import CtrlkitError
 from ctrlkit.report import write_report
-from ctrlkit.sweep import _same_configuration, _with_device, load_config, sweep
-from ctrlkit.sweep_folder import changed_settings
+from ctrlkit.sweeps.cells import same_configuration
+from ctrlkit.sweeps.config import load_config
+from ctrlkit.sweeps.sweep import with_device, sweep
+from ctrlkit.sweeps.folder import changed_settings
 
 BASE = dict(controllers=["none", "tag"], metrics=["rouge"], limit=2)
 
@@ -161,10 +163,10 @@ def test_a_cell_without_the_baseline_asked_for_is_not_reused():
                                               "batch_size", "split", "options", "data", "topics")}
     arguments["bootstrap"] = 1000
     digests = {"data": None, "topics": None, "backbone": "b"}
-    assert _same_configuration(config, {**arguments, "baseline": None}, digests)
-    assert _same_configuration(config, {**arguments, "baseline": "tag"}, digests)  # the controller itself
-    assert not _same_configuration(config, {**arguments, "baseline": "none"}, digests)
-    assert not _same_configuration(config, {**arguments, "baseline": None, "bootstrap": 200}, digests)  # rescored
+    assert same_configuration(config, {**arguments, "baseline": None}, digests)
+    assert same_configuration(config, {**arguments, "baseline": "tag"}, digests)  # the controller itself
+    assert not same_configuration(config, {**arguments, "baseline": "none"}, digests)
+    assert not same_configuration(config, {**arguments, "baseline": None, "bootstrap": 200}, digests)  # rescored
 
 
 class _DeviceModel(ctrlkit.Backbone):
@@ -189,7 +191,7 @@ def test_device_is_set_on_every_backbone_that_takes_one(tmp_path, private_cache,
     assert "device" not in options[0]["extractive"] and options[1]["device-model"]["device"] == "cuda:1"
     assert json.loads((tmp_path / "s" / "sweep.json").read_text())["settings"]["device"] == "cuda:1"
     # named by kind, so the hf dataset in the same sweep never receives it
-    assert _with_device({"hf": {"dtype": "float32"}}, ["extractive", "hf:some/model"], "cpu") == {
+    assert with_device({"hf": {"dtype": "float32"}}, ["extractive", "hf:some/model"], "cpu") == {
         "hf": {"dtype": "float32"}, "backbone:hf": {"device": "cpu"}}
 
 

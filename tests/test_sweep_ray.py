@@ -11,10 +11,10 @@ import textwrap
 import pytest
 
 import ctrlkit
-from ctrlkit import sweep_ray
+from ctrlkit.sweeps import ray_cells
 from ctrlkit.cache import FILE_NAME
 from ctrlkit.ray_support import worker_env_vars
-from ctrlkit.sweep import sweep
+from ctrlkit.sweeps.sweep import sweep
 
 from conftest import run_ctrlkit
 from faulty_chat import FaultyChat, start_chat
@@ -113,7 +113,7 @@ def test_what_ray_cells_generate_judge_or_find_on_their_node_reaches_the_drivers
     monkeypatch.setenv("no_proxy", "*")
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(sweep_ray, "worker_environment", lambda: {"env_vars": {
+    monkeypatch.setattr(ray_cells, "worker_environment", lambda: {"env_vars": {
         **worker_env_vars(), "CTRLKIT_CACHE_DIR": str(worker_cache), "no_proxy": "*"}})
     given = dict(controllers=["none", "tag"], metrics=["stas", "fm"], limit=6, judge="openai:m", bootstrap=0,
                  options={"openai": {"base_url": judge.url, "max_retries": 1, "backoff": 0.01}})
@@ -149,7 +149,7 @@ def test_what_ray_cells_generate_judge_or_find_on_their_node_reaches_the_drivers
 def test_a_ray_sweep_without_the_cache_fills_no_cache(ray_address, tmp_path, monkeypatch):
     worker_cache, driver_cache = tmp_path / "worker-cache", tmp_path / "driver-cache"
     monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(driver_cache))
-    monkeypatch.setattr(sweep_ray, "worker_environment", lambda: {"env_vars": {
+    monkeypatch.setattr(ray_cells, "worker_environment", lambda: {"env_vars": {
         **worker_env_vars(), "CTRLKIT_CACHE_DIR": str(worker_cache)}})
     rows = sweep(out=str(tmp_path / "ray"), executor="ray", address=ray_address, cache=False, **SMALL)
     assert [row["cache"] for row in rows] == [None, None] and _cells(tmp_path / "ray")
@@ -326,6 +326,6 @@ def _cell(backbone="extractive", metrics=("stas",), judge=None, **options):
     (_cell("extractive", embedding={"device": "cuda"}), False, True),  # a vectorizer: only when told
 ])
 def test_a_cell_asks_for_a_gpu_when_a_component_of_it_would_use_cuda(cell, cluster_gpus, gpu):
-    from ctrlkit.sweep_ray import needs_gpu
+    from ctrlkit.sweeps.ray_cells import needs_gpu
 
     assert needs_gpu(cell, cluster_gpus) is gpu

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 import ctrlkit
-from ctrlkit.sweep import load_config, sweep
+from ctrlkit.sweeps.config import load_config
+from ctrlkit.sweeps.sweep import sweep
 
 from conftest import invoke_ctrlkit
 

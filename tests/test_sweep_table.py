@@ -11,7 +11,8 @@ from ctrlkit.interference import interference
 from ctrlkit.metric_values import best, better, value_directions
 from ctrlkit.report import write_report
 from ctrlkit.results import format_table
-from ctrlkit.sweep import sweep, write_table
+from ctrlkit.sweeps.sweep import sweep
+from ctrlkit.sweeps.table import write_table
 
 
 def test_run_sweep_report_and_interference_name_every_value_alike(private_cache, tmp_path):

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import ctrlkit
-from ctrlkit.sweep import load_config, sweep
+from ctrlkit.sweeps.config import load_config
+from ctrlkit.sweeps.sweep import sweep
 
 from ccs_release import write_release
 from conftest import invoke_ctrlkit
@@ -183,7 +184,7 @@ def test_an_option_set_on_the_command_line_wins_over_a_files_variants(tmp_path, 
     assert _results(out, rows[0])["config"]["variants"]["controller"]["options"] == {"stop_words": False}
     assert _results(out, rows[1])["config"]["variants"]["controller"]["options"] == {"tag": {}}
     # a qualified key is the same component; a key for another kind leaves the variant's option
-    from ctrlkit.sweep_settings import overlay
+    from ctrlkit.sweeps.settings import overlay
     variants = load_config(path)["variants"]
     assert overlay({"controllers": ["tag-3"], "variants": variants}, {"options": {"controller:tag": {"top_n": 1}}}
                    )["variants"]["tag-3"]["options"] == {"stop_words": False}

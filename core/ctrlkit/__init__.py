@@ -15,7 +15,8 @@ _HOMES = {
     "engine.run": ("run",),  # numpy and scikit-learn load only when a run is asked for
     "engine.recording": ("RunResult",),
     "evaluation": ("evaluate",),
-    "recipe": ("recipes",),  # the papers' protocols; ctrlkit.sweep.sweep(recipe=NAME) runs one
+    "sweeps.sweep": ("sweep",),
+    "sweeps.recipes": ("recipes",),  # the papers' protocols; ctrlkit.sweep(recipe=NAME) runs one
     "topics": ("TopicSpace",),
 }
 """The module each public name lives in. Every one loads on first use, so that importing the
@@ -28,7 +29,7 @@ __all__ = [
     "DatasetError", "DuplicateComponentError", "Example", "Metric", "MetricResult", "ModelInput",
     "Option", "OptionError", "PluginLoadError", "RunResult", "SEP", "TAG", "TopicSpace",
     "UnknownComponentError", "Vectorizer", "create_controller", "get_backbone", "get_controller",
-    "evaluate", "get_dataset", "get_metric", "get_vectorizer", "hookimpl", "recipes", "run",
+    "evaluate", "get_dataset", "get_metric", "get_vectorizer", "hookimpl", "recipes", "run", "sweep",
 ]
 
 if TYPE_CHECKING:  # what editors and type checkers read; at run time, __getattr__ below
@@ -41,7 +42,8 @@ if TYPE_CHECKING:  # what editors and type checkers read; at run time, __getattr
     from .options import Option
     from .engine.recording import RunResult
     from .engine.run import run
-    from .recipe import recipes
+    from .sweeps.recipes import recipes
+    from .sweeps.sweep import sweep
     from .topics import TopicSpace
     from .types import SEP, TAG, Example, MetricResult, ModelInput
 

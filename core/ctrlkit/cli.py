@@ -264,8 +264,9 @@ def sweep(out, recipe, config_file, controllers, metrics, backbones, datasets, d
     ctrlkit sweep --recipe passali-newts --data NEWTS_test_600.csv -o runs/newts   a paper's protocol
     ctrlkit sweep --controllers none,tag --metrics stas,rouge -o runs/mine         your own grid
     """
-    from .sweep import load_config, sweep as run_sweep
-    from .sweep_settings import overlay
+    from .sweeps.config import load_config
+    from .sweeps.settings import overlay
+    from .sweeps.sweep import sweep as run_sweep
 
     if recipe and config_file:
         raise click.UsageError("give --recipe or --config, not both (a recipe is a configuration; copy it and "
@@ -317,7 +318,7 @@ def recipes_command(name):
     """Papers' protocols shipped as sweep configurations: run one with ctrlkit sweep --recipe NAME.
 
     With NAME, print that recipe's file (copy it, edit it, pass the copy to --recipe)."""
-    from .recipe import load_recipe, recipes
+    from .sweeps.recipes import load_recipe, recipes
 
     if name:
         click.echo(load_recipe(name).path.read_text(encoding="utf-8"), nl=False)

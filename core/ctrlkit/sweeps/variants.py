@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from .api import backbone_name
-from .component_options import Component, RunOptions, qualified
-from .errors import ConfigurationError, CtrlkitError
-from .options import resolve_options
-from .engine.setup import component_names
-from .plugins import get_registry
+from ..api import backbone_name
+from ..component_options import Component, RunOptions, qualified
+from ..errors import ConfigurationError, CtrlkitError
+from ..options import resolve_options
+from ..engine.setup import component_names
+from ..plugins import get_registry
 
 AXES = {"controllers": "controller", "backbones": "backbone", "datasets": "dataset"}
 """The settings a variant may be named in, and what one of their items is called."""

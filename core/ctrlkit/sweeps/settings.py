@@ -13,15 +13,15 @@ import math
 import re
 from typing import Any, Callable, Mapping
 
-from .api import backbone_name
-from .component_options import split_key
-from .errors import ConfigurationError, OptionError
-from .engine.setup import DEFAULT_METRICS, MAX_SEED, component_names
-from .plugins import get_registry
-from .secrets import MASK, is_secret
-from .sweep_variants import AXES
+from ..api import backbone_name
+from ..component_options import split_key
+from ..errors import ConfigurationError, OptionError
+from ..engine.setup import DEFAULT_METRICS, MAX_SEED, component_names
+from ..plugins import get_registry
+from ..secrets import MASK, is_secret
+from .variants import AXES
 
-DEFAULT_DATASETS = ("sample",)  # what ctrlkit.sweep.sweep runs when no datasets are given
+DEFAULT_DATASETS = ("sample",)  # what ctrlkit.sweep runs when no datasets are given
 DEFAULT_BACKBONES = ("extractive",)  # and when no backbones are given
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
@@ -119,7 +119,7 @@ def _variants(value: Any) -> dict[str, dict[str, Any]]:
     """``{name: {"of": component, "options": {...}}}``: the options of one component as
     ``{option: value}``, of a chain of controllers (``of = "prepend+tag"``) per link as
     ``{link: {option: value}}``. The components are checked against the registries later
-    (:func:`ctrlkit.sweep_variants.check_variants`)."""
+    (:func:`ctrlkit.sweeps.variants.check_variants`)."""
     if not isinstance(value, dict):
         raise Refused(f"must be a table of variants, got {_kind(value)}")
     checked = {}

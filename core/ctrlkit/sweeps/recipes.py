@@ -1,11 +1,11 @@
 """Recipes: a paper's protocol as data, one TOML file each under ``ctrlkit/recipes/`` (package data).
 
-A recipe is a sweep configuration (:mod:`ctrlkit.sweep_settings`, variants included) with a
+A recipe is a sweep configuration (:mod:`ctrlkit.sweeps.settings`, variants included) with a
 header comment saying which table of the paper it mirrors and what differs, and three keys of
 its own: ``description`` (one line, which ``ctrlkit recipes`` lists), ``needs`` (settings the
 user must give, each with a hint: ``needs = { backbones = "a chat backbone" }``) and ``kind``.
 ``ctrlkit sweep --recipe NAME`` runs it; the settings given beside it win over the recipe's
-(:func:`ctrlkit.sweep_settings.overlay`), and the recipe's options for a component the user
+(:func:`ctrlkit.sweeps.settings.overlay`), and the recipe's options for a component the user
 replaced (``--backbones`` without the recipe's backbone) are left out rather than refused.
 
 ``kind = "meta-eval"`` is a recipe whose table correlates metrics with human scores rather than
@@ -26,14 +26,15 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Mapping
 
-from .component_options import split_key
-from .digest import data_digest
-from .errors import ConfigurationError, OptionError, UnknownComponentError
-from .files import atomic_write_json, atomic_write_text
-from .markdown import escape_markdown, markdown_table
-from .sweep_settings import (SETTINGS, DEFAULT_DATASETS, Refused, check_settings, name_list, one_line, overlay,
-                             sweep_components)
-from .sweep_variants import check_variants
+from ..component_options import split_key
+from ..digest import data_digest
+from ..errors import ConfigurationError, OptionError, UnknownComponentError
+from ..files import atomic_write_json, atomic_write_text
+from ..markdown import escape_markdown, markdown_table
+from .config import read_config
+from .settings import (SETTINGS, DEFAULT_DATASETS, Refused, check_settings, name_list, one_line, overlay,
+                       sweep_components)
+from .variants import check_variants
 
 KINDS = ("sweep", "meta-eval")
 OWN_KEYS = ("description", "kind", "needs")
@@ -78,8 +79,6 @@ def load_recipe(recipe: str | Path) -> Recipe:
     """A shipped recipe by name, or a recipe file (a copy of one, edited): its settings checked
     in one line naming the file and the key, as a configuration's are."""
     path = _path(recipe)
-    from .sweep import read_config
-
     where = str(path)
     raw = read_config(path)
     own = {key: raw.pop(key) for key in OWN_KEYS if key in raw}
@@ -158,37 +157,23 @@ def _meta_eval_keys(extra: dict, where: str) -> dict:
     return {"human": human, "compare": compare}
 
 
-def run_recipe(recipe: str | Path | Recipe, *, out: str, overwrite: bool = False, progress: bool = False,
-               executor: str = "local", address: str | None = None, **given: Any) -> list[dict]:
-    """Run ``recipe`` into ``out`` with the settings ``given`` (None: not given) over its own;
-    returns the rows of the table it writes (a sweep's; a meta-eval's, one per score). ``executor``
-    and ``address`` say where a sweep's cells run (:func:`ctrlkit.sweep.sweep`)."""
-    if not isinstance(recipe, Recipe):
-        recipe = load_recipe(recipe)
+def given_settings(given: Mapping[str, Any]) -> dict:
+    """The settings a call gave beside a recipe (None: not given), those naming things as lists."""
     given = {key: value for key, value in given.items() if value is not None}
     given.update(_name_lists(given))
-    if recipe.kind == "meta-eval":
-        if executor != "local":
-            raise ConfigurationError(f"recipe '{recipe.name}' is a meta-evaluation: it scores the dataset's own "
-                                     f"outputs here and has no cells for executor '{executor}' to run")
-        return _meta_eval(recipe, out, given, progress)
-    settings = _overlaid(recipe, given)
-    from .sweep import sweep
-
-    return sweep(out=out, overwrite=overwrite, progress=progress, executor=executor, address=address,
-                 recorded_recipe=recipe.record(), **settings)
+    return given
 
 
 def _name_lists(given: Mapping) -> dict:
     """The settings of ``given`` that name things, each as a list (a call may give one
-    comma-separated string or a tuple, as :func:`ctrlkit.sweep.sweep` takes them), checked as a
+    comma-separated string or a tuple, as :func:`ctrlkit.sweep` takes them), checked as a
     configuration's are: the recipe's settings are overlaid by list, never by letter."""
     names = {key: list(value) if isinstance(value, tuple) else value for key, value in given.items()
              if SETTINGS.get(key) is name_list}
     return check_settings(names, "sweep")
 
 
-def _overlaid(recipe: Recipe, given: dict) -> dict:
+def overlaid(recipe: Recipe, given: dict) -> dict:
     """The recipe's settings with ``given`` over them; the recipe's options for components the
     result no longer names are left out. A setting the recipe needs and nobody gave is refused."""
     settings = overlay({key: value for key, value in recipe.settings.items() if key != "options"},
@@ -220,11 +205,11 @@ def _named(key: str, named: dict[str, set[str]]) -> bool:
     return any(name in names for found, names in named.items() if kind in (None, found))
 
 
-def _meta_eval(recipe: Recipe, out: str, given: dict, progress: bool) -> list[dict]:
+def meta_evaluate_recipe(recipe: Recipe, out: str, given: dict, progress: bool) -> list[dict]:
     """Evaluate the dataset's own predictions into ``out``, then correlate every score with the
     human one; writes meta-eval.json and table.md there."""
-    from .evaluation import evaluate
-    from .meta_evaluation import meta_evaluate, numeric_paths
+    from ..evaluation import evaluate
+    from ..meta_evaluation import meta_evaluate, numeric_paths
 
     refused = [key for key in given if key not in META_EVAL_SETTINGS]
     if refused:
@@ -233,7 +218,7 @@ def _meta_eval(recipe: Recipe, out: str, given: dict, progress: bool) -> list[di
                                  f"{', '.join('--' + key for key in META_EVAL_SETTINGS if key != 'options')}, --set)")
     human, compare = recipe.settings["human"], recipe.settings["compare"]
     base = {key: value for key, value in recipe.settings.items() if key not in META_EVAL_KEYS}
-    settings = _overlaid(Recipe(recipe.name, recipe.description, recipe.kind, recipe.path, base, recipe.needs), given)
+    settings = overlaid(Recipe(recipe.name, recipe.description, recipe.kind, recipe.path, base, recipe.needs), given)
     settings = check_settings(settings, f"recipe '{recipe.name}'")
     [dataset, *more] = settings.get("datasets", list(DEFAULT_DATASETS))
     if more:
@@ -252,7 +237,7 @@ def _meta_eval(recipe: Recipe, out: str, given: dict, progress: bool) -> list[di
 def _markdown(rows: list[dict], settings: dict) -> str:
     """The correlations as a Markdown table: one row per score and level, each correlation's r,
     95% interval and p; an undefined one says why."""
-    from .correlations import CORRELATIONS
+    from ..correlations import CORRELATIONS
 
     body = []
     for row in rows:
@@ -274,7 +259,7 @@ def _markdown(rows: list[dict], settings: dict) -> str:
 
 def _cells(value: dict) -> list[str]:
     """r, its interval and p (printed as runs print it, :func:`ctrlkit.report.p_value_text`)."""
-    from .report import p_value_text
+    from ..report import p_value_text
 
     low, high = value.get("low"), value.get("high")
     return [f"{value['r']:.4f}", f"[{low:.4f}, {high:.4f}]" if None not in (low, high) else "",

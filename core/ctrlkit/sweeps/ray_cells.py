@@ -1,6 +1,6 @@
 """A sweep's cells run on a Ray cluster (``ctrlkit sweep --executor ray [--address HOST:PORT]``).
 
-Each cell to run is one Ray task: it runs :func:`ctrlkit.sweep.run_cell`, the function the local
+Each cell to run is one Ray task: it runs :func:`ctrlkit.sweeps.cells.run_cell`, the function the local
 executor calls, in a temporary folder on its worker and returns the contents of the files written
 there (results.json, samples.jsonl), the warning lines the run logged, and the cache entries the
 run found or stored (:func:`ctrlkit.cache.recording`). As the cells finish, in the order they
@@ -46,15 +46,15 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Callable, Sequence
 
-from .cache import recording, scope as cache_scope, store
-from .component_options import RunOptions
-from .errors import ConfigurationError, CtrlkitError
-from .files import atomic_write_bytes
-from .plugins import get_registry
-from .progress import Progress, say
-from .ray_support import check_installed, connect, installed, match_torch_threads, worker_environment
-from .report import remove_stale_report
-from .sweep import cell_components, run_cell
+from ..cache import recording, scope as cache_scope, store
+from ..component_options import RunOptions
+from ..errors import ConfigurationError, CtrlkitError
+from ..files import atomic_write_bytes
+from ..plugins import get_registry
+from ..progress import Progress, say
+from ..ray_support import check_installed, connect, installed, match_torch_threads, worker_environment
+from ..report import remove_stale_report
+from .cells import cell_components, run_cell
 
 logger = logging.getLogger("ctrlkit")
 
@@ -62,7 +62,7 @@ CPUS_PER_CELL = 1
 MAX_RETRIES = 2
 """Tries after the first for a cell whose worker process or node died (never for an error a cell raised)."""
 COMPLETE = "results.json"
-"""Written last: a cell folder holding it is whole (:func:`ctrlkit.sweep._reusable`)."""
+"""Written last: a cell folder holding it is whole (:func:`ctrlkit.sweeps.cells.reusable_results`)."""
 
 Pending = tuple[int, str, dict, dict]
 """A cell to run: its number in the sweep, its folder under the sweep's, its run's arguments, its variants."""

@@ -22,10 +22,10 @@ import logging
 from pathlib import Path
 from typing import Mapping, NamedTuple, Sequence
 
-from .errors import CtrlkitError
-from .files import read_jsonl
-from .metric_values import is_count
-from .secrets import is_secret
+from ..errors import CtrlkitError
+from ..files import read_jsonl
+from ..metric_values import is_count
+from ..secrets import is_secret
 
 logger = logging.getLogger("ctrlkit")
 
@@ -147,8 +147,8 @@ def _paired(row: dict, base: dict, samples: list[dict] | None, reference: list[d
     """The row's cell minus its reference cell, per metric both scored; None when they cannot be paired."""
     import numpy as np
 
-    from .bootstrap import paired
-    from .uncertainty import as_json, unless_failing
+    from ..bootstrap import paired
+    from ..uncertainty import as_json, unless_failing
 
     if samples is None or reference is None:
         return None
@@ -197,8 +197,8 @@ def metric_parts(samples: Sequence[dict], metric: str) -> dict[str, list[float |
 def _metric(options: Mapping, name: str, where: str):
     """Metric ``name`` made with the ``options`` the cell recorded (secrets and file digests left
     out), or None (one warning line) when it cannot be made now."""
-    from .api import get_metric
-    from .component_options import qualified
+    from ..api import get_metric
+    from ..component_options import qualified
 
     try:
         taken = options.get(qualified(("metrics", name)), options.get(name)) or {}

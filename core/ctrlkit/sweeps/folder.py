@@ -13,10 +13,10 @@ import logging
 import shutil
 from pathlib import Path
 
-from .errors import CtrlkitError
-from .files import read_json
-from .report import REPORT_FILES, is_written_report
-from .secrets import is_secret
+from ..errors import CtrlkitError
+from ..files import read_json
+from ..report import REPORT_FILES, is_written_report
+from ..secrets import is_secret
 
 logger = logging.getLogger("ctrlkit")
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from .files import atomic_write_text
-from .metric_values import is_count
-from .results import value_text
-from .sweep_compare import reference_phrase
+from ..files import atomic_write_text
+from ..metric_values import is_count
+from ..results import value_text
+from .compare import reference_phrase
 
 SIGNIFICANCE = 0.05
 _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
@@ -28,7 +28,7 @@ def escape_latex(text: str) -> str:
 
 def write_tex(out_dir: Path, rows: Sequence[dict], cols: Sequence[tuple[str, str]], labels: Sequence[str],
               ways: Sequence, bests: Sequence[dict], comparisons: dict | None) -> None:
-    """table.tex of the sweep's ``rows`` (``bests``: :func:`ctrlkit.sweep.best_values`;
+    """table.tex of the sweep's ``rows`` (``bests``: :func:`ctrlkit.sweeps.table.best_values`;
     ``comparisons``: what table.json says of the tests, None when none were made)."""
     width = 1 + len(cols)
     header = ["controller", *(escape_latex(name) + (r" $\downarrow$" if way == "lower" else "")
