@@ -227,7 +227,7 @@ def test_a_run_with_a_baseline_records_the_paired_difference(sample_run):
                       ["stas"], rtol=1e-9)
     assert 1 / 301 <= found["p"] <= 1
     assert found["permutations"] == 300 and isinstance(found["permutations"], int)  # a count: 300, not 300.0
-    from ctrlkit.report import p_text
+    from ctrlkit.statistics_text import p_text
 
     row = next(line for line in result.table().splitlines() if line.startswith("stas "))
     assert f" {p_text(found)}" in row and f"[{found['low']:+.4f}, {found['high']:+.4f}]" in row
@@ -416,7 +416,7 @@ def test_one_resample_is_refused():
 
 
 def test_a_p_value_at_its_floor_is_printed_as_a_bound():
-    from ctrlkit.report import p_text
+    from ctrlkit.statistics_text import p_text
     from ctrlkit.results import format_table
 
     x = np.random.default_rng(2).random(30)

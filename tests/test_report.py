@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ctrlkit.errors import CtrlkitError
-from ctrlkit.report import write_report
+from ctrlkit.report.write import write_report
 
 from browser import CHROMIUM, chromium
 from conftest import invoke_ctrlkit, shared_file

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ctrlkit.errors import CtrlkitError
-from ctrlkit.report import write_report
+from ctrlkit.report.write import write_report
 from ctrlkit.sweeps.sweep import sweep
 
 from conftest import run_ctrlkit

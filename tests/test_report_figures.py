@@ -1,4 +1,4 @@
-"""The report's figures (ctrlkit.figures): intervals drawn as error bars, the value axis, the
+"""The report's figures (ctrlkit.report.figures): intervals drawn as error bars, the value axis, the
 difference to the baseline, files in each format and the same bytes on every run, the page's SVG
 inert with hostile labels, and the examples with their references and scores."""
 
@@ -11,8 +11,10 @@ import pytest
 from matplotlib.container import BarContainer, ErrorbarContainer
 
 from ctrlkit.errors import CtrlkitError
-from ctrlkit.figures import BEST, value_axis
-from ctrlkit.report import draw_figures, load, write_report
+from ctrlkit.report.figures import BEST, value_axis
+from ctrlkit.report.drawn import draw_figures
+from ctrlkit.report.load import load
+from ctrlkit.report.write import write_report
 
 from conftest import invoke_ctrlkit
 

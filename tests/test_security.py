@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import ctrlkit
-from ctrlkit.report import POLICY, STYLE
+from ctrlkit.report.render import POLICY, STYLE
 
 from browser import CHROMIUM, chromium
 from chat_server import JsonHandler, serving
@@ -356,7 +356,7 @@ def test_no_source_file_can_unpickle_or_evaluate_data():
     # and the loads that exist are the safe ones, so the check above is looking at real code
     text = {path.name: path.read_text(encoding="utf-8") for path in files}
     assert "allow_pickle=False" in text["topics.py"] and "weights_only=True" in text["training.py"]
-    assert "yaml.safe_load" in text["sweep.py"] and "safetensors" in text["hf.py"]
+    assert "yaml.safe_load" in text["config.py"] and "safetensors" in text["hf.py"]
 
 
 class _Boom:

@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 import ctrlkit
 from ctrlkit.markdown import escape_markdown
-from ctrlkit.report import write_report
+from ctrlkit.report.write import write_report
 from ctrlkit.sweeps.sweep import sweep
 from ctrlkit.types import MetricResult
 

@@ -14,7 +14,7 @@ import pytest
 import ctrlkit
 from ctrlkit.interference import interference
 from ctrlkit.options import Option, parse_assignments
-from ctrlkit.report import write_report
+from ctrlkit.report.write import write_report
 from ctrlkit.secrets import MASK, is_secret, mask_secrets, scrub_text
 from ctrlkit_datasets.files import JsonlDataset
 

@@ -14,7 +14,7 @@ import pytest
 
 import ctrlkit
 from ctrlkit.bootstrap import paired
-from ctrlkit.report import _load_sweep
+from ctrlkit.report.load import load_sweep
 from ctrlkit.sweeps.sweep import sweep
 from ctrlkit.sweeps.table import write_table
 from ctrlkit.sweeps.compare import holm
@@ -69,7 +69,7 @@ def test_each_cell_is_compared_with_the_none_row_as_bootstrap_paired_gives_from_
     assert [test["p_holm"] for test in tests] == pytest.approx(_holm([test["p"] for test in tests]))
     assert table["comparisons"]["correction"] == "holm" and table["comparisons"]["resamples"] == RESAMPLES
     # the report's bars show each cell's difference to its reference
-    report = _load_sweep(out)
+    report = load_sweep(out)
     arm = next(arm for arm in report.arms if arm.label == "prepend")
     assert arm.against == "none" and arm.differences["stas"]["p"] == by_controller["prepend"]["paired"]["stas"]["stas"]["p"]
 

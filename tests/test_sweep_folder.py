@@ -11,7 +11,7 @@ import pytest
 import ctrlkit
 from conftest import invoke_ctrlkit
 from ctrlkit.errors import CtrlkitError
-from ctrlkit.report import write_report
+from ctrlkit.report.write import write_report
 from ctrlkit.sweeps.cells import same_configuration
 from ctrlkit.sweeps.config import load_config
 from ctrlkit.sweeps.sweep import with_device, sweep

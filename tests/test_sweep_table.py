@@ -9,7 +9,7 @@ import pytest
 import ctrlkit
 from ctrlkit.interference import interference
 from ctrlkit.metric_values import best, better, value_directions
-from ctrlkit.report import write_report
+from ctrlkit.report.write import write_report
 from ctrlkit.results import format_table
 from ctrlkit.sweeps.sweep import sweep
 from ctrlkit.sweeps.table import write_table

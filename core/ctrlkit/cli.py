@@ -206,7 +206,7 @@ def meta_eval(samples, human, scores, levels, resample, resamples, seed, input_k
               help="Also write each figure as a file of this format, in a figures/ folder beside the report.")
 def report_command(directory, out, examples, figures):
     """Write a self-contained HTML report (tables, figures, examples) and a Markdown one for a run or sweep folder."""
-    from .report import write_report
+    from .report.write import write_report
 
     for path in write_report(directory, out=out, examples=examples, figures=figures):
         click.echo(path)

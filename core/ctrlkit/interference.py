@@ -36,7 +36,7 @@ from .engine.setup import (bind_metrics, check_capabilities, check_counts, check
                            seed_everything, topic_spaces, with_data)
 from .outputs import check_output, leaves_no_empty_folder
 from .quiet import quietly
-from .report import remove_stale_report
+from .report_files import remove_stale_report
 from .results import versions
 from .sampling import check_sample, draw_sample
 from .secrets import mask_secrets
@@ -258,7 +258,7 @@ def _show(value: float | None) -> str:
 def heatmap_svg(report: dict) -> str:
     """The CA matrix as a standalone SVG (rows: changed attributes; columns: metric values),
     drawn by the same heatmap as the HTML report."""
-    from .figures import heatmap, inline_svg
+    from .report.figures import heatmap, inline_svg
 
     return inline_svg(heatmap(report["attributes"], report["values"],
                               lambda attribute, path: report["matrix"][attribute][path]))

@@ -24,7 +24,7 @@ correlation is undefined (a constant series, fewer than three pairs) is left out
 Each correlation records its interval as runs and sweeps do (``low``, ``high``, ``se``; None
 when fewer than two resamples are defined), and a permutation p the ``permutations`` it counted,
 so that a p at its floor 1 / (1 + permutations) is printed as the bound it is
-(:func:`ctrlkit.report.p_text`).
+(:func:`ctrlkit.statistics_text.p_text`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import numpy as np
 from .bootstrap import percentile_interval, permutation_p, row_counts
 from .correlations import CORRELATIONS, correlate_arrays, correlate_weighted
 from .errors import CtrlkitError
-from .report import p_value_text
+from .statistics_text import p_value_text
 
 LEVELS = ("global", "summary", "system")
 RESAMPLING = ("inputs", "systems", "both")
@@ -309,7 +309,7 @@ def _permutation_p(observed: float, permuted: np.ndarray) -> dict:
 
 def format_report(report: dict) -> str:
     """The report as text: one table per level, per score its n and each correlation's r, its
-    interval (when resampled) and p as runs print it (:func:`ctrlkit.report.p_value_text`: three
+    interval (when resampled) and p as runs print it (:func:`ctrlkit.statistics_text.p_value_text`: three
     significant digits, 0.0123, 4.56e-08; ``<=0.001`` for a permutation p at its floor)."""
     settings, correlations = report["settings"], report["correlations"]
     blocks = []

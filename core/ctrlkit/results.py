@@ -11,7 +11,8 @@ from .files import atomic_write_json, atomic_write_jsonl
 from .markdown import visible
 from .metric_values import is_count, label
 from .plugins import plugin_versions
-from .report import describe_difference, describe_interval, remove_stale_report
+from .report_files import remove_stale_report
+from .statistics_text import describe_difference, describe_interval
 
 
 def versions() -> dict:

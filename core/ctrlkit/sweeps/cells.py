@@ -17,7 +17,7 @@ from ..errors import CtrlkitError, DatasetError, OptionError
 from ..files import atomic_write_json, read_json
 from ..options import Option
 from ..plugins import get_registry
-from ..report import flatten
+from ..recorded_metrics import flatten
 from ..secrets import mask_secrets
 from ..topic_source import ORACLE
 

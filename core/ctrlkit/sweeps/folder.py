@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import CtrlkitError
 from ..files import read_json
-from ..report import REPORT_FILES, is_written_report
+from ..report_files import REPORT_FILES, is_written_report
 from ..secrets import is_secret
 
 logger = logging.getLogger("ctrlkit")

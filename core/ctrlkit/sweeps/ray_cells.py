@@ -53,7 +53,7 @@ from ..files import atomic_write_bytes
 from ..plugins import get_registry
 from ..progress import Progress, say
 from ..ray_support import check_installed, connect, installed, match_torch_threads, worker_environment
-from ..report import remove_stale_report
+from ..report_files import remove_stale_report
 from .cells import cell_components, run_cell
 
 logger = logging.getLogger("ctrlkit")

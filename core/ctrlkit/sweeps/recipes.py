@@ -258,8 +258,8 @@ def _markdown(rows: list[dict], settings: dict) -> str:
 
 
 def _cells(value: dict) -> list[str]:
-    """r, its interval and p (printed as runs print it, :func:`ctrlkit.report.p_value_text`)."""
-    from ..report import p_value_text
+    """r, its interval and p (printed as runs print it, :func:`ctrlkit.statistics_text.p_value_text`)."""
+    from ..statistics_text import p_value_text
 
     low, high = value.get("low"), value.get("high")
     return [f"{value['r']:.4f}", f"[{low:.4f}, {high:.4f}]" if None not in (low, high) else "",

@@ -31,7 +31,7 @@ from ..plugins import get_registry
 from ..progress import say
 from ..quiet import quietly
 from ..ray_support import check_executor
-from ..report import remove_stale_report
+from ..report_files import remove_stale_report
 from ..results import versions
 from ..sampling import draw_sample
 from ..secrets import mask_secrets

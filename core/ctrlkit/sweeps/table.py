@@ -11,7 +11,7 @@ from typing import Any, Sequence
 from ..files import atomic_write_json, atomic_write_text
 from ..markdown import escape_markdown, markdown_table
 from ..metric_values import best, better, directions, is_count, label
-from ..report import describe_difference, describe_interval
+from ..statistics_text import describe_difference, describe_interval
 from ..results import value_text
 from .compare import CONFIDENCE, DEFAULT_REFERENCE, Reference, blocks, reference_phrase
 from .tex import write_tex

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .errors import CtrlkitError
+from ..errors import CtrlkitError
+from ..statistics_text import show
 
 FORMATS = ("pdf", "png", "svg")
 BAR = "#9bb3d3"
@@ -66,9 +67,6 @@ def _matplotlib():
     return matplotlib, Figure
 
 
-def show(value) -> str:
-    """A value as the tables show it: to 4 places, null as undefined."""
-    return "undefined" if value is None else str(value) if isinstance(value, int) else f"{value:.4f}"
 
 
 def value_axis(numbers: Sequence[float]) -> tuple[float, float, bool]:
