@@ -3,7 +3,7 @@ step, peak memory and the share of parameters trained.
 
 The model is a BART built offline (``ctrlkit.tiny_models.build_bart``, 2+2 layers, ``--d-model``
 wide, random weights: its summaries mean nothing, its cost is what is measured), trained with
-``ctrlkit.training.train`` on the bundled sample (controller ``none``, batch 4), once in full and
+``ctrlkit.train`` on the bundled sample (controller ``none``, batch 4), once in full and
 once with ``peft="lora"`` (rank 8, peft's default target modules for BART). Each training runs in
 a fresh process with one torch thread, so that one's memory does not hide the other's:
 
@@ -101,7 +101,7 @@ def _child(model: str, variant: str, steps: str) -> None:
 
     import torch
 
-    from ctrlkit.training import train
+    from ctrlkit.training.trainer import train
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as folder:

@@ -13,7 +13,7 @@ import torch  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
 import ctrlkit  # noqa: E402
-import ctrlkit.training  # noqa: E402
+import ctrlkit.training.trainer  # noqa: E402
 from ctrlkit import ModelInput  # noqa: E402
 from ctrlkit.backbones.document_cut import without_demonstrations  # noqa: E402
 from ctrlkit.cli import cli  # noqa: E402
@@ -303,11 +303,11 @@ def test_trained_causal_model_lowers_its_loss_and_reloads_to_the_same_outputs(gp
     """Python API: tag (its special token too) trained on the sample; ``run -b hf-causal:DIR``
     gives what the trained model in memory gives."""
     trained = []
-    original = ctrlkit.training.get_backbone
-    monkeypatch.setattr(ctrlkit.training, "get_backbone", lambda *a, **kw: trained.append(original(*a, **kw))
+    original = ctrlkit.training.trainer.get_backbone
+    monkeypatch.setattr(ctrlkit.training.trainer, "get_backbone", lambda *a, **kw: trained.append(original(*a, **kw))
                         or trained[-1])
     out = tmp_path / "model"
-    record = ctrlkit.training.train(backbone=f"hf-causal:{gpt2}", out=str(out), controller="tag", split="test",
+    record = ctrlkit.training.trainer.train(backbone=f"hf-causal:{gpt2}", out=str(out), controller="tag", split="test",
                                     limit=8, max_steps=30, batch_size=4, lr=1e-3, max_target_tokens=32,
                                     options={"hf-causal": GREEDY})
     losses = record["losses"]
@@ -354,9 +354,10 @@ def test_the_cli_trains_a_chat_model_with_the_prompt_controller(chat_gpt2, tmp_p
 @pytest.mark.parametrize("controller, lacks", [("guidance", "guidance"), ("embed", "input_embeddings")])
 def test_a_controller_needing_what_hf_causal_lacks_is_refused_in_one_line(gpt2, tmp_path, controller, lacks):
     with pytest.raises(ctrlkit.ConfigurationError) as refused:
-        ctrlkit.training.train(backbone=f"hf-causal:{gpt2}", out=str(tmp_path / "model"), controller=controller,
-                               split="test", limit=4, max_steps=1)
-    assert str(refused.value) == f"controller '{controller}' needs backbone capability {lacks}"
+        ctrlkit.training.trainer.train(backbone=f"hf-causal:{gpt2}", out=str(tmp_path / "model"),
+                                       controller=controller, split="test", limit=4, max_steps=1)
+    assert str(refused.value) == (f"controller '{controller}' needs backbone capability {lacks}, which backbone "
+                                  f"'hf-causal:{gpt2}' lacks")  # the words run and interference use
     assert not (tmp_path / "model").exists()
 
 
@@ -372,11 +373,11 @@ def test_a_target_as_long_as_the_model_is_refused_in_one_line(gpt2):
 def test_lora_trains_a_causal_model_and_its_adapter_reloads_to_the_same_outputs(gpt2, tmp_path, monkeypatch):
     pytest.importorskip("peft", reason="LoRA needs peft")
     trained = []
-    original = ctrlkit.training.get_backbone
-    monkeypatch.setattr(ctrlkit.training, "get_backbone", lambda *a, **kw: trained.append(original(*a, **kw))
+    original = ctrlkit.training.trainer.get_backbone
+    monkeypatch.setattr(ctrlkit.training.trainer, "get_backbone", lambda *a, **kw: trained.append(original(*a, **kw))
                         or trained[-1])
     out = tmp_path / "adapter"
-    record = ctrlkit.training.train(backbone=f"hf-causal:{gpt2}", out=str(out), split="test", limit=8,
+    record = ctrlkit.training.trainer.train(backbone=f"hf-causal:{gpt2}", out=str(out), split="test", limit=8,
                                     max_steps=30, batch_size=4, lr=1e-2, max_target_tokens=32, peft="lora",
                                     lora_targets="c_attn,c_proj,c_fc", options={"hf-causal": GREEDY})
     losses = record["losses"]

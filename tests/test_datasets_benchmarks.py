@@ -176,7 +176,7 @@ def test_fd_evaluates_and_meta_evaluates_without_a_predictions_file(tmp_path):
     for sample in result.samples:
         for name in ("rouge1", "rouge2", "rougeL"):
             assert sample["scores"]["rouge"][name] == pytest.approx(sample["given"][name], abs=1e-6)
-    from ctrlkit.meta_evaluation import meta_evaluate
+    from ctrlkit.analyses.meta_evaluation import meta_evaluate
 
     report = meta_evaluate(result.samples, "given.human", ["scores.rouge.rougeL", "given.bert"], levels=["global"],
                            resamples=0)["correlations"]
@@ -187,7 +187,7 @@ def test_fd_evaluates_and_meta_evaluates_without_a_predictions_file(tmp_path):
 def test_fd_correlations_with_the_default_rouge_are_the_ones_the_readme_quotes():
     result = evaluate(dataset="fd", data=str(shared_file("fd/arxiv.json")), metrics=["rouge"],
                       options={"rouge": {"types": "rouge1,rougeL"}})
-    from ctrlkit.meta_evaluation import meta_evaluate
+    from ctrlkit.analyses.meta_evaluation import meta_evaluate
 
     report = meta_evaluate(result.samples, "given.human", ["scores.rouge.rougeL", "scores.rouge.rouge1"],
                            levels=["global"], resamples=0)["correlations"]

@@ -4,7 +4,7 @@ import pytest
 
 import ctrlkit
 from ctrlkit.evaluation import evaluate
-from ctrlkit.meta_evaluation import correlate, meta_evaluate
+from ctrlkit.analyses.meta_evaluation import correlate, meta_evaluate
 
 from conftest import invoke_ctrlkit, shared_file
 

@@ -4,7 +4,7 @@ import json
 import pytest
 
 import ctrlkit
-from ctrlkit.training import train
+from ctrlkit.training.trainer import train
 
 STATE = {"settings": {}, "step": 2, "epoch": 0, "batch": 2, "losses": [1.0, 0.9], "learning_rates": [1e-4, 1e-4],
          "eval_losses": [], "best_eval": None, "bad_evals": 0, "done": False}

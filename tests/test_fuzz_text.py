@@ -320,7 +320,7 @@ def test_long_lines_are_cut_after_a_sentence_end():
 
 
 def test_an_interference_analysis_over_lone_surrogates_writes_valid_utf8(tmp_path):
-    from ctrlkit.interference import interference
+    from ctrlkit.analyses.interference import interference
 
     data = _write_jsonl(tmp_path / "data.jsonl", [
         {"id": f"a{LONE}", "document": f"One {LONE} short sentence here. " * 6, "controls": {"length": 10}},

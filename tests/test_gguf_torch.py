@@ -117,7 +117,7 @@ def test_lora_training_on_newts_lowers_the_loss_and_reloads_to_the_same_outputs(
     shared_file("newts/NEWTS_test_600.csv")
     pytest.importorskip("peft", reason="LoRA needs peft (ctrlkit[peft])")
     from ctrlkit.backbones.hf_base import HFBackbone
-    from ctrlkit.training import train
+    from ctrlkit.training.trainer import train
 
     caught = {}  # the in-memory model the training saved, caught as it saves
     original = HFBackbone.save
@@ -152,7 +152,7 @@ def test_full_training_on_the_gguf_weights_saves_a_model_folder_that_reloads_to_
     refuses to save a model it loaded as GGUF-quantized)."""
     shared_file("newts/NEWTS_test_600.csv")
     from ctrlkit.backbones.hf_base import HFBackbone
-    from ctrlkit.training import train
+    from ctrlkit.training.trainer import train
 
     caught = {}
     original = HFBackbone.save

@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ctrlkit import ConfigurationError, Example
-from ctrlkit.interference import change_amplitude, change_attribute, heatmap_svg, interference
+from ctrlkit.analyses.interference import change_amplitude, change_attribute, heatmap_svg, interference
 
 from conftest import invoke_ctrlkit, shared_file
 
@@ -92,7 +92,7 @@ def no_generation(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("generated before refusing")
 
-    monkeypatch.setattr("ctrlkit.interference.generate", refuse)
+    monkeypatch.setattr("ctrlkit.analyses.interference.generate", refuse)
 
 
 @pytest.mark.parametrize("case, message", [

@@ -8,7 +8,7 @@ import pytest
 
 import ctrlkit
 from ctrlkit.evaluation import evaluate
-from ctrlkit.interference import interference
+from ctrlkit.analyses.interference import interference
 from ctrlkit.secrets import MASK
 from ctrlkit.sweeps.sweep import sweep
 

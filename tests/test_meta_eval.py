@@ -14,7 +14,7 @@ from ctrlkit import correlations
 from ctrlkit.cli import cli
 from ctrlkit.errors import CtrlkitError
 from ctrlkit.files import read_jsonl
-from ctrlkit.meta_evaluation import draw, global_resamples, meta_evaluate
+from ctrlkit.analyses.meta_evaluation import draw, global_resamples, meta_evaluate
 
 from conftest import shared_file
 from p_values import expected_p

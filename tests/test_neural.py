@@ -125,7 +125,7 @@ def test_mismatched_controller_and_backbone_are_refused_in_one_line():
 
 def test_training_resumes_from_its_checkpoint(models, tmp_path, monkeypatch, capsys):
     from ctrlkit.backbones.hf import HFSeq2Seq
-    from ctrlkit.training import train
+    from ctrlkit.training.trainer import train
 
     args = dict(backbone=f"hf:{models['bart']}", controller="tag", split="test", limit=16, max_steps=4,
                 batch_size=4, lr=1e-3, save_every=2)
@@ -163,7 +163,7 @@ def test_training_resumes_from_its_checkpoint(models, tmp_path, monkeypatch, cap
 
 
 def test_eval_split_and_early_stopping_keep_the_best_model(models, tmp_path):
-    from ctrlkit.training import train
+    from ctrlkit.training.trainer import train
 
     record = train(backbone=f"hf:{models['bart']}", out=str(tmp_path / "m"), split="test", eval_split="test",
                    limit=8, epochs=3, batch_size=8, lr=1e-3, patience=1)
@@ -229,7 +229,7 @@ def test_a_neural_run_shows_no_library_progress_bars_or_warnings(models, tmp_pat
 
 
 def test_training_reports_truncation_once(models, tmp_path, caplog):
-    from ctrlkit.training import train
+    from ctrlkit.training.trainer import train
 
     with caplog.at_level("WARNING", logger="ctrlkit"):
         train(backbone=f"hf:{models['bart']}", out=str(tmp_path / "m"), split="test", limit=4, epochs=2,
@@ -328,7 +328,7 @@ def test_loading_errors_are_one_line(models, tmp_path):
 
 
 def test_training_refuses_changed_settings_and_never_passes_max_steps(models, tmp_path, monkeypatch):
-    import ctrlkit.training as training
+    import ctrlkit.training.trainer as training
 
     args = dict(backbone=f"hf:{models['bart']}", controller="tag", split="test", limit=8, max_steps=2,
                 batch_size=4, lr=1e-3)
@@ -350,7 +350,7 @@ def test_training_refuses_changed_settings_and_never_passes_max_steps(models, tm
 
 
 def test_training_output_folder_is_checked_before_training(models, tmp_path):
-    from ctrlkit.training import train
+    from ctrlkit.training.trainer import train
 
     (tmp_path / "a-file").write_text("")
     with pytest.raises(ctrlkit.CtrlkitError, match="cannot create output folder"):
@@ -358,7 +358,7 @@ def test_training_output_folder_is_checked_before_training(models, tmp_path):
 
 
 def test_training_leaves_examples_without_the_control_uncontrolled(models, tmp_path, caplog):
-    from ctrlkit.training import _pairs, train
+    from ctrlkit.training.trainer import _pairs, train
 
     data = tmp_path / "partial.jsonl"
     data.write_text("".join(json.dumps({"id": f"e{i}", "document": f"Article {i} about things.",
@@ -380,7 +380,7 @@ def test_training_leaves_examples_without_the_control_uncontrolled(models, tmp_p
 
 def test_training_reads_a_file_that_is_one_split_whole_and_refuses_a_missing_train_split(models, tmp_path):
     from conftest import shared_file
-    from ctrlkit.training import train
+    from ctrlkit.training.trainer import train
 
     val_file = shared_file("macsum/macdoc_val.json")  # skips without ../shared/data
     record = train(backbone=f"hf:{models['bart']}", out=str(tmp_path / "m"), dataset="macsum", data=str(val_file),

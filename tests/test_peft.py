@@ -24,7 +24,7 @@ from ctrlkit.backbones.hf_base import HFBackbone  # noqa: E402
 from ctrlkit.cli import cli  # noqa: E402
 from ctrlkit.controls import apply_control  # noqa: E402
 from ctrlkit.engine.generation import fit_or_restore  # noqa: E402
-from ctrlkit.training import train  # noqa: E402
+from ctrlkit.training.trainer import train  # noqa: E402
 
 import tiny_models  # noqa: E402
 

@@ -150,7 +150,7 @@ def test_results_record_a_sha256_of_the_system_and_template_files(plugin, tmp_pa
 
 @pytest.mark.parametrize("seed", [7, 8])
 def test_interference_gives_its_seed_to_the_draw(plugin, seed):
-    from ctrlkit.interference import interference
+    from ctrlkit.analyses.interference import interference
     report = interference(dataset="two-splits", controller="prompt", backbone="shown-documents", attributes=["topic"],
                           metrics=["rouge"], seed=seed, cache=False,
                           options={"prompt": {"template": "few-shot", "controls": "topic"}})

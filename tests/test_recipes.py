@@ -20,7 +20,7 @@ from rouge_score import rouge_scorer
 from scipy import stats
 
 import ctrlkit
-from ctrlkit.meta_evaluation import meta_evaluate
+from ctrlkit.analyses.meta_evaluation import meta_evaluate
 from ctrlkit.sweeps.recipes import load_recipe, recipe_folder
 from ctrlkit.sweeps.sweep import sweep
 from ctrlkit.text import sentences

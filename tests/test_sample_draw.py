@@ -7,7 +7,7 @@ import pytest
 
 from ctrlkit import Example
 from ctrlkit.errors import OptionError
-from ctrlkit.interference import interference
+from ctrlkit.analyses.interference import interference
 from ctrlkit.sampling import check_sample, draw_sample
 
 from conftest import invoke_ctrlkit
@@ -57,7 +57,7 @@ def test_more_than_the_data_is_refused():
 
 
 def test_an_analysis_of_the_bundled_sample_uses_and_records_the_drawn_examples(tmp_path, monkeypatch):
-    import ctrlkit.interference as module
+    import ctrlkit.analyses.interference as module
 
     generated = []
     real_generate = module.generate

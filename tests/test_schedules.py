@@ -1,4 +1,4 @@
-"""Learning-rate schedules (ctrlkit.schedules): the multiplier at every step against the formula
+"""Learning-rate schedules (ctrlkit.training.schedules): the multiplier at every step against the formula
 written out here and against transformers' own schedules, their refusals, and the rate of every
 optimizer step of a real tiny training, read from training.json and from the optimizer itself."""
 
@@ -8,7 +8,7 @@ import math
 import pytest
 
 import ctrlkit
-from ctrlkit.schedules import SCHEDULES, check_schedule, multiplier, warmup_of
+from ctrlkit.training.schedules import SCHEDULES, check_schedule, multiplier, warmup_of
 
 
 def expected_rate(lr, schedule, step, total, warmup):
@@ -110,7 +110,7 @@ def optimizer_rates():
     ("cosine", {"warmup_ratio": 0.25}, {"epochs": 2}, 8, 2),
 ])
 def test_a_training_runs_every_step_at_the_scheduled_rate(tiny_bart, tmp_path, schedule, given, run, total, warmup):
-    from ctrlkit.training import train
+    from ctrlkit.training.trainer import train
 
     lr = 2e-3
     seen, handle = optimizer_rates()

@@ -165,7 +165,7 @@ COUNTS = [({"limit": -5}, "limit"), ({"limit": 0}, "limit"), ({"limit": True}, "
 def test_the_library_refuses_counts_the_command_line_refuses(tmp_path, call, counts, said):
     """``examples[:-5]`` would drop five rows without a word: the library checks what the CLI checks."""
     import ctrlkit
-    from ctrlkit.interference import interference
+    from ctrlkit.analyses.interference import interference
     from ctrlkit.sweeps.sweep import sweep
 
     out = tmp_path / "out"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import ctrlkit
-from ctrlkit.interference import interference
+from ctrlkit.analyses.interference import interference
 from ctrlkit.options import Option, parse_assignments
 from ctrlkit.report.write import write_report
 from ctrlkit.secrets import MASK, is_secret, mask_secrets, scrub_text
@@ -251,7 +251,7 @@ def test_training_records_no_secret_and_resumes_with_another_key(vault, work, tm
     tiny_models = pytest.importorskip("tiny_models")
     pytest.importorskip("transformers")
     from ctrlkit.backbones.hf import HFSeq2Seq
-    from ctrlkit.training import train
+    from ctrlkit.training.trainer import train
 
     root, data = work
     model = tiny_models.build_bart(tmp_path_factory.mktemp("tiny") / "bart")

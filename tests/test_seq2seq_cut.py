@@ -314,7 +314,7 @@ def test_a_judges_cut_prompts_are_reported_as_cut_at_their_end(models, tmp_path,
 
 
 def test_an_interference_analysis_reports_its_judges_cut_prompts_for_each_condition(models, tmp_path, caplog):
-    from ctrlkit.interference import interference
+    from ctrlkit.analyses.interference import interference
 
     rows = [{"id": f"i{n}", "document": f"Summary number {n}. The trial enrolled {n} patients.",
              "controls": {"focus": "high", "topic": ("health", "sports")[n % 2]}} for n in range(4)]

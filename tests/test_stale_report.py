@@ -6,7 +6,7 @@ import logging
 
 import ctrlkit
 from ctrlkit.evaluation import evaluate
-from ctrlkit.interference import interference
+from ctrlkit.analyses.interference import interference
 from ctrlkit.report.write import write_report
 
 from conftest import invoke_ctrlkit

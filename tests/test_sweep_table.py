@@ -7,7 +7,7 @@ import json
 import pytest
 
 import ctrlkit
-from ctrlkit.interference import interference
+from ctrlkit.analyses.interference import interference
 from ctrlkit.metric_values import best, better, value_directions
 from ctrlkit.report.write import write_report
 from ctrlkit.results import format_table

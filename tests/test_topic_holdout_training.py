@@ -15,7 +15,7 @@ from click.testing import CliRunner  # noqa: E402
 
 import ctrlkit  # noqa: E402
 from ctrlkit.cli import cli  # noqa: E402
-from ctrlkit.training import train  # noqa: E402
+from ctrlkit.training.trainer import train  # noqa: E402
 
 from conftest import ROOT, shared_file  # noqa: E402
 

@@ -22,7 +22,7 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook  # noqa: E402
 import ctrlkit  # noqa: E402
 from ctrlkit.backbones.hf import HFSeq2Seq  # noqa: E402
 from ctrlkit.cli import cli  # noqa: E402
-from ctrlkit.training import autocast, train  # noqa: E402
+from ctrlkit.training.trainer import autocast, train  # noqa: E402
 
 RUN = dict(split="test", limit=8, batch_size=2)
 

@@ -15,6 +15,7 @@ _HOMES = {
     "engine.run": ("run",),  # numpy and scikit-learn load only when a run is asked for
     "engine.recording": ("RunResult",),
     "evaluation": ("evaluate",),
+    "training.trainer": ("train",),
     "sweeps.sweep": ("sweep",),
     "sweeps.recipes": ("recipes",),  # the papers' protocols; ctrlkit.sweep(recipe=NAME) runs one
     "topics": ("TopicSpace",),
@@ -29,7 +30,7 @@ __all__ = [
     "DatasetError", "DuplicateComponentError", "Example", "Metric", "MetricResult", "ModelInput",
     "Option", "OptionError", "PluginLoadError", "RunResult", "SEP", "TAG", "TopicSpace",
     "UnknownComponentError", "Vectorizer", "create_controller", "get_backbone", "get_controller",
-    "evaluate", "get_dataset", "get_metric", "get_vectorizer", "hookimpl", "recipes", "run", "sweep",
+    "evaluate", "get_dataset", "get_metric", "get_vectorizer", "hookimpl", "recipes", "run", "sweep", "train",
 ]
 
 if TYPE_CHECKING:  # what editors and type checkers read; at run time, __getattr__ below
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # what editors and type checkers read; at run time, __getattr
     from .errors import (ConfigurationError, CtrlkitError, DatasetError, DuplicateComponentError, OptionError,
                          PluginLoadError, UnknownComponentError)
     from .evaluation import evaluate
+    from .training.trainer import train
     from .hookspecs import hookimpl
     from .options import Option
     from .engine.recording import RunResult

@@ -16,7 +16,7 @@ from .interrupted import exit_interrupted
 from .options import parse_assignments
 from .outputs import output_folder
 from .plugins import KINDS, add_plugin_commands, get_registry
-from .schedules import SCHEDULES
+from .training.schedules import SCHEDULES
 
 
 class CtrlkitGroup(click.Group):
@@ -184,7 +184,7 @@ def meta_eval(samples, human, scores, levels, resample, resamples, seed, input_k
     """Correlate metric scores with human scores (Pearson, Spearman, Kendall) at global, summary and
     system level, each r with a 95% bootstrap interval and a p-value."""
     from .files import atomic_write_json, read_jsonl
-    from .meta_evaluation import format_report, meta_evaluate
+    from .analyses.meta_evaluation import format_report, meta_evaluate
 
     report = meta_evaluate((row for _, row in read_jsonl(samples)), human, scores, levels=levels or None,
                            resample=resample, resamples=resamples, seed=seed, input_key=input_key,
@@ -392,7 +392,7 @@ def train(backbone, out, controller, dataset, data, split, eval_split, topics, h
           grad_accum, patience, save_every, max_target_tokens, limit, seed, peft, lora_rank, lora_alpha, lora_dropout,
           lora_targets, prefix_length, device, strict_controls):
     """Fine-tune a backbone with a controller applied to its training inputs (resumable)."""
-    from .training import train as train_backbone
+    from .training.trainer import train as train_backbone
 
     record = train_backbone(
         backbone=backbone, out=out, controller=controller, dataset=dataset, data=data, split=split,
@@ -441,7 +441,7 @@ def analyze_interference(dataset, data, split, controller, backbone, attributes,
                          limit, sample, seed, batch_size, out, device, skip_invalid, no_cache):
     """Change one attribute at a time and report how far each metric moves: CCSBench's change
     amplitude CA = |m_new - m| / |m|. Writes interference.json and the heatmap interference.svg."""
-    from .interference import format_matrix, interference
+    from .analyses.interference import format_matrix, interference
 
     with output_folder(out, f"{dataset}-interference") as out:
         report = interference(

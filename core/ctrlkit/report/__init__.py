@@ -13,6 +13,7 @@ error line naming the file (and line) and the field, never a traceback or a sile
 
 - :mod:`.load`: a folder read into a :class:`.load.Report`, every field checked;
 - :mod:`.render`: the HTML page and the Markdown file;
-- :mod:`.figures` and :mod:`.drawn`: the charts (inline SVG, or files with ``--figures``), and which ones a report draws;
+- :mod:`.figures` and :mod:`.drawn`: the charts (inline SVG, or files with ``--figures``), and
+  which ones a report draws;
 - :mod:`.write`: :func:`.write.write_report`, which does all three.
 """

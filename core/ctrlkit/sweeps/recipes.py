@@ -11,7 +11,7 @@ replaced (``--backbones`` without the recipe's backbone) are left out rather tha
 ``kind = "meta-eval"`` is a recipe whose table correlates metrics with human scores rather than
 comparing systems (FD): the dataset already holds every system's output, so there is nothing to
 generate and no grid to cross. It runs :func:`ctrlkit.evaluate` on the dataset's own predictions
-into the output folder, then :func:`ctrlkit.meta_evaluation.meta_evaluate` of every metric value
+into the output folder, then :func:`ctrlkit.analyses.meta_evaluation.meta_evaluate` of every metric value
 (and of the stored scores the recipe's ``compare`` names) against its ``human`` score, and writes
 ``meta-eval.json`` and ``table.md`` beside ``results.json``: one command, one folder, one table,
 as a sweep recipe gives. Settings that only a generation has (controllers, backbones, seed, ...)
@@ -209,7 +209,7 @@ def meta_evaluate_recipe(recipe: Recipe, out: str, given: dict, progress: bool) 
     """Evaluate the dataset's own predictions into ``out``, then correlate every score with the
     human one; writes meta-eval.json and table.md there."""
     from ..evaluation import evaluate
-    from ..meta_evaluation import meta_evaluate, numeric_paths
+    from ..analyses.meta_evaluation import meta_evaluate, numeric_paths
 
     refused = [key for key in given if key not in META_EVAL_SETTINGS]
     if refused:

@@ -165,8 +165,9 @@ def sweep(
     # each dataset reads the file given for it, else (a variant) the one given for its component
     paths = {e.label: (data or {}).get(e.label) or (data or {}).get(e.spec) for e in axes["datasets"]}
     paths = {label: path for label, path in paths.items() if path is not None}
-    read = {e.label: given_options(cell_options(with_data(options, e.spec, paths.get(e.label)), [("datasets", e.spec)], [e]),
-                            "datasets", e.spec) for e in axes["datasets"]}
+    read = {e.label: given_options(cell_options(with_data(options, e.spec, paths.get(e.label)),
+                                                [("datasets", e.spec)], [e]), "datasets", e.spec)
+            for e in axes["datasets"]}
     scoring = _scoring(axes["datasets"], read, metrics, split, limit, sample, seed)
     metrics = [name for name in (metrics or DEFAULT_METRICS) if any(name in names for names in scoring.values())]
     settings = {"controllers": list(checked["controllers"]), "metrics": metrics,

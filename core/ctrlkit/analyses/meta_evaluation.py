@@ -35,10 +35,10 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .bootstrap import percentile_interval, permutation_p, row_counts
-from .correlations import CORRELATIONS, correlate_arrays, correlate_weighted
-from .errors import CtrlkitError
-from .statistics_text import p_value_text
+from ..bootstrap import percentile_interval, permutation_p, row_counts
+from ..correlations import CORRELATIONS, correlate_arrays, correlate_weighted
+from ..errors import CtrlkitError
+from ..statistics_text import p_value_text
 
 LEVELS = ("global", "summary", "system")
 RESAMPLING = ("inputs", "systems", "both")

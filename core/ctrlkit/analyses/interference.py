@@ -20,27 +20,27 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .api import backbone_name, create_controller, get_backbone, get_dataset
-from .cache import Cache, scope as cache_scope
-from .controls import carries
-from .errors import ConfigurationError, CtrlkitError
-from .files import atomic_write_json, atomic_write_text
-from .intake import admit_examples
-from .metric_values import label
-from .component_options import RunOptions
-from .engine.generation import fit_or_restore, generate
-from .engine.recording import report_skipped
-from .engine.scoring import score
-from .engine.setup import (bind_metrics, check_capabilities, check_counts, check_metrics, check_topics, component_names,
-                           components, create_metrics, create_vectorizers, judge_options, resolved_options,
-                           seed_everything, topic_spaces, with_data)
-from .outputs import check_output, leaves_no_empty_folder
-from .quiet import quietly
-from .report_files import remove_stale_report
-from .results import versions
-from .sampling import check_sample, draw_sample
-from .secrets import mask_secrets
-from .types import Example
+from ..api import backbone_name, create_controller, get_backbone, get_dataset
+from ..cache import Cache, scope as cache_scope
+from ..controls import carries
+from ..errors import ConfigurationError, CtrlkitError
+from ..files import atomic_write_json, atomic_write_text
+from ..intake import admit_examples
+from ..metric_values import label
+from ..component_options import RunOptions
+from ..engine.generation import fit_or_restore, generate
+from ..engine.recording import report_skipped
+from ..engine.scoring import score
+from ..engine.setup import (bind_metrics, check_capabilities, check_counts, check_metrics, check_topics,
+                            component_names, components, create_metrics, create_vectorizers, judge_options,
+                            resolved_options, seed_everything, topic_spaces, with_data)
+from ..outputs import check_output, leaves_no_empty_folder
+from ..quiet import quietly
+from ..report_files import remove_stale_report
+from ..results import versions
+from ..sampling import check_sample, draw_sample
+from ..secrets import mask_secrets
+from ..types import Example
 
 logger = logging.getLogger("ctrlkit")
 
@@ -258,7 +258,7 @@ def _show(value: float | None) -> str:
 def heatmap_svg(report: dict) -> str:
     """The CA matrix as a standalone SVG (rows: changed attributes; columns: metric values),
     drawn by the same heatmap as the HTML report."""
-    from .report.figures import heatmap, inline_svg
+    from ..report.figures import heatmap, inline_svg
 
     return inline_svg(heatmap(report["attributes"], report["values"],
                               lambda attribute, path: report["matrix"][attribute][path]))

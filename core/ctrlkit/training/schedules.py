@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 SCHEDULES = ("constant", "linear", "cosine")
 

@@ -11,7 +11,7 @@ resumes from it.
 
 The optimizer is AdamW (``weight_decay`` 0.01 by default: torch's, so a ``training.json`` that
 records no weight decay was trained with it), its learning rate following a schedule
-(:mod:`ctrlkit.schedules`) stepped once per optimizer step, the gradients clipped to a global norm
+(:mod:`ctrlkit.training.schedules`) stepped once per optimizer step, the gradients clipped to a global norm
 when asked, and on CUDA the forward pass and loss optionally under bfloat16 autocast over the
 float32 weights.
 """
@@ -27,28 +27,28 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .api import backbone_name, create_controller, get_backbone, get_dataset
-from .backbones.adapters import peft_settings
-from .backbones.hf_base import require_hf_libraries
-from .errors import ConfigurationError, CtrlkitError
-from .controls import apply_control, check_controls, uncontrolled
-from .files import atomic_write_json, read_json
-from .intake import admit_examples
-from .component_options import RunOptions
-from .engine.generation import fit_or_restore
-from .engine.recording import report_uncontrolled
-from .engine.setup import (check_capabilities, check_counts, check_topics, component_names, components,
-                           create_vectorizers, dataset_and_split, resolved_options, seed_everything, topic_spaces,
-                           with_data)
-from .engine.truncation import truncation_reported
-from .outputs import check_output, leaves_no_empty_folder
-from .progress import Progress, say
-from .quiet import quietly
-from .results import versions
+from ..api import backbone_name, create_controller, get_backbone, get_dataset
+from ..backbones.adapters import peft_settings
+from ..backbones.hf_base import require_hf_libraries
+from ..errors import ConfigurationError, CtrlkitError
+from ..controls import apply_control, check_controls, uncontrolled
+from ..files import atomic_write_json, read_json
+from ..intake import admit_examples
+from ..component_options import RunOptions
+from ..engine.generation import fit_or_restore
+from ..engine.recording import report_uncontrolled
+from ..engine.setup import (check_capabilities, check_counts, check_topics, component_names, components,
+                            create_vectorizers, dataset_and_split, resolved_options, seed_everything, topic_spaces,
+                            with_data)
+from ..engine.truncation import truncation_reported
+from ..outputs import check_output, leaves_no_empty_folder
+from ..progress import Progress, say
+from ..quiet import quietly
+from ..results import versions
 from .schedules import check_schedule, multiplier, warmup_of
-from .secrets import mask_secrets
-from .topic_selection import check_names, check_something_left, drop_topics, topic_names
-from .types import ModelInput
+from ..secrets import mask_secrets
+from ..topic_selection import check_names, check_something_left, drop_topics, topic_names
+from ..types import ModelInput
 
 CONTROLLER_FILE = "ctrlkit_controller.json"
 CHECKPOINT = "checkpoint"
@@ -114,7 +114,7 @@ def train(
     (STAS) come from its topic documents, not from the training pairs. The model's folder records them.
 
     The learning rate ``lr`` follows ``schedule`` (``constant``, ``linear`` or ``cosine`` decay to 0;
-    :mod:`ctrlkit.schedules`) after a linear warmup of ``warmup_steps`` optimizer steps or of
+    :mod:`ctrlkit.training.schedules`) after a linear warmup of ``warmup_steps`` optimizer steps or of
     ``warmup_ratio`` of them all (one or neither); ``training.json`` records the rate of every step.
     ``weight_decay`` is AdamW's (0.01, torch's default); ``max_grad_norm`` clips the gradients'
     global norm before each optimizer step (0: never). ``bf16`` runs the forward pass and loss

@@ -1,0 +1,6 @@
+"""Analyses of what a run measured, beyond its table.
+
+- :mod:`.interference`: ``ctrlkit analyze interference``, how changing one requested attribute
+  moves every metric (the CA matrix);
+- :mod:`.meta_evaluation`: ``ctrlkit meta-eval``, how well each metric agrees with human scores.
+"""
