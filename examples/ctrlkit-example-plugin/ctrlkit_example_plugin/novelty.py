@@ -8,7 +8,7 @@ markup to the input should not move it, and one that steers an abstractive model
 from statistics import fmean
 
 from ctrlkit import Metric, MetricResult, Option
-from ctrlkit.text import WORD
+from ctrlkit.plugin_api import WORD
 
 
 class Novelty(Metric):

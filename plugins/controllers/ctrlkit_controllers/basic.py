@@ -1,5 +1,5 @@
 from ctrlkit import SEP, Controller, Option, OptionError
-from ctrlkit.controls import carries
+from ctrlkit.plugin_api import carries
 
 
 class NoControl(Controller):

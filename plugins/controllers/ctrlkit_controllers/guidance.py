@@ -21,8 +21,8 @@ with ``source=salient`` (or ``summary_sentences``) its oracle upper bound.
 """
 
 from ctrlkit import ConfigurationError, Controller, Option
-from ctrlkit.entities import aliases, given_aliases, mentions  # aliases: importable from here too
-from ctrlkit.text import sentences
+from ctrlkit.plugin_api import aliases, given_aliases, mentions  # aliases: importable from here too
+from ctrlkit.plugin_api import sentences
 
 _READS = {"entity": "entity", "name": "entity", "keywords": "keywords", "given": "guidance",
           "salient": "salient_sentences", "summary_sentences": "summary_sentences"}

@@ -45,7 +45,7 @@ import string
 from typing import Callable
 
 from ctrlkit import ConfigurationError, Controller, CtrlkitError, Option, OptionError
-from ctrlkit.controls import given
+from ctrlkit.plugin_api import given
 
 SYSTEM = "You summarize documents. Follow every requirement given for the summary and reply with the summary only."
 INSTRUCTION = "Summarize the following document."

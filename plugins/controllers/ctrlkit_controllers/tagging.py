@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Hashable, Iterable, Mapping
 
 from ctrlkit import TAG
-from ctrlkit.text import WORD, lemma
+from ctrlkit.plugin_api import WORD, lemma
 
 # In ASCII text a \w run is a run of [A-Za-z0-9_]: every other ASCII character becomes a space.
 _NON_WORD_TO_SPACE = str.maketrans({chr(c): " " for c in range(128) if not re.fullmatch(r"\w", chr(c))})

@@ -72,8 +72,8 @@ import unicodedata
 from pathlib import Path
 
 from ctrlkit import Dataset, DatasetError, Example, Option, OptionError
-from ctrlkit.files import read_json, read_jsonl, require_text
-from ctrlkit.options import SKIP_INVALID
+from ctrlkit.plugin_api import read_json, read_jsonl, require_text
+from ctrlkit.plugin_api import SKIP_INVALID
 
 from .csvfiles import open_csv
 from .hub import load_hub, parse_renames

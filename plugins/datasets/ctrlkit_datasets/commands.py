@@ -7,8 +7,8 @@ import json
 import click
 
 import ctrlkit
-from ctrlkit.component_options import RunOptions, split_key
-from ctrlkit.options import parse_assignments
+from ctrlkit.plugin_api import RunOptions, split_key
+from ctrlkit.plugin_api import parse_assignments
 
 
 @ctrlkit.hookimpl

@@ -18,7 +18,7 @@ import logging
 from pathlib import Path
 
 from ctrlkit import Dataset, DatasetError, Example, Option
-from ctrlkit.options import SKIP_INVALID
+from ctrlkit.plugin_api import SKIP_INVALID
 
 KEYWORD_FILES = {"full": "oraclewordns", "dropout": "oracleword"}
 logger = logging.getLogger("ctrlkit")

@@ -36,9 +36,9 @@ sentences pooled (each sentence once, in order of appearance).
 from pathlib import Path
 
 from ctrlkit import Dataset, DatasetError, Example, Option
-from ctrlkit.files import missing_field, read_jsonl, require_text
-from ctrlkit.options import SKIP_INVALID
-from ctrlkit.text import sentences
+from ctrlkit.plugin_api import missing_field, read_jsonl, require_text
+from ctrlkit.plugin_api import SKIP_INVALID
+from ctrlkit.plugin_api import sentences
 
 FILES = {name: f"nyt_annotated_{name}_annotation.jsonl" for name in ("one", "two", "all")}
 ORACLE_CONTROLS = {"salient_field": "salient_sentences", "summary_sentences_field": "summary_sentences"}

@@ -9,8 +9,8 @@ scores (``human``, ``human_facets``, ``gpt4_fm``, ``gpt35_fm``, ``bert``, ``roug
 """
 
 from ctrlkit import Dataset, DatasetError, Example, Option
-from ctrlkit.files import read_jsonl, require_text
-from ctrlkit.options import SKIP_INVALID
+from ctrlkit.plugin_api import read_jsonl, require_text
+from ctrlkit.plugin_api import SKIP_INVALID
 
 SYSTEMS = ("gpt35", "llama2_70b", "bartlarge", "factsum")
 STORED = {"human": "human", "human_facets": "human_list", "gpt4_fm": "gpt4_fm", "gpt35_fm": "gpt35_fm",

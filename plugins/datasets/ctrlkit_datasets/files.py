@@ -4,8 +4,8 @@ import csv
 from pathlib import Path
 
 from ctrlkit import Dataset, DatasetError, Example, Option
-from ctrlkit.options import SKIP_INVALID
-from ctrlkit.files import missing_field, read_jsonl, require_text
+from ctrlkit.plugin_api import SKIP_INVALID
+from ctrlkit.plugin_api import missing_field, read_jsonl, require_text
 
 from .csvfiles import open_csv
 

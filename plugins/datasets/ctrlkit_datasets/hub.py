@@ -18,11 +18,11 @@ when a dataset is loaded.
 from pathlib import Path
 
 from ctrlkit import Dataset, DatasetError, Example, Option, OptionError
-from ctrlkit.files import require_text
-from ctrlkit.options import SKIP_INVALID
-from ctrlkit.hub import hub_unreachable, is_local, offline_setting
-from ctrlkit.quiet import quiet_new_imports
-from ctrlkit.secrets import scrub_text
+from ctrlkit.plugin_api import require_text
+from ctrlkit.plugin_api import SKIP_INVALID
+from ctrlkit.plugin_api import hub_unreachable, is_local, offline_setting
+from ctrlkit.plugin_api import quiet_new_imports
+from ctrlkit.plugin_api import scrub_text
 
 INSTALL = "pip install 'ctrlkit-datasets[hf]'"
 

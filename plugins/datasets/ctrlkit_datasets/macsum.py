@@ -28,8 +28,8 @@ import json
 from pathlib import Path
 
 from ctrlkit import Dataset, DatasetError, Example, Option
-from ctrlkit.files import read_json
-from ctrlkit.options import SKIP_INVALID
+from ctrlkit.plugin_api import read_json
+from ctrlkit.plugin_api import SKIP_INVALID
 
 LENGTH_LEVELS = {
     "doc": {"short": 24, "normal": 30, "long": 59},

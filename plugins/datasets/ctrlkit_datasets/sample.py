@@ -8,7 +8,7 @@ one of them well: what a controller adds shows up directly.
 from importlib.resources import files
 
 from ctrlkit import Dataset, Example
-from ctrlkit.files import read_jsonl
+from ctrlkit.plugin_api import read_jsonl
 
 TOPICS = ("business", "environment", "health", "politics", "sports", "technology")
 

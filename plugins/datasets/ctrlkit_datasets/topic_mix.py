@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Iterable
 
 from ctrlkit import DatasetError, Example, get_dataset
-from ctrlkit.controls import carries
-from ctrlkit.files import atomic_write_jsonl
-from ctrlkit.text import sentences
+from ctrlkit.plugin_api import carries
+from ctrlkit.plugin_api import atomic_write_jsonl
+from ctrlkit.plugin_api import sentences
 
 logger = logging.getLogger("ctrlkit")
 

@@ -4,7 +4,7 @@ import warnings
 from statistics import fmean
 
 from ctrlkit import ConfigurationError, Metric, MetricResult, Option
-from ctrlkit.quiet import quiet_new_imports
+from ctrlkit.plugin_api import quiet_new_imports
 
 _LOCAL_MODEL_LAYERS = 6
 """all-MiniLM-L6-v2 has 6 layers and bert-score's table does not know a local path: use the last."""

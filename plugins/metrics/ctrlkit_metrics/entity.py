@@ -1,7 +1,7 @@
 from statistics import fmean
 
 from ctrlkit import ConfigurationError, Metric, MetricResult
-from ctrlkit.entities import given_aliases, mentions
+from ctrlkit.plugin_api import given_aliases, mentions
 
 
 class EntitySuccess(Metric):

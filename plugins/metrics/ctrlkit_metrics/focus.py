@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Sequence
 
 from ctrlkit import ConfigurationError, CtrlkitError, DatasetError, Metric, MetricResult, Option
-from ctrlkit.components import weighted_mean
-from ctrlkit.files import atomic_write_json, read_jsonl, require_text
+from ctrlkit.plugin_api import weighted_mean
+from ctrlkit.plugin_api import atomic_write_json, read_jsonl, require_text
 
 from .judge_templates import JudgePrompt, prompt_option
 from .judging import RETRIES, UnparseableAnswer, ask_parsed, json_object, report_failures, require_messages

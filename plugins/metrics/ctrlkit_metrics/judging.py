@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ctrlkit import Backbone, ConfigurationError, CtrlkitError, ModelInput, Option
-from ctrlkit.cache import Cache, cache_key
-from ctrlkit.intake import Intake
+from ctrlkit.plugin_api import Cache, cache_key
+from ctrlkit.plugin_api import Intake
 
 Messages = tuple[dict[str, str], ...]
 NAMESPACE = "judge"

@@ -3,8 +3,8 @@ from functools import lru_cache
 from statistics import fmean
 
 from ctrlkit import ConfigurationError, Metric, MetricResult
-from ctrlkit.components import weighted_mean
-from ctrlkit.text import WORD
+from ctrlkit.plugin_api import weighted_mean
+from ctrlkit.plugin_api import WORD
 
 
 class SuccessRate(Metric):

@@ -4,8 +4,8 @@ import sys
 from statistics import fmean
 
 from ctrlkit import ConfigurationError, Metric, MetricResult, Option, OptionError
-from ctrlkit.components import weighted_mean
-from ctrlkit.text import word_count
+from ctrlkit.plugin_api import weighted_mean
+from ctrlkit.plugin_api import word_count
 
 BIN_WORDS = 50
 logger = logging.getLogger("ctrlkit")
@@ -99,7 +99,7 @@ class Length(Metric):
         )
 
     def aggregate(self, parts, weights):
-        from ctrlkit.correlations import weighted_pearson
+        from ctrlkit.plugin_api import weighted_pearson
 
         return {"mad": weighted_mean(parts["abs_bin_error"], weights),
                 "pcc": weighted_pearson(parts["generated"], parts["requested"], weights),

@@ -58,8 +58,8 @@ from itertools import combinations
 from statistics import fmean
 
 from ctrlkit import Metric, MetricResult
-from ctrlkit.components import weighted_mean
-from ctrlkit.text import sentences
+from ctrlkit.plugin_api import weighted_mean
+from ctrlkit.plugin_api import sentences
 
 LEVELS = {
     "length": {"short": 0, "normal": 1, "long": 2},

@@ -1,7 +1,7 @@
 from statistics import fmean
 
 from ctrlkit import ConfigurationError, Metric, MetricResult
-from ctrlkit.components import weighted_mean
+from ctrlkit.plugin_api import weighted_mean
 
 LEVELS = ("normal", "high")
 

@@ -23,7 +23,7 @@ from nltk.stem import porter
 from rouge_score import scoring
 from rouge_score import tokenize as rouge_tokenize
 
-from ctrlkit.text import sentences
+from ctrlkit.plugin_api import sentences
 
 stem = lru_cache(maxsize=1 << 18)(porter.PorterStemmer().stem)
 

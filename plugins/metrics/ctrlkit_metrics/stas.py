@@ -1,6 +1,6 @@
 import ctrlkit
 from ctrlkit import Metric, MetricResult, Option
-from ctrlkit.components import weighted_mean
+from ctrlkit.plugin_api import weighted_mean
 
 STAS_THRESHOLD = 0.696
 """Above this STAS, people judged the topic strongly present (Passali & Tsoumakas)."""

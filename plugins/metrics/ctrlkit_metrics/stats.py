@@ -1,7 +1,7 @@
 from statistics import fmean
 
 from ctrlkit import Metric, MetricResult
-from ctrlkit.text import sentences, word_count
+from ctrlkit.plugin_api import sentences, word_count
 
 
 class Stats(Metric):

@@ -1,0 +1,58 @@
+"""What a plugin may import from ctrlkit beside the package's own names (``ctrlkit.Metric``,
+``ctrlkit.Option``, ...): the helpers the bundled plugins use, each in one place, so that the
+core's modules can move without breaking a plugin. ``from ctrlkit.plugin_api import sentences``.
+
+Every name loads on first use, from the module that holds it, as the package's names do: a
+plugin importing one helper pays for that helper's module only.
+"""
+
+import importlib
+from typing import TYPE_CHECKING
+
+_HOMES = {
+    "cache": ("Cache", "cache_key"),
+    "component_options": ("RunOptions", "split_key"),
+    "components": ("weighted_mean",),
+    "controls": ("carries", "given"),
+    "correlations": ("weighted_pearson",),
+    "entities": ("aliases", "given_aliases", "mentions"),
+    "files": ("atomic_write_json", "atomic_write_jsonl", "missing_field", "read_json", "read_jsonl", "require_text"),
+    "hub": ("hub_unreachable", "is_local", "offline_setting"),
+    "intake": ("Intake",),
+    "options": ("SKIP_INVALID", "parse_assignments"),
+    "quiet": ("quiet_new_imports",),
+    "secrets": ("scrub_text",),
+    "text": ("WORD", "lemma", "sentences", "word_count"),
+}
+"""The module each name lives in."""
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_HOME_OF)
+
+if TYPE_CHECKING:  # what editors and type checkers read; at run time, __getattr__ below
+    from .cache import Cache, cache_key
+    from .component_options import RunOptions, split_key
+    from .components import weighted_mean
+    from .controls import carries, given
+    from .correlations import weighted_pearson
+    from .entities import aliases, given_aliases, mentions
+    from .files import atomic_write_json, atomic_write_jsonl, missing_field, read_json, read_jsonl, require_text
+    from .hub import hub_unreachable, is_local, offline_setting
+    from .intake import Intake
+    from .options import SKIP_INVALID, parse_assignments
+    from .quiet import quiet_new_imports
+    from .secrets import scrub_text
+    from .text import WORD, lemma, sentences, word_count
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+def __getattr__(name):
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ctrlkit.plugin_api' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"..{module}", __name__), name)
+    globals()[name] = value
+    return value
