@@ -27,7 +27,7 @@ from .engine.setup import (DEFAULT_METRICS, bind_metrics, check_counts, check_me
                            seed_everything, timed, topic_spaces, used_vectorizers, with_data)
 from .outputs import check_output, leaves_no_empty_folder
 from .quiet import quietly
-from .results import versions, write_run
+from .results import SCHEMA_VERSION, versions, write_run
 from .secrets import mask_secrets
 from .uncertainty import DEFAULT_RESAMPLES, check_resamples, recorded
 
@@ -154,6 +154,7 @@ def evaluate(
         uncertainty = intervals_of(scorers, {"run": scores}, groups, bootstrap, seed, progress)
     timings["total_s"] = time.perf_counter() - started
     results = {
+        "schema_version": SCHEMA_VERSION,
         "config": mask_secrets({"mode": "evaluate", "predictions": predictions, "dataset": dataset, "data": data,
                    "split": chosen_split, "split_origin": source.describe_split(chosen_split),
                    "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,

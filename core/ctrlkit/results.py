@@ -15,6 +15,11 @@ from .report_files import remove_stale_report
 from .statistics_text import describe_difference, describe_interval
 
 
+SCHEMA_VERSION = 1
+"""The version of the records ctrlkit writes (results.json, sweep.json, table.json), each described
+by a JSON Schema in ``ctrlkit/json_schemas/``; it grows when a field changes meaning or is removed."""
+
+
 def versions() -> dict:
     """Versions of Python, ctrlkit and every loaded plugin distribution, and ctrlkit's git commit."""
     try:

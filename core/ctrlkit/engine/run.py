@@ -22,7 +22,7 @@ from ..intake import admit_examples
 from ..outputs import check_output, leaves_no_empty_folder
 from ..quiet import quietly
 from ..ray_support import check_executor_options
-from ..results import versions, write_run
+from ..results import SCHEMA_VERSION, versions, write_run
 from ..sampling import check_sample, draw_sample
 from ..secrets import mask_secrets
 from ..topic_selection import keep_topics, report_held_out, topic_names
@@ -212,6 +212,7 @@ def run(
     report_uncontrolled(left["run"], len(examples), main)
 
     results = {
+        "schema_version": SCHEMA_VERSION,
         "config": mask_secrets({
             "dataset": dataset, "data": data, "data_digest": digests["data_digest"], "split": chosen_split,
             "split_origin": source.describe_split(chosen_split), "controller": main.name,

@@ -32,7 +32,7 @@ from ..progress import say
 from ..quiet import quietly
 from ..ray_support import check_executor
 from ..report_files import remove_stale_report
-from ..results import versions
+from ..results import SCHEMA_VERSION, versions
 from ..sampling import draw_sample
 from ..secrets import mask_secrets
 from ..topic_source import ORACLE, topic_count
@@ -205,8 +205,8 @@ def sweep(
         say(f"sweep: resuming: {reusable} of {len(cells)} cells already done")
 
     def write_settings() -> None:  # once a cell is done, so a sweep that fails at once leaves nothing
-        atomic_write_json(out_dir / SETTINGS_FILE, {"settings": mask_secrets(settings), "digests": digests,
-                                                    "versions": versions(),
+        atomic_write_json(out_dir / SETTINGS_FILE, {"schema_version": SCHEMA_VERSION, "settings": mask_secrets(settings),
+                                                    "digests": digests, "versions": versions(),
                                                     **({"recipe": dict(recorded_recipe)} if recorded_recipe else {})})
 
     if reusable:

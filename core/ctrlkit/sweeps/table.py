@@ -12,7 +12,7 @@ from ..files import atomic_write_json, atomic_write_text
 from ..markdown import escape_markdown, markdown_table
 from ..metric_values import best, better, directions, is_count, label
 from ..statistics_text import describe_difference, describe_interval
-from ..results import value_text
+from ..results import SCHEMA_VERSION, value_text
 from .compare import CONFIDENCE, DEFAULT_REFERENCE, Reference, blocks, reference_phrase
 from .tex import write_tex
 
@@ -100,6 +100,7 @@ def write_table(out_dir: Path, rows: Sequence[dict], comparisons: dict | None = 
     labels = [label(metric, name) for metric, name in cols]
     bests = best_values(rows, cols, ways)
     atomic_write_json(out_dir / "table.json", {
+        "schema_version": SCHEMA_VERSION,
         "rows": list(rows),
         "columns": [{"name": name, "metric": metric, "value": value, "better": way}
                     for name, (metric, value), way in zip(labels, cols, ways)],
