@@ -51,3 +51,19 @@ def test_importing_plugin_api_loads_no_helper_module():
             "print(sorted(m for m in sys.modules if m.startswith('ctrlkit.') and m != 'ctrlkit.plugin_api'))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
+
+
+def test_each_plugin_distribution_describes_every_component_it_registers():
+    """The package descriptions pip shows name what each distribution adds, so they cannot go stale."""
+    import tomllib
+
+    from ctrlkit.plugins import get_registry
+
+    for kind, folder in (("controllers", "controllers"), ("metrics", "metrics"), ("datasets", "datasets")):
+        description = tomllib.loads((ROOT / "plugins" / folder / "pyproject.toml").read_text())["project"]["description"]
+        registry = get_registry(kind)
+        named = [name for name in registry.names() if registry.entry(name).plugin == f"ctrlkit-{folder}"]
+        assert named, kind
+        words = {word.strip(",()").lower() for word in description.replace("/", " ").split()}
+        missing = [name for name in named if name.lower() not in words]
+        assert missing == [], f"plugins/{folder}/pyproject.toml does not name {missing}"
