@@ -70,6 +70,17 @@ def damaged_records_are_left_out(request):
         DAMAGED_ON_PURPOSE.add(request.getfixturevalue("tmp_path"))
 
 
+HEAVY_FIXTURES = {"ray_cluster", "ray_address", "smollm2_gguf", "tiny_bart"}
+"""Fixtures that start a Ray cluster, load a real language model or train a model: a test using one
+is marked ``heavy``, which ``make test-fast`` leaves out."""
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.heavy)
+
+
 def shared_file(relative: str) -> Path:
     """A file under ../shared/data, or skip the test when the shared data is absent."""
     path = SHARED_DATA / relative

@@ -5,8 +5,9 @@ import importlib
 from typing import TYPE_CHECKING
 
 _HOMES = {
-    "api": ("create_controller", "get_backbone", "get_controller", "get_dataset", "get_metric", "get_vectorizer"),
-    "components": ("Backbone", "Controller", "ControllerChain", "Dataset", "Metric", "Vectorizer"),
+    "api": ("create_controller", "get_backbone", "get_controller", "get_dataset", "get_executor", "get_metric",
+            "get_vectorizer"),
+    "components": ("Backbone", "Controller", "ControllerChain", "Dataset", "Executor", "Metric", "Vectorizer"),
     "errors": ("ConfigurationError", "CtrlkitError", "DatasetError", "DuplicateComponentError", "OptionError",
                "PluginLoadError", "UnknownComponentError"),
     "hookspecs": ("hookimpl",),
@@ -27,15 +28,17 @@ _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "Backbone", "ConfigurationError", "Controller", "ControllerChain", "CtrlkitError", "Dataset",
-    "DatasetError", "DuplicateComponentError", "Example", "Metric", "MetricResult", "ModelInput",
+    "DatasetError", "DuplicateComponentError", "Example", "Executor", "Metric", "MetricResult", "ModelInput",
     "Option", "OptionError", "PluginLoadError", "RunResult", "SEP", "TAG", "TopicSpace",
     "UnknownComponentError", "Vectorizer", "create_controller", "get_backbone", "get_controller",
-    "evaluate", "get_dataset", "get_metric", "get_vectorizer", "hookimpl", "recipes", "run", "sweep", "train",
+    "evaluate", "get_dataset", "get_executor", "get_metric", "get_vectorizer", "hookimpl", "recipes", "run",
+    "sweep", "train",
 ]
 
 if TYPE_CHECKING:  # what editors and type checkers read; at run time, __getattr__ below
-    from .api import create_controller, get_backbone, get_controller, get_dataset, get_metric, get_vectorizer
-    from .components import Backbone, Controller, ControllerChain, Dataset, Metric, Vectorizer
+    from .api import (create_controller, get_backbone, get_controller, get_dataset, get_executor, get_metric,
+                      get_vectorizer)
+    from .components import Backbone, Controller, ControllerChain, Dataset, Executor, Metric, Vectorizer
     from .errors import (ConfigurationError, CtrlkitError, DatasetError, DuplicateComponentError, OptionError,
                          PluginLoadError, UnknownComponentError)
     from .evaluation import evaluate

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from .components import ControllerChain
-from .errors import OptionError
+from .errors import ConfigurationError, OptionError
 from .plugins import get_registry
 
 
@@ -52,3 +52,11 @@ def get_dataset(name: str, **options: Any):
 
 def get_vectorizer(name: str, **options: Any):
     return get_registry("vectorizers").create(name, **options)
+
+
+def get_executor(name: str, **options: Any):
+    """An executor by name (``local``, ``ray``, or one a plugin registers)."""
+    registry = get_registry("executors")
+    if name not in registry.names():
+        raise ConfigurationError(f"unknown executor {name!r}; choose one of {', '.join(registry.names())}")
+    return registry.create(name, **options)

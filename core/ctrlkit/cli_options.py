@@ -3,7 +3,6 @@ they read alike and cli.py stays a parser."""
 
 import click
 
-from .ray_support import EXECUTORS
 from .uncertainty import DEFAULT_RESAMPLES
 
 DATASET = click.option("-d", "--dataset", default="sample", show_default=True,
@@ -26,9 +25,9 @@ SKIP_INVALID = click.option("--skip-invalid", is_flag=True,
 
 
 def _executor(on_ray: str):
-    return click.option("--executor", type=click.Choice(EXECUTORS), default="local", show_default=True,
-                        help="Where the work runs: here, or on a Ray cluster (pip install 'ctrlkit[ray]'): "
-                             + on_ray)
+    return click.option("--executor", metavar="NAME", default="local", show_default=True,
+                        help="Where the work runs: local (here), ray (a Ray cluster; pip install 'ctrlkit[ray]'), "
+                             "or a plugin's (ctrlkit list executors). On Ray: " + on_ray)
 
 
 RUN_EXECUTOR = _executor("the summaries are generated there, data-parallel on --workers; scoring and outputs "

@@ -10,7 +10,7 @@ import functools
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from .controls import apply_control
-from .errors import ConfigurationError, DatasetError
+from .errors import ConfigurationError, DatasetError, OptionError
 from .options import Configurable
 from .secrets import is_secret, mask_secrets
 from .types import Example, MetricResult, ModelInput, as_example
@@ -366,3 +366,36 @@ class Vectorizer(Configurable):
 
     def load_state(self, state: dict) -> None:
         """Restore what ``fit`` learned from ``state()``."""
+
+
+class Executor(Configurable):
+    """Where the work runs: a run's generation and a sweep's cells. The built-in ``local`` runs
+    everything in this process; ``ray`` runs it on a Ray cluster. A plugin adds one (a Slurm or
+    Dask executor) through ``register_executors``; ``ctrlkit run --executor NAME`` and ``ctrlkit
+    sweep --executor NAME`` then use it. An executor changes where work runs, never what it gives:
+    results are the same whatever executor made them."""
+
+    def check_run(self, workers: int | None, address: str | None) -> int | None:
+        """How many workers a run asked for, or None where this executor has none; refuses, in one
+        line, a ``workers`` or ``address`` it does not take. Called before any work."""
+        given = [name for name, value in (("--workers", workers), ("--address", address)) if value is not None]
+        if given:
+            raise OptionError(f"{' and '.join(given)} need{'s' if len(given) == 1 else ''} --executor ray "
+                              "(executor='ray')")
+        return None
+
+    def generation(self, address, spec: str, options: Mapping, backbone: "Backbone", workers: int | None, cache: bool):
+        """A context manager for a run's generation: it yields None to generate in this process with
+        ``backbone``, or a pool (:class:`ctrlkit.ray_generation.RayGeneration` shows the interface)
+        whose batches are generated elsewhere, each worker making the backbone ``spec`` with ``options``."""
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def run_cells(self, pending: Sequence[tuple], *, out_dir, address, cache: bool, progress: bool, done,
+                  announce) -> None:
+        """Run each of a sweep's ``pending`` cells (``(number, folder, arguments, record)``), calling
+        ``done(number, results)`` as each finishes, in any order; ``announce(number)`` says a cell
+        begins when it runs one at a time here. Each cell is :func:`ctrlkit.plugin_api.run_cell`
+        into ``out_dir / folder``."""
+        raise NotImplementedError

@@ -32,5 +32,11 @@ def register_topic_vectorizers(register):
 
 
 @hookspec
+def register_executors(register):
+    """Register executors, where a run's generation and a sweep's cells run: ``register("slurm",
+    "pkg.mod:SlurmExecutor")`` for a subclass of ``ctrlkit.Executor``."""
+
+
+@hookspec
 def register_commands(cli):
     """Add commands to the ``ctrlkit`` click group: ``@cli.command() def mycmd(): ...``."""

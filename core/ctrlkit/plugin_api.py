@@ -22,12 +22,19 @@ _HOMES = {
     "options": ("SKIP_INVALID", "parse_assignments"),
     "quiet": ("quiet_new_imports",),
     "secrets": ("scrub_text",),
+    "sweeps.cells": ("run_cell",),
     "text": ("WORD", "lemma", "sentences", "word_count"),
 }
 """The module each name lives in."""
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
-__all__ = sorted(_HOME_OF)
+__all__ = [
+    "Cache", "Intake", "RunOptions", "SKIP_INVALID", "WORD", "aliases", "atomic_write_json",
+    "atomic_write_jsonl", "cache_key", "carries", "given", "given_aliases", "hub_unreachable", "is_local",
+    "lemma", "mentions", "missing_field", "offline_setting", "parse_assignments", "quiet_new_imports",
+    "read_json", "read_jsonl", "require_text", "run_cell", "scrub_text", "sentences", "split_key",
+    "weighted_mean", "weighted_pearson", "word_count"
+]
 
 if TYPE_CHECKING:  # what editors and type checkers read; at run time, __getattr__ below
     from .cache import Cache, cache_key
@@ -42,6 +49,7 @@ if TYPE_CHECKING:  # what editors and type checkers read; at run time, __getattr
     from .options import SKIP_INVALID, parse_assignments
     from .quiet import quiet_new_imports
     from .secrets import scrub_text
+    from .sweeps.cells import run_cell
     from .text import WORD, lemma, sentences, word_count
 
 

@@ -31,7 +31,7 @@ from .registry import Registry, describe_exception
 logger = logging.getLogger("ctrlkit")
 
 GROUP = "ctrlkit"
-DEFAULT_PLUGINS = ("ctrlkit.backbones", "ctrlkit.vectorizers")
+DEFAULT_PLUGINS = ("ctrlkit.backbones", "ctrlkit.vectorizers", "ctrlkit.executors")
 
 # registry kind -> (hook name, singular noun for messages)
 KINDS = {
@@ -40,6 +40,7 @@ KINDS = {
     "datasets": ("register_datasets", "dataset"),
     "backbones": ("register_backbones", "backbone"),
     "vectorizers": ("register_topic_vectorizers", "vectorizer"),
+    "executors": ("register_executors", "executor"),
 }
 
 pm = pluggy.PluginManager(GROUP)

@@ -12,9 +12,8 @@ import socket
 import sys
 from typing import Any, Mapping, Sequence
 
-from .errors import ConfigurationError, OptionError
+from .errors import ConfigurationError
 
-EXECUTORS = ("local", "ray")
 PROBE_SECONDS = 5.0
 """How long a cluster's address may take to accept a connection: Ray itself retries an
 unreachable address for minutes, printing a warning every few seconds."""
@@ -26,11 +25,6 @@ _GIVEN: dict[str, str] = {}
 to, by the cluster's GCS address: a Ray Client address (``ray://HOST:PORT``) names the client
 server, which the GCS address is not."""
 
-
-def check_executor(executor: str) -> str:
-    if executor not in EXECUTORS:
-        raise ConfigurationError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
-    return executor
 
 
 def require_ray(what: str):
@@ -191,23 +185,6 @@ def match_torch_threads() -> None:
     if torch is not None and threads.isascii() and threads.isdigit() and int(threads) > 0:
         torch.set_num_threads(int(threads))
 
-
-def check_executor_options(executor: str, workers: int | None, address: str | None) -> int | None:
-    """How many Ray workers a command asked for (1 when it named none), or None for the local
-    executor; ``workers`` or ``address`` without the Ray executor, or fewer than one worker, is
-    refused in one line."""
-    check_executor(executor)
-    if executor != "ray":
-        given = [name for name, value in (("--workers", workers), ("--address", address)) if value is not None]
-        if given:
-            raise OptionError(f"{' and '.join(given)} need{'s' if len(given) == 1 else ''} --executor ray "
-                              "(executor='ray')")
-        return None
-    if workers is None:
-        return 1
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise OptionError(f"workers must be a whole number of at least 1, got {workers!r}")
-    return workers
 
 
 def stable_shards(names: Sequence[str], shards: int) -> list[int]:

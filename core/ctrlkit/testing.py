@@ -220,6 +220,38 @@ def check_backbone(backbone, inputs: Sequence[ModelInput] | None = None) -> None
         _expect(batch == before, f"backbone '{name}' changed the inputs it was given")
 
 
+def check_executor(executor: str, folder, **where) -> None:
+    """Check that the executor registered as ``executor`` gives what the local one gives: a run
+    (generation through its ``generation`` pool) and a sweep of two cells (through its
+    ``run_cells``) on the bundled sample, written under ``folder`` (a fresh directory), record the
+    same numbers and the same outputs as with ``executor="local"``. ``where`` is passed to both
+    calls on the executor's side (``address=...``, and ``workers=...`` for the run); generations are
+    not read from or written to the shared cache, so each side really runs."""
+    from pathlib import Path
+
+    from .engine.run import run
+    from .sweeps.sweep import sweep
+
+    folder = Path(folder)
+    settings = dict(controller="tag", metrics=["stas", "rouge"], limit=6, bootstrap=0, cache=False)
+    here = run(**settings, out=str(folder / "run-local"))
+    there = run(**settings, executor=executor, out=str(folder / f"run-{executor}"), **where)
+    _expect([s["prediction"] for s in there.samples] == [s["prediction"] for s in here.samples],
+            f"executor '{executor}': a run's summaries differ from the local executor's")
+    _expect(there.metrics == here.metrics, f"executor '{executor}': a run's metrics differ from the local executor's")
+    grid = dict(controllers=["none", "tag"], metrics=["stas"], limit=6, bootstrap=0, cache=False)
+    rows_here = sweep(out=str(folder / "sweep-local"), **grid)
+    rows_there = sweep(out=str(folder / f"sweep-{executor}"), executor=executor,
+                       **{key: value for key, value in where.items() if key != "workers"}, **grid)
+    _expect(len(rows_there) == len(rows_here) == 2, f"executor '{executor}': a sweep of 2 cells gave "
+                                                    f"{len(rows_there)} rows")
+    for mine, local in zip(rows_there, rows_here):
+        _expect(mine["metrics"] == local["metrics"], f"executor '{executor}': sweep cell '{mine['controller']}' "
+                                                     "scored other numbers than the local executor's")
+        _expect((folder / f"sweep-{executor}" / mine["run"] / "samples.jsonl").is_file(),
+                f"executor '{executor}': sweep cell '{mine['controller']}' wrote no samples.jsonl in the sweep folder")
+
+
 def check_dataset(dataset, split: str | None = None) -> None:
     """Check that ``load`` (of ``split``; default the dataset's own) returns Examples with unique
     string ids, non-empty documents, references as lists of str, and, when the dataset declares

@@ -98,13 +98,6 @@ def _local_batches(backbone, inputs, todo, batch_size):
         yield batch, list(backbone.generate([inputs[i] for i in batch])), {}
 
 
-def ray_generation_pool(address, spec, options, backbone, workers, cache):
-    """The Ray side of a run (:mod:`ctrlkit.ray_generation`), imported only when asked for."""
-    from .ray_generation import RayGeneration
-
-    return RayGeneration(address, spec, options, backbone, workers, cache)
-
-
 def _input_key(model_input: ModelInput) -> dict:
     return {"source": model_input.source, "guidance": model_input.guidance,
             "messages": list(model_input.messages) if model_input.messages else None,

@@ -7,11 +7,10 @@ without touching controllers or metrics.
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
-from ..api import backbone_name, create_controller, get_backbone, get_dataset
+from ..api import backbone_name, create_controller, get_backbone, get_dataset, get_executor
 from ..bootstrap import groups_of
 from ..cache import Cache, scope as cache_scope
 from ..component_options import RunOptions
@@ -21,7 +20,6 @@ from ..errors import ConfigurationError, CtrlkitError
 from ..intake import admit_examples
 from ..outputs import check_output, leaves_no_empty_folder
 from ..quiet import quietly
-from ..ray_support import check_executor_options
 from ..results import SCHEMA_VERSION, versions, write_run
 from ..sampling import check_sample, draw_sample
 from ..secrets import mask_secrets
@@ -29,7 +27,7 @@ from ..topic_selection import keep_topics, report_held_out, topic_names
 from ..topic_source import ORACLE, PICKING_VECTORIZER, describe_picks, pick_topics, topic_count
 from ..topics import TopicSpace
 from ..uncertainty import DEFAULT_RESAMPLES, check_resamples, recorded
-from .generation import fit_or_restore, generate, ray_generation_pool
+from .generation import fit_or_restore, generate
 from .recording import RunResult, report_skipped, report_uncontrolled, run_samples
 from .scoring import intervals_of, score, scores_by_rank
 from .setup import (DEFAULT_METRICS, TopicPicking, bind_metrics, check_capabilities, check_counts, check_metrics,
@@ -113,7 +111,8 @@ def run(
         dataset=dataset, controllers=[*component_names(controller), *component_names(baseline)], backbone=backbone,
         metrics=metrics or DEFAULT_METRICS, judge=judge), strict=strict_options)
     check_counts(limit=limit, batch_size=batch_size)
-    ray_workers = check_executor_options(executor, workers, address)
+    executing = get_executor(executor)
+    ray_workers = executing.check_run(workers, address)
     check_resamples(bootstrap)
     check_sample(sample, limit)
     only_topics = topic_names(only_topics, "only_topics")
@@ -139,8 +138,8 @@ def run(
             check_capabilities(c, model, backbone)
     # connected before any work: an unreachable or too small cluster is one line; the workers start
     # making their backbones as the block opens, while this process loads what the run reads
-    with (ray_generation_pool(address, backbone, routed.of("backbones", backbone_name(backbone)), model, ray_workers,
-                          cache) if ray_workers else nullcontext()) as pool:
+    with executing.generation(address, backbone, routed.of("backbones", backbone_name(backbone)), model, ray_workers,
+                              cache) as pool:
         with timed(timings, "load_s"):
             # taken before reading: a file changed after this makes a sweep run the cell again
             digests = {"data_digest": data_digest(source.options.get("path")), "topics_digest": data_digest(topics),

@@ -19,7 +19,7 @@ import logging
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..api import backbone_name, get_dataset
+from ..api import backbone_name, get_dataset, get_executor
 from ..component_options import RunOptions, qualified
 from ..controls import carries
 from ..digest import data_digest
@@ -30,14 +30,13 @@ from ..outputs import check_output, leaves_no_empty_folder, slug
 from ..plugins import get_registry
 from ..progress import say
 from ..quiet import quietly
-from ..ray_support import check_executor
 from ..report_files import remove_stale_report
 from ..results import SCHEMA_VERSION, versions
 from ..sampling import draw_sample
 from ..secrets import mask_secrets
 from ..topic_source import ORACLE, topic_count
 from ..uncertainty import DEFAULT_RESAMPLES
-from .cells import cell_components, given_options, reusable_results, run_cell
+from .cells import cell_components, given_options, reusable_results
 from .compare import Reference, compare
 from .folder import SETTINGS_FILE, check_earlier_sweep
 from .recipes import Recipe, given_settings, load_recipe, meta_evaluate_recipe, overlaid
@@ -115,7 +114,7 @@ def sweep(
     a new local Ray instance), all at once as its resources allow, and writes them here
     (:mod:`ctrlkit.sweeps.ray_cells`). The executor changes where cells run, not what they give, so it is
     not a setting of the sweep: a sweep begun with one resumes with the other."""
-    check_executor(executor)
+    executing = get_executor(executor)
     if address is not None and executor != "ray":
         raise ConfigurationError(f"address {address!r} names a Ray cluster; it is for executor 'ray' "
                                  f"(--executor ray --address HOST:PORT), not '{executor}'")
@@ -220,17 +219,14 @@ def sweep(
 
     pending = [(number, folder, arguments, record) for number, (folder, arguments, _, record, results)
                in enumerate(cells, 1) if results is None]
-    if executor == "ray" and pending:
-        from .ray_cells import run_cells
+    def announce(number: int) -> None:
+        shown = mask_secrets(cells[number - 1][2])
+        say(f"sweep: cell {number} of {len(cells)}: controller {shown['controller']}, backbone "
+            f"{shown['backbone']}, dataset {shown['dataset']}")
 
-        run_cells(pending, out_dir=out_dir, address=address, cache=cache, progress=progress, done=done)
-    else:
-        for number, folder, arguments, record in pending:
-            if progress:
-                shown = mask_secrets(cells[number - 1][2])
-                say(f"sweep: cell {number} of {len(cells)}: controller {shown['controller']}, backbone "
-                    f"{shown['backbone']}, dataset {shown['dataset']}")
-            done(number, run_cell(out_dir / folder, arguments, record, cache, progress))
+    if pending:
+        executing.run_cells(pending, out_dir=out_dir, address=address, cache=cache, progress=progress, done=done,
+                            announce=announce)
     rows, recorded_options = [], {}
     for number, (folder, _, labels, _, results) in enumerate(cells, 1):
         shown = mask_secrets({name: labels[name] for name in ("controller", "backbone", "dataset")})
