@@ -82,5 +82,5 @@ def test_what_type_checkers_read_is_where_each_name_loads_from():
     tree = ast.parse(Path(ctrlkit.__file__).read_text(encoding="utf-8"))
     block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
     imported = {alias.name: node.module for node in block.body for alias in node.names}
-    assert imported == ctrlkit._HOME_OF
+    assert imported == {name: home for home, names in ctrlkit._HOMES.items() for name in names}
     assert sorted(ctrlkit.__all__) == sorted(imported)

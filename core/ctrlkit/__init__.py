@@ -1,8 +1,9 @@
 """ctrlkit: steer a summarizer toward a topic, an entity, keywords, a length, a readability
 level or an empirical focus, and measure how well the steering worked."""
 
-import importlib
 from typing import TYPE_CHECKING
+
+from .lazy_names import lazy_names
 
 _HOMES = {
     "api": ("create_controller", "get_backbone", "get_controller", "get_dataset", "get_executor", "get_metric",
@@ -24,7 +25,6 @@ _HOMES = {
 """The module each public name lives in. Every one loads on first use, so that importing the
 package (which ``ctrlkit`` and ``python -m ctrlkit`` do before the command's own code can catch a
 Ctrl-C) takes a few milliseconds, not the 150 ms of pluggy and the plugin machinery."""
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "Backbone", "ConfigurationError", "Controller", "ControllerChain", "CtrlkitError", "Dataset",
@@ -53,14 +53,4 @@ if TYPE_CHECKING:  # what editors and type checkers read; at run time, __getattr
     from .types import SEP, TAG, Example, MetricResult, ModelInput
 
 
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
-
-
-def __getattr__(name):
-    module = _HOME_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ctrlkit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

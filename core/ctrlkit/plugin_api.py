@@ -6,8 +6,9 @@ Every name loads on first use, from the module that holds it, as the package's n
 plugin importing one helper pays for that helper's module only.
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from .lazy_names import lazy_names
 
 _HOMES = {
     "cache": ("Cache", "cache_key"),
@@ -26,7 +27,6 @@ _HOMES = {
     "text": ("WORD", "lemma", "sentences", "word_count"),
 }
 """The module each name lives in."""
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "Cache", "Intake", "RunOptions", "SKIP_INVALID", "WORD", "aliases", "atomic_write_json",
@@ -53,14 +53,4 @@ if TYPE_CHECKING:  # what editors and type checkers read; at run time, __getattr
     from .text import WORD, lemma, sentences, word_count
 
 
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
-
-
-def __getattr__(name):
-    module = _HOME_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ctrlkit.plugin_api' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"..{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)
