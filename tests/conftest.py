@@ -47,27 +47,27 @@ def no_new_run_folder_in_the_repository():
     assert not left, f"tests left run folders in the repository: {', '.join(left)}"
 
 
-DAMAGED_ON_PURPOSE: set[Path] = set()
-"""The tmp_path of each test marked ``damages_records``: the records there were broken by the test."""
+HAND_MADE: set[Path] = set()
+"""The tmp_path of each test marked ``hand_made_records``: its records come from hand-made or broken input."""
 
 
 @pytest.fixture(scope="session", autouse=True)
 def every_record_follows_its_schema(tmp_path_factory):
     """At the session's end, every results.json, sweep.json and table.json a test's run wrote (in
     this process or a command it started) is checked against its JSON Schema (record_schemas.py),
-    except in the folders of tests that damage records on purpose."""
+    except in the folders of tests that make records from hand-made or broken input on purpose."""
     yield
     from record_schemas import problems
 
     found = [line for line in problems(tmp_path_factory.getbasetemp())
-             if not any(line.startswith(f"{folder}/") for folder in DAMAGED_ON_PURPOSE)]
+             if not any(line.startswith(f"{folder}/") for folder in HAND_MADE)]
     assert not found, "records that do not follow their schema:\n" + "\n".join(found[:20])
 
 
 @pytest.fixture(autouse=True)
-def damaged_records_are_left_out(request):
-    if request.node.get_closest_marker("damages_records"):
-        DAMAGED_ON_PURPOSE.add(request.getfixturevalue("tmp_path"))
+def hand_made_records_are_left_out(request):
+    if request.node.get_closest_marker("hand_made_records"):
+        HAND_MADE.add(request.getfixturevalue("tmp_path"))
 
 
 HEAVY_FIXTURES = {"ray_cluster", "ray_address", "smollm2_gguf", "tiny_bart"}

@@ -73,7 +73,18 @@ def test_the_built_ins_are_registered_through_the_hook():
     assert isinstance(ctrlkit.get_executor("local"), ctrlkit.Executor)
 
 
-def test_a_plugins_executor_runs_generation_and_cells_and_conforms(backwards, tmp_path):
+def test_a_plugins_executor_runs_generation_and_cells_and_conforms(throwaway_plugins, private_cache, tmp_path):
+    @ctrlkit.hookimpl
+    def register_executors(register):
+        register("backwards", Backwards)
+
+    class Module:  # the hook as a plugin module defines it
+        pass
+
+    Module.register_executors = staticmethod(register_executors)
+    Backwards.pools.clear()
+    Backwards.cells.clear()
+    throwaway_plugins(Module(), "backwards-module")
     check_executor("backwards", tmp_path / "kit")
     assert sum(pool.batches_asked for pool in Backwards.pools) >= 2  # the run's arms were generated through it
     assert Backwards.cells == [2, 1]  # the sweep's cells ran through it, last first

@@ -355,7 +355,7 @@ def test_no_source_file_can_unpickle_or_evaluate_data():
     assert found == []
     # and the loads that exist are the safe ones, so the check above is looking at real code
     text = {path.name: path.read_text(encoding="utf-8") for path in files}
-    assert "allow_pickle=False" in text["topics.py"] and "weights_only=True" in text["training.py"]
+    assert "allow_pickle=False" in text["topics.py"] and "weights_only=True" in text["trainer.py"]
     assert "yaml.safe_load" in text["config.py"] and "safetensors" in text["hf.py"]
 
 
@@ -398,11 +398,11 @@ def test_a_training_checkpoint_holding_code_is_refused(tmp_path):
     torch = pytest.importorskip("torch")
     proof = tmp_path / "code-ran"
     torch.save({"state": _Boom(proof)}, tmp_path / "optimizer.pt")
-    source = (ROOT / "core" / "ctrlkit" / "training.py").read_text()
+    source = (ROOT / "core" / "ctrlkit" / "training" / "trainer.py").read_text()
     assert 'torch.load(checkpoint / "optimizer.pt", weights_only=True)' in source
     assert 'torch.load(checkpoint / "scheduler.pt", weights_only=True)' in source
     loads = re.findall(r"torch\.load\([^)]*\)", source)
     assert loads and all("weights_only=True" in load for load in loads), loads
-    with pytest.raises(Exception) as refused:  # the exact call training.py makes on resume
+    with pytest.raises(Exception) as refused:  # the exact call trainer.py makes on resume
         torch.load(tmp_path / "optimizer.pt", weights_only=True)
     assert not proof.exists() and "weights_only" in str(refused.value)

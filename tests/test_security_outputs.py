@@ -2,12 +2,15 @@
 as a formula, and a terminal never runs an escape sequence from a name in the printed table."""
 import csv
 
+import pytest
+
 from ctrlkit.results import format_table
 from ctrlkit.sweeps.table import write_table
 
 FORMULAS = ["=HYPERLINK(\"http://127.0.0.1:9/\",\"x\")", "+cmd|' /C calc'!A0", "-2+3", "@SUM(1)", "\tx", "\rx"]
 
 
+@pytest.mark.hand_made_records  # write_table given rows made by hand
 def test_names_that_a_spreadsheet_would_run_are_written_as_text(tmp_path):
     rows = [{"dataset": name, "backbone": "extractive", "controller": name, "run": None,
              "metrics": {"m": {name: 0.5, "plain": -0.25}}} for name in FORMULAS]

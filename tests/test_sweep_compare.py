@@ -118,6 +118,7 @@ def _check_tex(text):
     assert text.startswith(r"\begin{tabular}")
 
 
+@pytest.mark.hand_made_records  # write_table given rows made by hand
 def test_table_tex_is_booktabs_with_the_best_in_bold_and_significant_differences_marked(tmp_path):
     special = "a_b%c&d#e$f{g}h~i^j\\k"
     rows = []

@@ -255,7 +255,7 @@ def test_overwrite_removes_only_what_a_sweep_wrote(tmp_path, private_cache):
     assert (out / "report.md").read_text() == "# notes on this sweep"
 
 
-@pytest.mark.damages_records
+@pytest.mark.hand_made_records
 @pytest.mark.parametrize("damage", [{"digests": ["oops"]}, {"digests": {"data": "x"}},
                                     {"settings": {"controllers": [{"a": 1}]}}])
 def test_a_damaged_sweep_json_is_one_line(tmp_path, private_cache, damage):

@@ -74,6 +74,7 @@ def _bold_cells(lines, first_value_column):
     return [[cell.strip().startswith("**") for cell in row[first_value_column:]] for row in cells]
 
 
+@pytest.mark.hand_made_records  # write_table given rows made by hand
 def test_the_best_value_is_marked_the_right_way_within_each_dataset_and_backbone(tmp_path):
     rows = _rows()
     write_table(tmp_path, rows)

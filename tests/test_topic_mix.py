@@ -255,7 +255,9 @@ def test_a_file_that_is_one_split_is_mixed_whole_unless_told_otherwise(tmp_path)
     refused = invoke_ctrlkit("data", "topic-mix", "-d", "macsum", "--data", str(path), "--split", "train",
                              "--out", str(tmp_path / "train.jsonl"))
     assert refused.returncode == 1
-    assert refused.stderr == "Error: --data is the file macdoc_val.json; --split train does not apply to it\n"
+    assert refused.stderr == ("Error: --data is the file macdoc_val.json, which holds no train split: give the "
+                              "release's folder with train.json, or hold some sources out with --set "
+                              "macsum.train_fraction=0.2\n")
 
 
 def test_a_dataset_without_any_topic_is_refused_in_one_line(tmp_path):
