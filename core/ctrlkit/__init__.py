@@ -1,9 +1,9 @@
 """ctrlkit: steer a summarizer toward a topic, an entity, keywords, a length, a readability
 level or an empirical focus, and measure how well the steering worked."""
 
-from typing import TYPE_CHECKING
-
-from .lazy_names import lazy_names
+import importlib
+import sys
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 _HOMES = {
     "api": ("create_controller", "get_backbone", "get_controller", "get_dataset", "get_executor", "get_metric",
@@ -51,6 +51,28 @@ if TYPE_CHECKING:  # what editors and type checkers read; at run time, __getattr
     from .sweeps.sweep import sweep
     from .topics import TopicSpace
     from .types import SEP, TAG, Example, MetricResult, ModelInput
+
+
+def lazy_names(module: str, homes: Mapping[str, Sequence[str]]) -> tuple[Callable, Callable]:
+    """``(__getattr__, __dir__)`` for ``module``: each name of ``homes`` (``{"text": ("sentences",)}``,
+    the homes under the ``ctrlkit`` package) is imported from its home when first asked for, then
+    kept in the module like any other name. It lives here, not in a module of its own, because
+    importing the package loads none of its modules (:mod:`ctrlkit.plugin_api` uses it too)."""
+    home_of = {name: home for home, names in homes.items() for name in names}
+    namespace = vars(sys.modules[module])
+
+    def __getattr__(name):
+        home = home_of.get(name)
+        if home is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"ctrlkit.{home}"), name)
+        namespace[name] = value
+        return value
+
+    def __dir__():
+        return sorted(set(namespace) | set(home_of))
+
+    return __getattr__, __dir__
 
 
 __getattr__, __dir__ = lazy_names(__name__, _HOMES)

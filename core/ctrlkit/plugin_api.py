@@ -8,7 +8,7 @@ plugin importing one helper pays for that helper's module only.
 
 from typing import TYPE_CHECKING
 
-from .lazy_names import lazy_names
+from . import lazy_names
 
 _HOMES = {
     "cache": ("Cache", "cache_key"),
