@@ -384,6 +384,12 @@ class Executor(Configurable):
                               "(executor='ray')")
         return None
 
+    def check_sweep(self, address: str | None) -> None:
+        """Refuse, in one line and before any cell, an ``address`` this executor does not take."""
+        if address is not None:
+            raise ConfigurationError(f"address {address!r} names a Ray cluster; it is for executor 'ray' "
+                                     f"(--executor ray --address HOST:PORT), not '{self.name}'")
+
     def generation(self, address, spec: str, options: Mapping, backbone: "Backbone", workers: int | None, cache: bool):
         """A context manager for a run's generation: it yields None to generate in this process with
         ``backbone``, or a pool (:class:`ctrlkit.ray_generation.RayGeneration` shows the interface)

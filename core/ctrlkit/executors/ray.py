@@ -18,6 +18,9 @@ class RayExecutor(Executor):
             raise OptionError(f"workers must be a whole number of at least 1, got {workers!r}")
         return workers
 
+    def check_sweep(self, address):
+        """Any address: the cluster is reached (or refused, in one line) when the cells start."""
+
     def generation(self, address, spec, options, backbone, workers, cache):
         from ..ray_generation import RayGeneration
 

@@ -115,9 +115,7 @@ def sweep(
     (:mod:`ctrlkit.sweeps.ray_cells`). The executor changes where cells run, not what they give, so it is
     not a setting of the sweep: a sweep begun with one resumes with the other."""
     executing = get_executor(executor)
-    if address is not None and executor != "ray":
-        raise ConfigurationError(f"address {address!r} names a Ray cluster; it is for executor 'ray' "
-                                 f"(--executor ray --address HOST:PORT), not '{executor}'")
+    executing.check_sweep(address)
     given = {"controllers": controllers, "metrics": metrics, "backbones": backbones, "datasets": datasets,
              "data": data, "split": split, "topics": topics, "only_topics": only_topics,
              "topic_source": topic_source, "options": options, "variants": variants,
