@@ -20,7 +20,7 @@ from pathlib import Path
 from record import record  # bench/ is the script's folder, first on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))
 
 CONTROLLERS = ("prepend", "tag", "embed")
 TARGET = 1.10

@@ -54,7 +54,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # tiny_models: the tests' model builders
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))  # tiny_models: the tests' model builders
 SAMPLE = ROOT / "plugins" / "datasets" / "ctrlkit_datasets" / "data" / "sample.jsonl"
 TARGET = 1.05
 D_MODEL = 128

@@ -48,7 +48,7 @@ and the count that differ is reported.
 
 The cluster: ``--address`` of a running one; else, for each Ray side in each round, a cluster of
 this machine started before the clock starts, as a user's cluster is already running: ``ray start
---head --node-ip-address=127.0.0.1 --num-cpus=N`` (N: the machine's CPUs; ``tests/local_ray.py``:
+--head --node-ip-address=127.0.0.1 --num-cpus=N`` (N: the machine's CPUs; ``tests/helpers/local_ray.py``:
 loopback only, a token of this run's own in the environment only), waited on until its processes
 are idle (a new cluster starts its idle workers in the background), and stopped after the side,
 so that no cluster runs beside a local side. Its start and settling seconds are reported apart.
@@ -77,7 +77,7 @@ from pipeline_overhead import timed  # bench/ is the script's folder, first on s
 
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # local_ray: the tests' cluster of one machine
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))  # local_ray: the tests' cluster of one machine
 SPEEDUP_TARGET = 1.6
 OVERHEAD_TARGET = 1.15
 POSITIONS = 1024

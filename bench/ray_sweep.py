@@ -15,7 +15,7 @@ return: connecting to the cluster (Ray), running the cells (their workers import
 loading the models), writing the tables. Not timed: the interpreter's start, building the models,
 and the cluster's: for each Ray sweep one is started before its process, as a user's cluster is
 already running (``ray start --head --node-ip-address=127.0.0.1 --num-cpus=N``;
-``tests/local_ray.py``: loopback only, a token of this run's own in the environment only), waited
+``tests/helpers/local_ray.py``: loopback only, a token of this run's own in the environment only), waited
 on until its processes are idle, and stopped after the sweep; its start and settling seconds are
 reported apart.
 
@@ -48,7 +48,7 @@ from pathlib import Path
 from record import record  # bench/ is the script's folder, first on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # local_ray: the tests' cluster of one machine
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))  # local_ray: the tests' cluster of one machine
 SPEEDUP_TARGET = 1.6
 OVERHEAD_TARGET = 1.15
 CONTROLLERS = ["none", "prepend", "tag", "prompt"]

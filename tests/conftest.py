@@ -1,18 +1,16 @@
-import logging
 import os
 import secrets
-import subprocess
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 
 import pytest
 
-import local_ray  # tests/ is on sys.path, as for tiny_models
-
 # the assert in browser.chromium, moved there from test_report, keeps pytest's account of a failure
-pytest.register_assert_rewrite("browser")
+pytest.register_assert_rewrite("helpers.browser")
+
+from helpers import local_ray  # noqa: E402  (tests/ is on sys.path: pythonpath in pyproject.toml)
+from helpers.paths import ROOT  # noqa: E402
 
 # A hub-name lookup would retry for over a minute on this offline machine.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -30,11 +28,6 @@ os.environ["CTRLKIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="ctrlkit-test-cache-")
 # set before anything imports ray (local_ray.py says why).
 os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
 local_ray.set_environment()
-
-ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
-NEWTS_CSV = SHARED_DATA / "newts" / "NEWTS_test_600.csv"
-
 
 @pytest.fixture(scope="session", autouse=True)
 def no_new_run_folder_in_the_repository():
@@ -57,7 +50,7 @@ def every_record_follows_its_schema(tmp_path_factory):
     this process or a command it started) is checked against its JSON Schema (record_schemas.py),
     except in the folders of tests that make records from hand-made or broken input on purpose."""
     yield
-    from record_schemas import problems
+    from helpers.record_schemas import problems
 
     found = [line for line in problems(tmp_path_factory.getbasetemp())
              if not any(line.startswith(f"{folder}/") for folder in HAND_MADE)]
@@ -81,14 +74,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.heavy)
 
 
-def shared_file(relative: str) -> Path:
-    """A file under ../shared/data, or skip the test when the shared data is absent."""
-    path = SHARED_DATA / relative
-    if not path.exists():
-        pytest.skip(f"needs the shared research data at {path} (absent on this machine)")
-    return path
-
-
 @pytest.fixture(scope="session")
 def smollm2_gguf() -> Path:
     """The real SmolLM2-135M-Instruct GGUF (scripts/real_models.py, which `make test` runs), its
@@ -109,7 +94,7 @@ def tiny_bart(tmp_path_factory) -> Path:
     """The folder of a tiny BART (``tiny_models.build_bart``), built once per session: tests only read it."""
     pytest.importorskip("torch", reason="the tiny BART needs torch")
     pytest.importorskip("transformers", reason="the tiny BART needs transformers")
-    import tiny_models
+    from helpers import tiny_models
 
     return tiny_models.build_bart(tmp_path_factory.mktemp("tiny") / "bart")
 
@@ -142,44 +127,6 @@ def private_cache(tmp_path, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     return tmp_path / "cache"
 
-
-def run_ctrlkit(*args, env=None, cwd=None):
-    """``python -m ctrlkit ARGS`` in a fresh process (plugin loading happens once per process)."""
-    return subprocess.run(
-        [sys.executable, "-m", "ctrlkit", *args],
-        capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=cwd, timeout=300,
-    )
-
-
-def invoke_ctrlkit(*args, env=None, cwd=None):
-    """``ctrlkit ARGS`` in this process, for a test of what a command does rather than of a fresh
-    process (``run_ctrlkit``, whose every start imports scikit-learn, SciPy and NLTK anew: 2-4 s
-    here). Returns what ``run_ctrlkit`` returns (exit status, stdout, stderr), with the environment
-    variables ``env`` and the working folder ``cwd`` for this call only. Its stderr holds what a
-    fresh process prints: log records through logging's last resort (pytest's capture set aside),
-    warnings under Python's default filters. An exception the command lets through is raised."""
-    from click.testing import CliRunner
-
-    from ctrlkit.cli import cli
-
-    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
-        for name, value in (env or {}).items():
-            patch.setenv(name, str(value))
-        if cwd is not None:
-            patch.chdir(cwd)
-        patch.setattr(logging.getLogger(), "handlers", [])
-        warnings.resetwarnings()
-        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
-            warnings.simplefilter("ignore", category)
-        warnings.showwarning = _warning_to_stderr  # not to pytest's record of them
-        result = CliRunner().invoke(cli, [str(arg) for arg in args], prog_name="ctrlkit")
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return subprocess.CompletedProcess(["ctrlkit", *map(str, args)], result.exit_code, result.stdout, result.stderr)
-
-
-def _warning_to_stderr(message, category, filename, lineno, file=None, line=None):
-    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import torch  # noqa: E402
 
 import ctrlkit  # noqa: E402
 
-import tiny_models  # noqa: E402
+from helpers import tiny_models  # noqa: E402
 
 TOKENS = ["[TAG]", "<sep>", "<len_3>"]
 

@@ -9,7 +9,7 @@ import pytest
 import scipy.stats
 
 import ctrlkit
-from conftest import NEWTS_CSV, ROOT, invoke_ctrlkit, shared_file
+from helpers import NEWTS_CSV, ROOT, invoke_ctrlkit, shared_file
 from ctrlkit import Example, Metric, MetricResult
 from ctrlkit.bootstrap import groups_of, intervals, paired, resample_weights
 from ctrlkit.errors import OptionError

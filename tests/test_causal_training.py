@@ -20,8 +20,8 @@ from ctrlkit.cli import cli  # noqa: E402
 from ctrlkit.controls import apply_control  # noqa: E402
 from ctrlkit.engine.generation import fit_or_restore  # noqa: E402
 
-import tiny_models  # noqa: E402
-from prompt_cuts import cut_length, fed_prompts, judged_lines, ray_worker_counts  # noqa: E402
+from helpers import tiny_models  # noqa: E402
+from helpers.prompt_cuts import cut_length, fed_prompts, judged_lines, ray_worker_counts  # noqa: E402
 
 CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
                  "{% if add_generation_prompt %}<assistant>{% endif %}")

@@ -19,8 +19,8 @@ from ctrlkit.bootstrap import groups_of, resample_weights
 from ctrlkit.testing import check_dataset
 from ctrlkit_datasets import ccsbench as module
 
-from ccs_release import CCS_COLUMNS as COLUMNS, write_csv
-from conftest import shared_file
+from helpers.ccs_release import CCS_COLUMNS as COLUMNS, write_csv
+from helpers import shared_file
 
 
 def row(**changes):

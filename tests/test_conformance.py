@@ -12,7 +12,7 @@ import ctrlkit
 from ctrlkit import Backbone, Controller, Dataset, Example, Metric, MetricResult, ModelInput
 from ctrlkit.testing import check_backbone, check_controller, check_dataset, check_metric
 
-from conftest import shared_file
+from helpers import shared_file
 
 
 def _controlled_examples():
@@ -90,7 +90,7 @@ def test_a_controller_the_extractive_backbone_cannot_serve_needs_one_given():
 @pytest.fixture(scope="module")
 def tiny_bart(tmp_path_factory):
     pytest.importorskip("transformers", reason="the hf backbone needs transformers")
-    import tiny_models
+    from helpers import tiny_models
 
     path = tiny_models.build_bart(tmp_path_factory.mktemp("conformance") / "bart")
     return ctrlkit.get_backbone(f"hf:{path}", max_new_tokens=6, num_beams=1, device="cpu")

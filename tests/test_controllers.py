@@ -9,7 +9,7 @@ from ctrlkit.text import WORD, lemma
 from ctrlkit.topics import TopicSpace
 from ctrlkit_controllers.tag import tag_text
 
-from conftest import shared_file
+from helpers import shared_file
 
 
 @pytest.fixture(scope="module")

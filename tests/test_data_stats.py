@@ -10,7 +10,7 @@ import ctrlkit
 from ctrlkit import DatasetError
 from ctrlkit_datasets.stats import dataset_stats, format_stats
 
-from conftest import invoke_ctrlkit, shared_file
+from helpers import invoke_ctrlkit, shared_file
 
 COLUMNS = ["text", "summary", "length", "keywords", "readability", "focus"]
 CONTROLS = ["length", "keywords", "readability", "focus"]

@@ -8,7 +8,7 @@ import pytest
 import ctrlkit
 from ctrlkit import DatasetError
 
-from conftest import invoke_ctrlkit, shared_file
+from helpers import invoke_ctrlkit, shared_file
 
 
 def test_sample_has_sixty_articles_six_topics_two_examples_each():

@@ -9,7 +9,7 @@ import ctrlkit
 from ctrlkit import DatasetError, Example, ModelInput
 from ctrlkit.evaluation import evaluate
 
-from conftest import shared_file
+from helpers import shared_file
 
 
 def test_macsum_doc_and_dial_give_one_example_per_reference():

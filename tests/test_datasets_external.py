@@ -9,7 +9,7 @@ import pytest
 import ctrlkit
 from ctrlkit import DatasetError, OptionError
 
-from ccs_release import write_csv
+from helpers.ccs_release import write_csv
 
 PAPER = ("We propose a sparse attention method for long documents. It reduces memory by half. "
          "Experiments on arXiv show higher ROUGE than dense baselines. The method is simple to implement. "

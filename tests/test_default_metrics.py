@@ -12,7 +12,7 @@ from ctrlkit import ConfigurationError
 from ctrlkit.evaluation import evaluate
 from ctrlkit.sweeps.sweep import sweep
 
-from conftest import invoke_ctrlkit, shared_file
+from helpers import invoke_ctrlkit, shared_file
 
 NO_TOPIC = "no example of dataset 'jsonl' has a topic, so the default metrics are rouge only (give -m to choose)"
 

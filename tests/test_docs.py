@@ -10,7 +10,7 @@ import pytest
 from ctrlkit import hookspecs
 from ctrlkit.plugins import pm
 
-from conftest import ROOT
+from helpers import ROOT
 
 DOCS = ROOT / "docs"
 TESTS = ROOT / "tests"

@@ -11,7 +11,7 @@ import ctrlkit
 from ctrlkit import ConfigurationError, Example, ModelInput
 from ctrlkit.entities import _pattern, aliases, mentions, person_like, surname
 
-from conftest import shared_file
+from helpers import shared_file
 
 
 # -- the negative cases ---------------------------------------------------------------

@@ -6,7 +6,7 @@ import ctrlkit
 from ctrlkit.evaluation import evaluate
 from ctrlkit.analyses.meta_evaluation import correlate, meta_evaluate
 
-from conftest import invoke_ctrlkit, shared_file
+from helpers import invoke_ctrlkit, shared_file
 
 SYSTEMS = ("gpt35", "llama2_70b", "bartlarge", "factsum")
 

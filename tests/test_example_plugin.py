@@ -16,7 +16,7 @@ import pytest
 
 import ctrlkit
 
-from conftest import ROOT, run_ctrlkit
+from helpers import ROOT, run_ctrlkit
 
 EXAMPLE = ROOT / "examples" / "ctrlkit-example-plugin"
 

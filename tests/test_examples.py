@@ -3,7 +3,7 @@ import sys
 
 import ctrlkit
 
-from conftest import ROOT
+from helpers import ROOT
 
 
 def test_compare_controllers_prints_the_table_of_the_library_runs():

@@ -9,7 +9,7 @@ import pytest
 import ctrlkit
 from ctrlkit.testing import check_executor
 
-from conftest import invoke_ctrlkit
+from helpers import invoke_ctrlkit
 
 
 class Batches:

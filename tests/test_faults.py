@@ -23,9 +23,9 @@ import ctrlkit
 from ctrlkit import CtrlkitError
 from ctrlkit.sweeps.sweep import sweep
 
-from conftest import run_ctrlkit
-from faulty_chat import OPENAI_FAULT, FaultyChat, start_chat
-from slow_backbone import slow_backbone
+from helpers import run_ctrlkit
+from helpers.faulty_chat import OPENAI_FAULT, FaultyChat, start_chat
+from helpers.slow_backbone import slow_backbone
 
 # ---------------------------------------------------------------- a chat server that breaks (faulty_chat.py)
 

@@ -27,8 +27,8 @@ import pytest
 
 import ctrlkit
 from ctrlkit import cache as cache_module
-from conftest import run_ctrlkit
-from faulty_chat import OPENAI_FAULT, FaultyChat, start_chat
+from helpers import run_ctrlkit
+from helpers.faulty_chat import OPENAI_FAULT, FaultyChat, start_chat
 
 RUN = dict(controller="tag", metrics=["stas"], baseline=None, limit=8, batch_size=2)
 CLI = ["run", "-c", "tag", "-m", "stas", "--limit", "8", "--batch-size", "2", "--no-baseline"]

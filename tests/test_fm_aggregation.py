@@ -22,7 +22,7 @@ import pytest
 
 from ctrlkit_metrics.fm import FACETS, SCALES, fm_score
 
-from conftest import shared_file
+from helpers import shared_file
 
 SYSTEMS = ("gpt35", "llama2_70b", "bartlarge", "factsum", "bartbase")
 

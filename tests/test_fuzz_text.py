@@ -22,8 +22,8 @@ from ctrlkit.cache import cache_dir
 from ctrlkit.intake import MAX_DOCUMENT_CHARS
 from ctrlkit.text import _MARK, BLOCK_CHARS, LINE_CHARS, MARKS_PER_BLOCK, WINDOW_CHARS, blocks, sentences
 
-from chat_server import JsonHandler, serving
-from conftest import run_ctrlkit, shared_file
+from helpers.chat_server import JsonHandler, serving
+from helpers import run_ctrlkit, shared_file
 
 LONE = "\ud800"
 LOW = "\udfff"

@@ -11,7 +11,7 @@ import time
 import pytest
 
 import ctrlkit
-from conftest import NEWTS_CSV, run_ctrlkit, shared_file
+from helpers import NEWTS_CSV, run_ctrlkit, shared_file
 from ctrlkit import ModelInput
 
 pytest.importorskip("transformers", reason="hf-causal needs transformers (ctrlkit[hf])")

@@ -162,7 +162,7 @@ def test_train_with_guidance_reload_and_run(tmp_path):
     pytest.importorskip("transformers")
     from click.testing import CliRunner
 
-    import tiny_models
+    from helpers import tiny_models
     from ctrlkit.cli import cli
 
     _entity_dataset(tmp_path / "entities.jsonl")

@@ -18,7 +18,7 @@ import pytest
 
 import ctrlkit
 
-from conftest import ROOT
+from helpers import ROOT
 
 PLUGINS = ("plugins/controllers", "plugins/metrics", "plugins/datasets")
 # what the root distribution (ctrlkit, the core) is built from

@@ -6,7 +6,7 @@ import pytest
 from ctrlkit import ConfigurationError, Example
 from ctrlkit.analyses.interference import change_amplitude, change_attribute, heatmap_svg, interference
 
-from conftest import invoke_ctrlkit, shared_file
+from helpers import invoke_ctrlkit, shared_file
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -17,7 +17,7 @@ from ctrlkit.progress import Progress
 from ctrlkit.quiet import quiet_libraries
 from ctrlkit.sweeps.sweep import sweep
 
-from slow_backbone import cached_generations, slow_backbone
+from helpers.slow_backbone import cached_generations, slow_backbone
 
 
 @pytest.fixture
@@ -253,9 +253,10 @@ def test_ctrl_c_while_click_parses_the_arguments_exits_130_not_aborted(monkeypat
 
 def test_the_ctrlkit_command_starts_where_python_m_ctrlkit_does():
     import tomllib
-    from pathlib import Path
 
-    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    from helpers import ROOT
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert project["project"]["scripts"]["ctrlkit"] == "ctrlkit.__main__:main"
 
 

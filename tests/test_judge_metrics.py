@@ -17,7 +17,7 @@ from sklearn.metrics import f1_score
 
 import ctrlkit
 from ctrlkit.cli import cli
-from chat_server import JsonHandler
+from helpers.chat_server import JsonHandler
 from ctrlkit import ConfigurationError, DatasetError
 from ctrlkit.cache import Cache, cache_key
 from ctrlkit_metrics import commands

@@ -12,7 +12,7 @@ import os
 import pytest
 
 import ctrlkit
-from conftest import NEWTS_CSV, run_ctrlkit, shared_file
+from helpers import NEWTS_CSV, run_ctrlkit, shared_file
 from ctrlkit import ModelInput
 from ctrlkit.errors import ConfigurationError
 from ctrlkit.testing import check_backbone

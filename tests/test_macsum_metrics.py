@@ -16,7 +16,7 @@ import ctrlkit
 from ctrlkit import Example
 from ctrlkit.testing import check_metric
 
-from conftest import shared_file
+from helpers import shared_file
 
 FILES = ["macsum/macdoc_val.json", "macsum/macdial_val.json"]
 

@@ -16,8 +16,8 @@ from ctrlkit.errors import CtrlkitError
 from ctrlkit.files import read_jsonl
 from ctrlkit.analyses.meta_evaluation import draw, global_resamples, meta_evaluate
 
-from conftest import shared_file
-from p_values import expected_p
+from helpers import shared_file
+from helpers.p_values import expected_p
 
 SCIPY = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}
 FD_SYSTEMS = ("gpt35", "llama2_70b", "bartlarge", "factsum")

@@ -12,8 +12,8 @@ import ctrlkit
 from ctrlkit import Backbone, Example
 from ctrlkit.text import sentences
 
-from ccs_release import write_release
-from conftest import shared_file
+from helpers.ccs_release import write_release
+from helpers import shared_file
 
 
 def as_parts(result) -> dict[str, np.ndarray]:

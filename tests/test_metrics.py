@@ -6,7 +6,7 @@ from rouge_score import rouge_scorer
 import ctrlkit
 from ctrlkit import Example
 
-from conftest import shared_file
+from helpers import shared_file
 
 
 def test_rouge_equals_rouge_score_called_directly_with_max_over_references():

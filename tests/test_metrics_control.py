@@ -15,7 +15,7 @@ import ctrlkit
 from ctrlkit import Example
 from ctrlkit_metrics.length import length_bin
 
-from conftest import shared_file
+from helpers import shared_file
 
 
 def _examples(key, values):

@@ -17,7 +17,7 @@ from ctrlkit.controls import apply_control  # noqa: E402
 from ctrlkit.engine.generation import fit_or_restore  # noqa: E402
 from ctrlkit.topics import TopicSpace  # noqa: E402
 
-import tiny_models  # noqa: E402
+from helpers import tiny_models  # noqa: E402
 
 FAST = ["--set", "hf.max_new_tokens=8", "--set", "hf.num_beams=1"]
 
@@ -379,7 +379,7 @@ def test_training_leaves_examples_without_the_control_uncontrolled(models, tmp_p
 
 
 def test_training_reads_a_file_that_is_one_split_whole_and_refuses_a_missing_train_split(models, tmp_path):
-    from conftest import shared_file
+    from helpers import shared_file
     from ctrlkit.training.trainer import train
 
     val_file = shared_file("macsum/macdoc_val.json")  # skips without ../shared/data

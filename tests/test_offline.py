@@ -9,14 +9,15 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
 from ctrlkit import DatasetError
 from ctrlkit.hub import hub_unreachable
 
-TESTS = Path(__file__).resolve().parent
+from helpers import ROOT
+
+TESTS = ROOT / "tests"  # on the model script's PYTHONPATH, for helpers.tiny_models
 
 
 def closed_port() -> int:
@@ -66,7 +67,7 @@ def test_a_hub_dataset_fails_in_seconds_in_one_line(online_settings):
 MODEL_SCRIPT = """
     import json, sys, time
     from pathlib import Path
-    import tiny_models
+    from helpers import tiny_models
     import ctrlkit
     from ctrlkit import ModelInput
 

@@ -9,7 +9,7 @@ import pytest
 import ctrlkit
 from ctrlkit import ConfigurationError, CtrlkitError, ModelInput
 
-from recording_chat import INSTRUCTION, KEY, ChatServer, Reply, closed_port, echo
+from helpers.recording_chat import INSTRUCTION, KEY, ChatServer, Reply, closed_port, echo
 
 
 @pytest.fixture(autouse=True)

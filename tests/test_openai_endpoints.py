@@ -6,8 +6,8 @@ import threading
 import time
 
 import pytest
-from conftest import invoke_ctrlkit
-from recording_chat import INSTRUCTION, KEY, ChatServer, Reply, closed_port, echo
+from helpers import invoke_ctrlkit
+from helpers.recording_chat import INSTRUCTION, KEY, ChatServer, Reply, closed_port, echo
 
 import ctrlkit
 from ctrlkit import ConfigurationError, CtrlkitError, ModelInput, OptionError

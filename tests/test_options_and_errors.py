@@ -4,7 +4,7 @@ import ctrlkit
 from ctrlkit.errors import OptionError, UnknownComponentError
 from ctrlkit.options import Option, parse_assignments, resolve_options
 
-from conftest import invoke_ctrlkit
+from helpers import invoke_ctrlkit
 
 
 def test_unknown_controller_gives_one_line_with_suggestions(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 
 import ctrlkit
 from ctrlkit import SEP, Backbone, ConfigurationError, Metric, MetricResult
-from conftest import invoke_ctrlkit, shared_file
+from helpers import invoke_ctrlkit, shared_file
 
 DOCS = ["Rain fell on the town. The river rose.", "The team won the final. Fans cheered.",
         "Markets fell sharply. Banks lost value.", "A new phone was released. It sold out.",

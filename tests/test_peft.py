@@ -26,7 +26,7 @@ from ctrlkit.controls import apply_control  # noqa: E402
 from ctrlkit.engine.generation import fit_or_restore  # noqa: E402
 from ctrlkit.training.trainer import train  # noqa: E402
 
-import tiny_models  # noqa: E402
+from helpers import tiny_models  # noqa: E402
 
 pytestmark = pytest.mark.slow
 GREEDY = {"max_new_tokens": 8, "num_beams": 1}

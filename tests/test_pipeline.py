@@ -6,7 +6,7 @@ import ctrlkit
 from ctrlkit.bootstrap import groups_of
 from ctrlkit import ConfigurationError
 
-from conftest import invoke_ctrlkit, run_ctrlkit, shared_file
+from helpers import invoke_ctrlkit, run_ctrlkit, shared_file
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import importlib
 import subprocess
 import sys
 
-from conftest import ROOT
+from helpers import ROOT
 
 import ctrlkit.plugin_api as plugin_api
 

@@ -10,7 +10,7 @@ import ctrlkit
 from ctrlkit.errors import DuplicateComponentError
 from ctrlkit.plugins import get_registry
 
-from conftest import run_ctrlkit
+from helpers import run_ctrlkit
 
 PLUGIN_DISTRIBUTIONS = {
     "ctrlkit-controllers": ["register_controllers"],

@@ -26,10 +26,10 @@ from ctrlkit.sweeps.sweep import sweep
 from ctrlkit.text import sentences
 from ctrlkit_metrics.length import length_bin
 
-from ccs_release import write_release
-from chat_server import JsonHandler, serving
-from conftest import NEWTS_CSV, ROOT, invoke_ctrlkit, run_ctrlkit, shared_file
-from p_values import expected_p
+from helpers.ccs_release import write_release
+from helpers.chat_server import JsonHandler, serving
+from helpers import NEWTS_CSV, ROOT, invoke_ctrlkit, run_ctrlkit, shared_file
+from helpers.p_values import expected_p
 
 NAMES = ["ccsbench", "entsum", "fd-meta-eval", "passali-newts", "real-models"]
 

@@ -8,7 +8,7 @@ import pytest
 import ctrlkit
 from ctrlkit.results import SCHEMA_VERSION
 
-from record_schemas import problems, validators
+from helpers.record_schemas import problems, validators
 
 
 @pytest.fixture(scope="module")

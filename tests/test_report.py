@@ -12,8 +12,8 @@ import pytest
 from ctrlkit.errors import CtrlkitError
 from ctrlkit.report.write import write_report
 
-from browser import CHROMIUM, chromium
-from conftest import invoke_ctrlkit, shared_file
+from helpers.browser import CHROMIUM, chromium
+from helpers import invoke_ctrlkit, shared_file
 
 SCRIPT = "<script>alert(1)</script>"
 IMAGE = "<img src=x onerror=alert(1)>"

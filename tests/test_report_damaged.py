@@ -14,7 +14,7 @@ from ctrlkit.errors import CtrlkitError
 from ctrlkit.report.write import write_report
 from ctrlkit.sweeps.sweep import sweep
 
-from conftest import run_ctrlkit
+from helpers import run_ctrlkit
 
 METRICS = {"stas": {"stas": 0.75}, "length": {"mad": 0.5, "pcc": None}}
 

@@ -16,7 +16,7 @@ from ctrlkit.report.drawn import draw_figures
 from ctrlkit.report.load import load
 from ctrlkit.report.write import write_report
 
-from conftest import invoke_ctrlkit
+from helpers import invoke_ctrlkit
 
 SCRIPT = "<script>alert(1)</script>"
 HOSTILE = "<svg onload=alert(2)>$\\frac{a}{b}$ ]]> &amp; \"x\""

@@ -15,7 +15,7 @@ from ctrlkit import CtrlkitError, Example
 from ctrlkit.text import sentences
 from ctrlkit_metrics import rouge, rouge_pairs
 
-from conftest import shared_file
+from helpers import shared_file
 
 TYPES = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
 

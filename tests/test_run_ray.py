@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import ctrlkit
-from conftest import run_ctrlkit
+from helpers import run_ctrlkit
 from ctrlkit import ModelInput, get_controller, get_dataset
 from ctrlkit.errors import ConfigurationError, OptionError
 
@@ -235,7 +235,7 @@ def test_a_tiny_bart_on_two_workers_generates_what_it_generates_here(ray_address
     """And the run's truncation line is the local one: the sample's documents are longer than the
     model's 256 tokens, so they are cut; a system message longer than that leaves the prompts to
     the tokenizer's cut, and they lose their end."""
-    from tiny_models import build_bart
+    from helpers.tiny_models import build_bart
 
     monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "driver-cache"))
     monkeypatch.chdir(tmp_path)  # the workers resolve the relative model path where the driver does
@@ -337,7 +337,7 @@ def test_a_worker_whose_process_imported_torch_before_ray_set_its_threads_still_
     CPU the worker holds, as a plain task shows; a run's generation workers and a sweep's cells set
     torch's threads again."""
     pytest.importorskip("ray", reason="the Ray executor's tests need ray (requirements-test.txt)")
-    import local_ray
+    from helpers import local_ray
 
     probe = ["--set", "probe.say_threads=true", "--limit", "2", "--bootstrap", "0", "--no-cache", "--executor", "ray"]
     with local_ray.LocalCluster(cpus=1, environment={"RAY_preload_python_modules": "torch"}) as cluster:
@@ -375,7 +375,7 @@ def test_a_worker_that_cannot_load_fails_its_first_batch_in_one_line_and_a_worke
 
 
 def test_a_transformers_backbone_reads_its_weights_on_load_and_not_before(tmp_path, monkeypatch):
-    from tiny_models import build_bart
+    from helpers.tiny_models import build_bart
 
     monkeypatch.chdir(tmp_path)
     backbone = ctrlkit.get_backbone(f"hf:{build_bart(tmp_path / 'bart')}", device="cpu")

@@ -10,7 +10,7 @@ from ctrlkit.errors import OptionError
 from ctrlkit.analyses.interference import interference
 from ctrlkit.sampling import check_sample, draw_sample
 
-from conftest import invoke_ctrlkit
+from helpers import invoke_ctrlkit
 
 EXAMPLES = [Example(id=f"e{i}", document=f"document {i}.", controls={"topic": f"t{i % 3}"}) for i in range(50)]
 

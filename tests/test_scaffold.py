@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from ctrlkit.cli import cli
 from ctrlkit.scaffold import plugin_names
 
-from conftest import run_ctrlkit
+from helpers import run_ctrlkit
 
 FILES = ["README.md", "ctrlkit_my_plugin/__init__.py", "ctrlkit_my_plugin/controller.py",
          "ctrlkit_my_plugin/metric.py", "ctrlkit_my_plugin/plugin.py", "pyproject.toml", "tests/test_plugin.py"]

@@ -22,9 +22,9 @@ import pytest
 import ctrlkit
 from ctrlkit.report.render import POLICY, STYLE
 
-from browser import CHROMIUM, chromium
-from chat_server import JsonHandler, serving
-from conftest import ROOT, run_ctrlkit
+from helpers.browser import CHROMIUM, chromium
+from helpers.chat_server import JsonHandler, serving
+from helpers import ROOT, run_ctrlkit
 
 # ---------------------------------------------------------------------------------------------
 # 1. Secrets

@@ -34,8 +34,8 @@ import ctrlkit
 from ctrlkit import CtrlkitError, ModelInput, OptionError
 from ctrlkit.redaction import redact
 
-from chat_server import JsonHandler
-from conftest import run_ctrlkit
+from helpers.chat_server import JsonHandler
+from helpers import run_ctrlkit
 
 KEY = f"sk-proj-{uuid.uuid4().hex}Zq{uuid.uuid4().hex[:10]}"
 RUN = 8  # a run of this many characters of the key counts as a leak

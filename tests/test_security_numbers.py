@@ -16,7 +16,7 @@ from ctrlkit.cache import Cache, cache_dir
 from ctrlkit.files import atomic_write_json, atomic_write_jsonl
 from ctrlkit.options import Option
 
-from conftest import run_ctrlkit
+from helpers import run_ctrlkit
 
 NON_FINITE = ["nan", "NaN", "inf", "-inf", "Infinity", "-Infinity", "+inf", " nan "]
 

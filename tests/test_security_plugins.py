@@ -24,7 +24,7 @@ from ctrlkit.errors import CtrlkitError, DuplicateComponentError, PluginLoadErro
 from ctrlkit.listing import describe
 from ctrlkit.plugins import get_registry
 
-from conftest import run_ctrlkit
+from helpers import run_ctrlkit
 
 FAST = {"CTRLKIT_PLUGIN_TIMEOUT": "1"}
 """For tests with plugins that hang at import; ctrlkit's own plugins import in well under 0.1 s."""

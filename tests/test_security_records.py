@@ -18,8 +18,8 @@ from ctrlkit.report.write import write_report
 from ctrlkit.secrets import MASK, is_secret, mask_secrets, scrub_text
 from ctrlkit_datasets.files import JsonlDataset
 
-from chat_server import JsonHandler, serving
-from conftest import run_ctrlkit
+from helpers.chat_server import JsonHandler, serving
+from helpers import run_ctrlkit
 
 KEY_A = f"sk-keya-{uuid.uuid4().hex}"
 KEY_B = f"sk-keyb-{uuid.uuid4().hex}"
@@ -248,7 +248,7 @@ def test_a_sweep_records_no_key_and_a_rerun_with_another_key_reuses_every_cell(s
 
 
 def test_training_records_no_secret_and_resumes_with_another_key(vault, work, tmp_path_factory, monkeypatch):
-    tiny_models = pytest.importorskip("tiny_models")
+    tiny_models = pytest.importorskip("helpers.tiny_models")
     pytest.importorskip("transformers")
     from ctrlkit.backbones.hf import HFSeq2Seq
     from ctrlkit.training.trainer import train

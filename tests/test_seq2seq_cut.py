@@ -14,8 +14,8 @@ from ctrlkit import Example, ModelInput  # noqa: E402
 from ctrlkit.backbones.document_cut import without_demonstrations  # noqa: E402
 from ctrlkit.chat import flatten_messages  # noqa: E402
 
-import tiny_models  # noqa: E402
-from prompt_cuts import cut_length, fed_prompts, judged_lines, ray_worker_counts  # noqa: E402
+from helpers import tiny_models  # noqa: E402
+from helpers.prompt_cuts import cut_length, fed_prompts, judged_lines, ray_worker_counts  # noqa: E402
 
 LIMIT = 192
 SHORT = Example("short", "The harbour reopened after the storm.", ["The harbour reopened."], {"topic": "travel"})

@@ -9,7 +9,7 @@ from ctrlkit.evaluation import evaluate
 from ctrlkit.analyses.interference import interference
 from ctrlkit.report.write import write_report
 
-from conftest import invoke_ctrlkit
+from helpers import invoke_ctrlkit
 
 
 def _stale_line(out) -> str:

@@ -12,9 +12,9 @@ import ctrlkit
 from ctrlkit.sweeps.config import load_config
 from ctrlkit.sweeps.sweep import sweep
 
-from chat_server import JsonHandler, serving
-from conftest import invoke_ctrlkit
-from slow_backbone import cached_generations, slow_backbone
+from helpers.chat_server import JsonHandler, serving
+from helpers import invoke_ctrlkit
+from helpers.slow_backbone import cached_generations, slow_backbone
 
 
 def test_a_second_identical_run_generates_nothing(private_cache):

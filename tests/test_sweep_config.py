@@ -16,7 +16,7 @@ from ctrlkit.sweeps.config import load_config
 from ctrlkit.sweeps.sweep import sweep
 MAX_CONFIG_BYTES = 64 * 1024
 
-from conftest import ROOT, invoke_ctrlkit
+from helpers import ROOT, invoke_ctrlkit
 
 
 def _config(tmp_path: Path, text: str, suffix: str = ".toml") -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import ctrlkit
-from conftest import invoke_ctrlkit
+from helpers import invoke_ctrlkit
 from ctrlkit.errors import CtrlkitError
 from ctrlkit.report.write import write_report
 from ctrlkit.sweeps.cells import same_configuration

@@ -16,8 +16,8 @@ from ctrlkit.cache import FILE_NAME
 from ctrlkit.ray_support import worker_env_vars
 from ctrlkit.sweeps.sweep import sweep
 
-from conftest import run_ctrlkit
-from faulty_chat import FaultyChat, start_chat
+from helpers import run_ctrlkit
+from helpers.faulty_chat import FaultyChat, start_chat
 
 SMALL = dict(controllers=["none", "tag"], metrics=["stas"], limit=6)
 VOLATILE = ("timings", "created", "cache")

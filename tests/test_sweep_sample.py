@@ -11,7 +11,7 @@ import ctrlkit
 from ctrlkit.sweeps.config import load_config
 from ctrlkit.sweeps.sweep import sweep
 
-from conftest import invoke_ctrlkit
+from helpers import invoke_ctrlkit
 
 
 def _samples(folder: Path) -> list[dict]:

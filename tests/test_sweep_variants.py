@@ -12,8 +12,8 @@ import ctrlkit
 from ctrlkit.sweeps.config import load_config
 from ctrlkit.sweeps.sweep import sweep
 
-from ccs_release import write_release
-from conftest import invoke_ctrlkit
+from helpers.ccs_release import write_release
+from helpers import invoke_ctrlkit
 
 
 def _results(out: Path, row: dict) -> dict:

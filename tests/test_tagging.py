@@ -5,7 +5,7 @@ import csv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import shared_file
+from helpers import shared_file
 from ctrlkit import TAG
 from ctrlkit.text import WORD, lemma
 from ctrlkit_controllers.tagging import TermTagger, distinct_words, wrap_words

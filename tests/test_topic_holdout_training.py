@@ -17,7 +17,7 @@ import ctrlkit  # noqa: E402
 from ctrlkit.cli import cli  # noqa: E402
 from ctrlkit.training.trainer import train  # noqa: E402
 
-from conftest import ROOT, shared_file  # noqa: E402
+from helpers import ROOT, shared_file  # noqa: E402
 
 SAMPLE = ROOT / "plugins" / "datasets" / "ctrlkit_datasets" / "data" / "sample.jsonl"
 FAST = {"hf": {"max_new_tokens": 4, "num_beams": 1}}

@@ -9,7 +9,7 @@ from ctrlkit import Example
 from ctrlkit.text import sentences
 from ctrlkit_datasets.topic_mix import build_topic_mix, mix_topics, topic_mix
 
-from conftest import invoke_ctrlkit, run_ctrlkit, shared_file
+from helpers import invoke_ctrlkit, run_ctrlkit, shared_file
 
 
 def _sample():

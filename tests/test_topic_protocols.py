@@ -15,7 +15,7 @@ from ctrlkit import ConfigurationError, OptionError
 from ctrlkit.cli import cli
 from ctrlkit.topic_selection import topic_names
 from ctrlkit.topics import TopicSpace, load_topic_documents
-from conftest import shared_file
+from helpers import shared_file
 
 TOPIC_DOCUMENTS = {
     "sports": ["The striker scored a goal and the team won the match in the league final.",

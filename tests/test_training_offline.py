@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 
 pytest.importorskip("torch", reason="training needs torch")
 pytest.importorskip("transformers", reason="training needs transformers")

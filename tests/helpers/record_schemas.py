@@ -8,7 +8,7 @@ from pathlib import Path
 from jsonschema import Draft202012Validator, FormatChecker
 from referencing import Registry, Resource
 
-SCHEMAS = Path(__file__).resolve().parents[1] / "core" / "ctrlkit" / "json_schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "core" / "ctrlkit" / "json_schemas"
 RECORDS = {"results.json": "results", "sweep.json": "sweep", "table.json": "table"}
 """The file names checked, and the schema each follows."""
 

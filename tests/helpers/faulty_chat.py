@@ -7,7 +7,7 @@ import threading
 import time
 from http.server import ThreadingHTTPServer
 
-from chat_server import JsonHandler
+from helpers.chat_server import JsonHandler
 
 OPENAI_FAULT = dict(timeout=0.3, max_retries=1, backoff=0.01, concurrency=1)
 
