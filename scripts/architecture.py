@@ -114,10 +114,25 @@ def private_imports(table: dict[str, Path], known: set[str]) -> list[str]:
     return found
 
 
+def tests_importing_tests(table: dict[str, Path]) -> list[str]:
+    """``importer: module`` for each import, in any module under tests/, of a test module (a
+    ``test_*.py`` anywhere under tests/, by whichever dotted name reaches it) or of a conftest.py:
+    what tests share lives in tests/helpers/ and in fixtures."""
+    tests = {path.stem for path in table.values() if path.name.startswith("test_")} | {"conftest"}
+    found = []
+    for name, path in table.items():
+        for module, names in imports_of(name, path):
+            if any(part in tests for part in module.split(".")):
+                found.append(f"{name}: {module}")
+            elif set(names) & tests:  # from tests.engine import test_run
+                found += [f"{name}: {module}.{n}" for n in sorted(set(names) & tests)]
+    return found
+
+
 def measure() -> dict:
     core = modules(CORE)
     plugin_modules = {name: path for root in PLUGINS for name, path in modules(root).items()}
-    test_modules = {f"tests.{p.stem}": p for p in sorted(TESTS.glob("*.py"))}
+    test_modules = modules(TESTS)
     folders = Counter(str(path.parent.relative_to(ROOT)) for path in core.values())
     graph = import_graph(core)
     known = {"ctrlkit", *(root.name for root in PLUGINS)}
@@ -126,8 +141,7 @@ def measure() -> dict:
         for module, _ in imports_of(name, path):
             if module.startswith("ctrlkit.") or module == "ctrlkit":
                 reached[module] += 1
-    test_imports = [f"{name}: {module}" for name, path in test_modules.items() for module, _ in imports_of(name, path)
-                    if module.split(".")[0] in {p.stem for p in TESTS.glob("test_*.py")}]
+    test_imports = tests_importing_tests(test_modules)
     return {
         "core_modules": len(core),
         "core_lines": sum(len(p.read_text(encoding="utf-8").splitlines()) for p in core.values()),
@@ -142,6 +156,9 @@ def measure() -> dict:
         "private_cross_module_imports": private_imports({**core, **plugin_modules}, known),
         "core_modules_plugins_import": dict(sorted(reached.items())),
         "test_modules": len(test_modules),
+        "test_files": sum(path.name.startswith("test_") for path in test_modules.values()),
+        "test_modules_per_folder": dict(sorted(Counter(str(path.parent.relative_to(ROOT))
+                                                       for path in test_modules.values()).items())),
         "tests_importing_test_modules": test_imports,
     }
 
@@ -172,8 +189,12 @@ def main() -> None:
     print(f"core modules the bundled plugins import: {len(found['core_modules_plugins_import'])}")
     for module, count in found["core_modules_plugins_import"].items():
         print(f"  {module}: {count}")
-    print(f"test modules: {found['test_modules']}; importing other test modules: "
-          f"{len(found['tests_importing_test_modules'])}")
+    print(f"test modules: {found['test_modules']} ({found['test_files']} test_*.py files); importing other "
+          f"test modules: {len(found['tests_importing_test_modules'])}")
+    for folder, count in found["test_modules_per_folder"].items():
+        print(f"  {folder}: {count}")
+    for line in found["tests_importing_test_modules"]:
+        print(f"  {line}")
 
 
 if __name__ == "__main__":
