@@ -128,7 +128,6 @@ def private_cache(tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
-
 @pytest.fixture
 def throwaway_plugins():
     """Register plugin objects for one test: ``throwaway_plugins(obj, "name")``."""

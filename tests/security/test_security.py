@@ -2,9 +2,9 @@
 data never becomes markup in a report (checked in a real browser), and nothing the toolkit loads
 can run code (no pickle, no unsafe YAML, no eval). See docs/reliability.md.
 
-Related tests that are not repeated here: tests/test_openai_backbone.py (the key in options,
-repr and a 401 message, in process), tests/test_report.py (escaping of hand-written run and
-sweep folders, chromium rendering), tests/test_sweep.py (a !!python/object YAML sweep config).
+Related tests that are not repeated here: tests/backbones/test_openai_backbone.py (the key in options,
+repr and a 401 message, in process), tests/report/test_report.py (escaping of hand-written run and
+sweep folders, chromium rendering), tests/sweeps/test_sweep.py (a !!python/object YAML sweep config).
 """
 
 import ast

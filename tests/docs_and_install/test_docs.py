@@ -46,9 +46,9 @@ def test_every_hook_section_has_an_example_implementing_it():
 
 def _hookimpls_in_tests() -> set[str]:
     """Names of the @hookimpl functions defined inside a test's body (a plugin the test
-    registers), over every tests/test_*.py."""
+    registers), over every test_*.py under tests/."""
     found = set()
-    for path in sorted(TESTS.glob("test_*.py")):
+    for path in sorted(TESTS.rglob("test_*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         tests = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
         for test in tests:
@@ -81,12 +81,21 @@ def test_every_python_block_of_the_docs_compiles(source, where):
     compile(source, where, "exec")
 
 
+def _test_file(path: str):
+    """The file ``tests/FOLDER/test_x.py`` names; ``tests/test_x.py`` (no folder) names the one
+    ``test_x.py`` anywhere under tests/, and None when there is none or more than one."""
+    if (ROOT / path).is_file():
+        return ROOT / path
+    found = sorted(TESTS.rglob(path.rpartition("/")[2])) if path.count("/") == 1 else []
+    return found[0] if len(found) == 1 else None
+
+
 def test_every_test_named_in_reliability_md_exists():
     """Each guarantee in docs/reliability.md names the tests that hold it; a renamed or removed
     test would leave the promise unheld without a word."""
     text = (DOCS / "reliability.md").read_text(encoding="utf-8")
     named, current = [], None
-    for match in re.finditer(r"`(tests/(test_\w+)\.py)(?:::(\w+))?`|`::(\w+)`", text):
+    for match in re.finditer(r"`(tests/(?:\w+/)*(test_\w+)\.py)(?:::(\w+))?`|`::(\w+)`", text):
         if match[1]:
             current = match[1]
             if match[3]:
@@ -96,7 +105,8 @@ def test_every_test_named_in_reliability_md_exists():
     assert len(named) > 100
     missing = []
     for path, test in named:
-        source = (ROOT / path).read_text(encoding="utf-8") if (ROOT / path).is_file() else ""
+        file = _test_file(path)
+        source = file.read_text(encoding="utf-8") if file else ""
         if not re.search(rf"^def {test}\(", source, re.MULTILINE):
             missing.append(f"{path}::{test}")
     assert not missing, f"docs/reliability.md names tests that do not exist: {', '.join(missing)}"

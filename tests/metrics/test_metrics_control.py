@@ -375,7 +375,7 @@ def test_length_warns_once_when_levels_share_a_bin(caplog):
 
 
 def test_length_pcc_takes_a_requested_length_past_int64():
-    """Found by tests/test_fuzz.py: a length of 10**21 words made the bins an object array that
+    """Found by tests/reliability/test_fuzz.py: a length of 10**21 words made the bins an object array that
     scipy's pearsonr refused (AttributeError) after all the work."""
     examples = [{"id": str(i), "document": "d", "controls": {"length": length}}
                 for i, length in enumerate([10, 60, 10 ** 21])]

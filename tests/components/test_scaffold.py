@@ -56,7 +56,7 @@ def test_its_tests_pass_before_it_is_installed(scaffolded):
 
 
 def test_installed_it_is_found_through_its_entry_point_and_its_tests_pass(scaffolded, tmp_path):
-    # offline when this environment has the build backend (as tests/test_example_plugin.py does)
+    # offline when this environment has the build backend (as tests/docs_and_install/test_example_plugin.py does)
     offline = ["--no-build-isolation", "--no-index"] if importlib.util.find_spec("setuptools") else []
     source = tmp_path / "source"
     source.mkdir()
