@@ -32,6 +32,12 @@ SECRETS = (KEY_A, KEY_B, ENV_KEY, TOKEN, URL_PASSWORD, BEARER)
 MIRROR = f"https://reader:{URL_PASSWORD}@mirror.example/data?api_key={KEY_A}&x=1 (Authorization: Bearer {BEARER})"
 
 
+def _named(value):
+    """A test id without the session's random key, so that every process (pytest-xdist's workers)
+    collects the same ids."""
+    return value.replace(KEY_A, "KEY_A") if isinstance(value, str) else None
+
+
 def _leaks(root: Path) -> dict[str, list[str]]:
     """Which secrets occur in which file under ``root`` (UTF-8 or UTF-16, as SQLite may store text)."""
     found = {}
@@ -150,7 +156,7 @@ def test_scrub_text_leaves_ordinary_text_alone():
 
 @pytest.mark.parametrize("option, value", [(Option("token", int, 0, "t"), KEY_A),
                                            (Option("api_key", str, "", "k", choices=("a", "b")), KEY_A),
-                                           (Option("password", bool, False, "p"), KEY_A)])
+                                           (Option("password", bool, False, "p"), KEY_A)], ids=_named)
 def test_an_option_error_never_shows_a_secret_value(option, value):
     with pytest.raises(ctrlkit.OptionError) as failure:
         option.coerce(value, "hub")
@@ -158,7 +164,8 @@ def test_an_option_error_never_shows_a_secret_value(option, value):
     assert KEY_A not in message and MASK in message and f"'hub.{option.name}'" in message
 
 
-@pytest.mark.parametrize("assignment", [f"openai_api_key={KEY_A}", f"api_key={KEY_A}", f".api_key={KEY_A}"])
+@pytest.mark.parametrize("assignment", [f"openai_api_key={KEY_A}", f"api_key={KEY_A}", f".api_key={KEY_A}"],
+                         ids=_named)
 def test_a_malformed_set_never_shows_its_value(assignment):
     with pytest.raises(ctrlkit.OptionError, match="--set expects COMPONENT.OPTION=VALUE") as failure:
         parse_assignments([assignment])
@@ -181,7 +188,7 @@ def test_a_secret_query_parameter_in_the_openai_base_url_is_never_recorded():
     assert URL_PASSWORD not in shown and KEY_A not in shown and "api-key=***" in shown
 
 
-@pytest.mark.parametrize("value", [f'"{KEY_A}\\n"', "1979-05-27T07:32:00Z", "[1, 2]", "nan"])
+@pytest.mark.parametrize("value", [f'"{KEY_A}\\n"', "1979-05-27T07:32:00Z", "[1, 2]", "nan"], ids=_named)
 def test_a_sweep_config_error_never_shows_a_secret_value(tmp_path, value):
     from ctrlkit.sweeps.config import load_config
 
