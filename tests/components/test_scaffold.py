@@ -55,6 +55,9 @@ def test_its_tests_pass_before_it_is_installed(scaffolded):
     assert "5 passed" in result.stdout
 
 
+# slow: installs with pip and runs the plugin's tests in a fresh process; test_its_tests_pass_before_it_is_installed
+# and test_example_plugin.py (an installed plugin found through its entry point) stay in make test-fast
+@pytest.mark.slow
 def test_installed_it_is_found_through_its_entry_point_and_its_tests_pass(scaffolded, tmp_path):
     # offline when this environment has the build backend (as tests/docs_and_install/test_example_plugin.py does)
     offline = ["--no-build-isolation", "--no-index"] if importlib.util.find_spec("setuptools") else []

@@ -215,6 +215,7 @@ def test_length_controller_gives_word_targets():
         length.apply(Example("d", "x", controls={"length": "tiny"}), source)
 
 
+@pytest.mark.slow  # a whole MACSum run and its baseline; test_length_controller_gives_word_targets checks the targets
 def test_macsum_with_the_length_controller_reaches_the_requested_bins():
     path = str(shared_file("macsum/macdoc_val.json"))
     steered = ctrlkit.run(dataset="macsum", data=path, controller="length", metrics=["length"])

@@ -60,6 +60,10 @@ def test_names_are_readable_and_sort_by_time(tmp_path):
     assert new_folder("jsonl-a/b c", parent=tmp_path, now=NOW).name == "jsonl-a_b_c-20261125-134159"
 
 
+# slow: four whole runs in four fresh processes; the folder each claims is checked fast by
+# test_parallel_processes_in_the_same_second_get_distinct_folders and
+# test_threads_racing_for_one_name_each_get_their_own_folder
+@pytest.mark.slow
 def test_parallel_runs_without_out_keep_every_result(tmp_path):
     command = [sys.executable, "-m", "ctrlkit", "run", "-m", "rouge", "--limit", "1", "--no-baseline"]
     processes = [subprocess.Popen(command + ["--seed", str(seed)], cwd=tmp_path, stdout=subprocess.PIPE,

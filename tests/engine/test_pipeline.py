@@ -124,6 +124,7 @@ def test_errors_reach_the_command_line_as_one_line(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow  # 3 runs of 200 NEWTS examples; test_tag_steers_toward_the_requested_topic_on_the_sample steers fast
 def test_controlled_runs_beat_none_on_newts():
     path = str(shared_file("newts/NEWTS_test_600.csv"))
     scores = {}

@@ -331,6 +331,7 @@ print(*ray.get(plain_task.remote()))
 """
 
 
+@pytest.mark.heavy  # starts a Ray cluster of its own (not through the ray_cluster fixture)
 def test_a_worker_whose_process_imported_torch_before_ray_set_its_threads_still_runs_one(probe_env, tmp_path):
     """A cluster may import torch in each worker process as it starts (RAY_preload_python_modules):
     torch then takes its default threads (one per core) before Ray sets OMP_NUM_THREADS to the one

@@ -257,6 +257,9 @@ def uninterrupted(tmp_path_factory):
     return of
 
 
+# slow: KILLS_PER_SIGNAL kills in each of 4 cases; one SIGKILL then resume (test_sweep.py) and one Ctrl-C
+# then resume (test_interrupt_and_progress.py) stay in make test-fast
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["run", "sweep"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
 def test_killed_at_random_moments_then_resumed_gives_the_uninterrupted_metrics(kind, signum, uninterrupted, tmp_path):

@@ -114,6 +114,9 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_results(tmp_path):
         [json.loads(line) for line in (tmp_path / "whole" / "samples.jsonl").read_text().splitlines()]
 
 
+# slow: two whole runs of a slow backbone; the cache shared by several processes at once is checked fast by
+# test_judge_metrics.py::test_cache_is_safe_for_several_processes_at_once
+@pytest.mark.slow
 def test_two_processes_share_the_cache_at_once(tmp_path):
     env = slow_backbone(tmp_path)
     runs = [subprocess.Popen([sys.executable, "-m", "ctrlkit", "run", "-b", "slow", "-c", controller, "-m", "stas",
