@@ -33,9 +33,12 @@ demo: install
 test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -q
 
-# Everyday work: everything but the tests that install packages, train, start Ray or load a real model.
+# Everyday work: everything but the tests marked slow (installs, trainings, the longest end-to-end runs, each
+# with faster tests of the same behaviour) or heavy (Ray, a real model, the tiny BART), on PYTEST_WORKERS
+# processes (pytest-xdist; a whole test file runs in one of them).
+PYTEST_WORKERS ?= 2
 test-fast: $(VENV)/.test-installed
-	$(BIN)/python -m pytest -q -m "not slow and not heavy"
+	$(BIN)/python -m pytest -q -m "not slow and not heavy" -n $(PYTEST_WORKERS) --dist loadfile
 
 # Side-by-side benchmarks; each writes its entry into bench/results.json.
 bench: install $(VENV)/.test-installed
