@@ -19,6 +19,7 @@ _HOMES = {
     "engine.settings": ("RunSettings",),
     "evaluation": ("evaluate",),
     "training.trainer": ("train",),
+    "training.settings": ("TrainSettings",),
     "sweeps.sweep": ("sweep",),
     "sweeps.recipes": ("recipes",),  # the papers' protocols; ctrlkit.sweep(recipe=NAME) runs one
     "topics": ("TopicSpace",),
@@ -30,7 +31,7 @@ Ctrl-C) takes a few milliseconds, not the 150 ms of pluggy and the plugin machin
 __all__ = [
     "Backbone", "ConfigurationError", "Controller", "ControllerChain", "CtrlkitError", "Dataset",
     "DatasetError", "DuplicateComponentError", "Example", "Executor", "Metric", "MetricResult", "ModelInput",
-    "Option", "OptionError", "PluginLoadError", "RunResult", "RunSettings", "SEP", "TAG", "TopicSpace",
+    "Option", "OptionError", "PluginLoadError", "RunResult", "RunSettings", "SEP", "TAG", "TopicSpace", "TrainSettings",
     "UnknownComponentError", "Vectorizer", "create_controller", "get_backbone", "get_controller",
     "evaluate", "get_dataset", "get_executor", "get_metric", "get_vectorizer", "hookimpl", "recipes", "run",
     "sweep", "train",
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # what editors and type checkers read; at run time, __getattr
     from .errors import (ConfigurationError, CtrlkitError, DatasetError, DuplicateComponentError, OptionError,
                          PluginLoadError, UnknownComponentError)
     from .evaluation import evaluate
+    from .training.settings import TrainSettings
     from .training.trainer import train
     from .hookspecs import hookimpl
     from .options import Option
