@@ -293,7 +293,7 @@ def controls_markdown(problems: list[str]) -> str:
 # the Python API
 
 # shown first, in this order; the other names follow alphabetically within their group
-FIRST = ("run", "evaluate", "sweep", "train", "recipes", "RunResult")
+FIRST = ("run", "RunSettings", "evaluate", "sweep", "train", "TrainSettings", "recipes", "RunResult")
 
 
 def api_markdown(module_name: str, problems: list[str]) -> str:
