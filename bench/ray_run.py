@@ -43,7 +43,7 @@ Targets: local / ray-2 median seconds >= 1.6 (data-parallel speedup on 2 cores),
 <= 1.15 (the executor's overhead at most 15%). Agreement: each Ray side's and each control's
 predictions are compared with the local ones, example by example id, in every round (a worker's
 batches are not the local batches, so a padded model may differ in the last bits:
-:mod:`ctrlkit.ray_generation`); a side that gives other ids than it should stops the benchmark,
+:mod:`ctrlkit.executors.ray_generation`); a side that gives other ids than it should stops the benchmark,
 and the count that differ is reported.
 
 The cluster: ``--address`` of a running one; else, for each Ray side in each round, a cluster of
@@ -95,7 +95,7 @@ def write_shards(folder: Path, shards: int) -> list[tuple[Path, set[str]]]:
     """The bundled sample's examples in the shards a Ray run with ``shards`` workers deals them
     into: for each, a JSONL file that ``-d jsonl`` reads, and its examples' ids."""
     from ctrlkit.api import get_dataset
-    from ctrlkit.ray_support import stable_shards
+    from ctrlkit.executors.ray_support import stable_shards
 
     examples = list(get_dataset("sample").load("test"))
     dealt = stable_shards([example.id for example in examples], shards)

@@ -16,8 +16,10 @@ _HOMES = {
     "types": ("SEP", "TAG", "Example", "MetricResult", "ModelInput"),
     "engine.run": ("run",),  # numpy and scikit-learn load only when a run is asked for
     "engine.recording": ("RunResult",),
+    "engine.settings": ("RunSettings",),
     "evaluation": ("evaluate",),
     "training.trainer": ("train",),
+    "training.settings": ("TrainSettings",),
     "sweeps.sweep": ("sweep",),
     "sweeps.recipes": ("recipes",),  # the papers' protocols; ctrlkit.sweep(recipe=NAME) runs one
     "topics": ("TopicSpace",),
@@ -29,7 +31,7 @@ Ctrl-C) takes a few milliseconds, not the 150 ms of pluggy and the plugin machin
 __all__ = [
     "Backbone", "ConfigurationError", "Controller", "ControllerChain", "CtrlkitError", "Dataset",
     "DatasetError", "DuplicateComponentError", "Example", "Executor", "Metric", "MetricResult", "ModelInput",
-    "Option", "OptionError", "PluginLoadError", "RunResult", "SEP", "TAG", "TopicSpace",
+    "Option", "OptionError", "PluginLoadError", "RunResult", "RunSettings", "SEP", "TAG", "TopicSpace", "TrainSettings",
     "UnknownComponentError", "Vectorizer", "create_controller", "get_backbone", "get_controller",
     "evaluate", "get_dataset", "get_executor", "get_metric", "get_vectorizer", "hookimpl", "recipes", "run",
     "sweep", "train",
@@ -42,11 +44,13 @@ if TYPE_CHECKING:  # what editors and type checkers read; at run time, __getattr
     from .errors import (ConfigurationError, CtrlkitError, DatasetError, DuplicateComponentError, OptionError,
                          PluginLoadError, UnknownComponentError)
     from .evaluation import evaluate
+    from .training.settings import TrainSettings
     from .training.trainer import train
     from .hookspecs import hookimpl
     from .options import Option
     from .engine.recording import RunResult
     from .engine.run import run
+    from .engine.settings import RunSettings
     from .sweeps.recipes import recipes
     from .sweeps.sweep import sweep
     from .topics import TopicSpace

@@ -16,6 +16,8 @@ def get_controller(spec: str, **options: Any):
 
 
 def create_controller(spec: str, options_by_name: Mapping[str, Mapping[str, Any]]):
+    """A controller, or a chain ``"prepend+tag"``, each link taking its options from
+    ``options_by_name[link]`` (``{"tag": {"top_n": 50}}``)."""
     names = [name.strip() for name in spec.split("+")]
     registry = get_registry("controllers")
     controllers = [registry.create(name, **options_by_name.get(name, {})) for name in names]
@@ -23,6 +25,7 @@ def create_controller(spec: str, options_by_name: Mapping[str, Mapping[str, Any]
 
 
 def get_metric(name: str, **options: Any):
+    """A metric by name with its options: ``get_metric("stas", vectorizer="embedding")``."""
     return get_registry("metrics").create(name, **options)
 
 
@@ -47,10 +50,12 @@ def backbone_name(spec: str) -> str:
 
 
 def get_dataset(name: str, **options: Any):
+    """A dataset by name with its options: ``get_dataset("newts", path="NEWTS_test_600.csv")``."""
     return get_registry("datasets").create(name, **options)
 
 
 def get_vectorizer(name: str, **options: Any):
+    """A topic vectorizer by name (``tfidf``, ``embedding``) with its options."""
     return get_registry("vectorizers").create(name, **options)
 
 

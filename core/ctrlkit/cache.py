@@ -25,7 +25,7 @@ off the disk altogether.
 
 Inside ``recording()`` every entry a cache reads or stores is also kept, as stored (the key's hash
 and the value's JSON text), for :func:`store` to copy into the cache of another process: a Ray
-sweep cell's entries go from its worker's node to the driver's (:mod:`ctrlkit.sweeps.ray_cells`).
+sweep cell's entries go from its worker's node to the driver's (:mod:`ctrlkit.executors.ray_cells`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import click
 
 from .cli_options import (BATCH_SIZE, BOOTSTRAP, DATA, DATASET, DEVICE, JUDGE, LIMIT, NO_CACHE, ONLY_TOPICS,
                           RAY_ADDRESS, RUN_EXECUTOR, SAMPLE, SET, SKIP_INVALID, SPLIT, STRICT_CONTROLS, SWEEP_EXECUTOR,
-                          TOPIC_SOURCE_HELP, TOPICS, WORKERS)
+                          TOPIC_SOURCE_HELP, TOPICS, WORKERS, setting_option)
 from .component_options import NOUNS, kind_of, qualified
 from .errors import CtrlkitError
 from .interrupted import exit_interrupted
@@ -17,6 +17,7 @@ from .options import parse_assignments
 from .outputs import output_folder
 from .plugins import KINDS, add_plugin_commands, get_registry
 from .training.schedules import SCHEDULES
+from .training.settings import TrainSettings
 
 
 class CtrlkitGroup(click.Group):
@@ -81,22 +82,18 @@ def cli(verbose):
 @DATASET
 @DATA
 @SPLIT
-@click.option("-c", "--controller", default="none", show_default=True,
-              help="Controller, or a chain applied right to left: prepend+tag.")
-@click.option("-b", "--backbone", default="extractive", show_default=True, help="Summarizer backbone.")
-@click.option("-m", "--metric", "metrics", multiple=True,
-              help="Metric (repeatable). Default: rouge, and stas when some example has a topic.")
+@setting_option("controller", "-c", "--controller")
+@setting_option("backbone", "-b", "--backbone")
+@setting_option("metrics", "-m", "--metric", multiple=True)
 @TOPICS
 @ONLY_TOPICS
-@click.option("--topic-source", default="oracle", show_default=True, metavar="oracle|topK", help=TOPIC_SOURCE_HELP)
+@setting_option("topic_source", metavar="oracle|topK")
 @SET
-@click.option("--baseline", default="none", show_default=True,
-              help="Controller run and scored beside it on the same examples.")
+@setting_option("baseline")
 @click.option("--no-baseline", is_flag=True, help="Skip the baseline.")
 @LIMIT
 @SAMPLE
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Random seed (the --sample draw and the bootstrap too), recorded in results.json.")
+@setting_option("seed", type=int)
 @BATCH_SIZE
 @BOOTSTRAP
 @click.option("-o", "--out", type=click.Path(file_okay=False),
@@ -109,21 +106,17 @@ def cli(verbose):
 @RUN_EXECUTOR
 @WORKERS
 @RAY_ADDRESS
-def run(dataset, data, split, controller, backbone, metrics, topics, only_topics, topic_source, assignments, baseline,
-        no_baseline, limit, sample, seed, batch_size, bootstrap, out, device, judge, skip_invalid, strict_controls,
-        no_cache, executor, workers, address):
+def run(out, assignments, device, skip_invalid, no_baseline, no_cache, **settings):
     """Generate summaries with a controller and score them; writes results.json and samples.jsonl."""
-    from .engine.run import run as run_pipeline
+    from .engine.run import run as run_engine
+    from .engine.settings import RunSettings
 
-    with output_folder(out, f"{dataset}-{controller}") as out:
-        result = run_pipeline(
-            dataset=dataset, data=data, split=split, controller=controller, backbone=backbone,
-            metrics=metrics or None, topics=topics, only_topics=only_topics, topic_source=topic_source, judge=judge,
-            options=_options(assignments, backbone, device, dataset if skip_invalid else None),
-            baseline=None if no_baseline else baseline, limit=limit, sample=sample, seed=seed, batch_size=batch_size,
-            bootstrap=bootstrap, out=out, cache=not no_cache, strict_controls=strict_controls, progress=True,
-            executor=executor, workers=workers, address=address,
-        )
+    dataset, backbone = settings["dataset"], settings["backbone"]
+    with output_folder(out, f"{dataset}-{settings['controller']}") as out:
+        result = run_engine(RunSettings(**{
+            **settings, "metrics": settings["metrics"] or None, "baseline": None if no_baseline else settings["baseline"],
+            "options": _options(assignments, backbone, device, dataset if skip_invalid else None),
+            "out": out, "cache": not no_cache, "progress": True}))
     click.echo(result.table())
     click.echo(f"\n{describe_examples(result.results)}; results in {out}/results.json", err=True)
 
@@ -330,81 +323,52 @@ def recipes_command(name):
         click.echo(f"{recipe.name:<{width}}  {recipe.description}{needs}")
 
 
+def train_option(name: str, *flags: str, **extra):
+    """The option of ``ctrlkit train`` for the :class:`TrainSettings` field ``name``."""
+    return setting_option(name, *flags, of=TrainSettings, **extra)
+
+
 @cli.command()
-@click.option("-b", "--backbone", required=True, help="Trainable backbone and its base model: hf:PATH_OR_HUB_ID.")
-@click.option("-o", "--out", required=True, type=click.Path(file_okay=False),
-              help="Folder for the trained model; run it with --backbone hf:OUT. Rerun to resume.")
-@click.option("-c", "--controller", default="none", show_default=True, help="Controller applied to every input.")
+@train_option("backbone", "-b", "--backbone")
+@train_option("out", "-o", "--out", type=click.Path(file_okay=False))
+@train_option("controller", "-c", "--controller")
 @DATASET
 @DATA
-@click.option("--split", help="Split to train on [default: train; all of a file that is itself one split, "
-                               "such as MACSum's val.json, or of a dataset without splits].")
-@click.option("--eval-split", help="Split scored after each epoch; the best model is kept.")
+@train_option("split")
+@train_option("eval_split")
 @TOPICS
-@click.option("--holdout-topics", metavar="A,B",
-              help="Leave out of training (and of --eval-split) every example whose topic or topic_id is one of "
-                   "these (comma-separated); recorded with the model, for zero-shot evaluation (run --only-topics).")
+@train_option("holdout_topics", metavar="A,B")
 @SET
-@click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--max-steps", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Stop after this many optimizer steps (0: run all epochs).")
-@click.option("--lr", type=float, default=5e-5, show_default=True,
-              help="AdamW learning rate (the peak one, with --schedule linear or cosine).")
-@click.option("--schedule", type=click.Choice(SCHEDULES), default="constant", show_default=True,
-              help="Learning rate after the warmup: constant, or a linear or cosine decay to 0 at the end of the "
-                   "last optimizer step (max_steps, or epochs x steps per epoch).")
-@click.option("--warmup-steps", type=click.IntRange(min=0), metavar="N",
-              help="Raise the learning rate linearly from 0 to --lr over the first N optimizer steps, before "
-                   "any --schedule (default: no warmup).")
-@click.option("--warmup-ratio", type=float, metavar="R",
-              help="The warmup as a fraction in [0, 1) of all optimizer steps, rounded up; not with --warmup-steps.")
-@click.option("--weight-decay", type=float, default=0.01, show_default=True,
-              help="AdamW's decoupled weight decay (the default is torch's: a training.json that records no "
-                   "weight_decay was trained with it).")
-@click.option("--max-grad-norm", type=float, default=0.0, show_default=True,
-              help="Clip the gradients' global norm to this before each optimizer step (0: no clipping).")
-@click.option("--bf16", is_flag=True,
-              help="Run the forward pass and loss under bfloat16 autocast, the weights and optimizer staying "
-                   "float32 (CUDA with bfloat16 only).")
-@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option("--grad-accum", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Batches per optimizer step.")
-@click.option("--patience", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Stop after this many evaluations without improvement (0: never).")
-@click.option("--save-every", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Checkpoint every N steps (always at each epoch's end).")
-@click.option("--max-target-tokens", type=click.IntRange(min=1), default=128, show_default=True)
-@click.option("--limit", type=click.IntRange(min=1), help="Train on the first N examples only.")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--peft", type=click.Choice(["lora", "prefix"]),
-              help="Train an adapter (peft) instead of the whole model: LoRA or prefix tuning; the output folder "
-                   "holds the adapter and names the base model.")
-@click.option("--lora-rank", type=int, help="LoRA rank [default: 8].")
-@click.option("--lora-alpha", type=float, help="LoRA scale alpha (the update is scaled by alpha/rank) [default: 16].")
-@click.option("--lora-dropout", type=float, help="Dropout on LoRA's input [default: 0.05].")
-@click.option("--lora-targets", metavar="A,B",
-              help="Modules LoRA adapts, e.g. q_proj,v_proj [default: those peft knows for the architecture].")
-@click.option("--prefix-length", type=int, help="Virtual tokens of prefix tuning [default: 20].")
+@train_option("epochs", type=click.IntRange(min=1))
+@train_option("max_steps", type=click.IntRange(min=0))
+@train_option("lr", type=float)
+@train_option("schedule", type=click.Choice(SCHEDULES))
+@train_option("warmup_steps", type=click.IntRange(min=0), metavar="N")
+@train_option("warmup_ratio", type=float, metavar="R")
+@train_option("weight_decay", type=float)
+@train_option("max_grad_norm", type=float)
+@train_option("bf16")
+@train_option("batch_size", type=click.IntRange(min=1))
+@train_option("grad_accum", type=click.IntRange(min=1))
+@train_option("patience", type=click.IntRange(min=0))
+@train_option("save_every", type=click.IntRange(min=0))
+@train_option("max_target_tokens", type=click.IntRange(min=1))
+@train_option("limit", type=click.IntRange(min=1))
+@train_option("seed", type=int)
+@train_option("peft", type=click.Choice(["lora", "prefix"]))
+@train_option("lora_rank", type=int)
+@train_option("lora_alpha", type=float)
+@train_option("lora_dropout", type=float)
+@train_option("lora_targets", metavar="A,B")
+@train_option("prefix_length", type=int)
 @DEVICE
 @STRICT_CONTROLS
-def train(backbone, out, controller, dataset, data, split, eval_split, topics, holdout_topics, assignments, epochs,
-          max_steps, lr, schedule, warmup_steps, warmup_ratio, weight_decay, max_grad_norm, bf16, batch_size,
-          grad_accum, patience, save_every, max_target_tokens, limit, seed, peft, lora_rank, lora_alpha, lora_dropout,
-          lora_targets, prefix_length, device, strict_controls):
+def train(assignments, device, **settings):
     """Fine-tune a backbone with a controller applied to its training inputs (resumable)."""
     from .training.trainer import train as train_backbone
 
-    record = train_backbone(
-        backbone=backbone, out=out, controller=controller, dataset=dataset, data=data, split=split,
-        eval_split=eval_split, topics=topics, holdout_topics=holdout_topics,
-        options=_options(assignments, backbone, device), epochs=epochs,
-        max_steps=max_steps, lr=lr, schedule=schedule, warmup_steps=warmup_steps, warmup_ratio=warmup_ratio,
-        weight_decay=weight_decay, max_grad_norm=max_grad_norm, bf16=bf16, batch_size=batch_size,
-        grad_accum=grad_accum, patience=patience, save_every=save_every, max_target_tokens=max_target_tokens,
-        limit=limit, seed=seed, strict_controls=strict_controls, peft=peft, lora_rank=lora_rank,
-        lora_alpha=lora_alpha, lora_dropout=lora_dropout, lora_targets=lora_targets, prefix_length=prefix_length,
-        progress=True,
-    )
+    backbone, out = settings["backbone"], settings["out"]
+    record = train_backbone(TrainSettings(**settings, options=_options(assignments, backbone, device), progress=True))
     last = record["losses"][-1] if record["losses"] else None
     click.echo(f"{record['steps']} steps on {record['n_pairs']} pairs; last loss {last}; "
                f"model in {out} (use --backbone {backbone.partition(':')[0]}:{out})")

@@ -1,24 +1,40 @@
 """Command-line options that several commands share, and the Ray executor's, declared once so that
-they read alike and cli.py stays a parser."""
+they read alike and cli.py stays a parser. An option that sets a field of :class:`RunSettings`
+takes its name, default and help from the field (:func:`setting_option`)."""
+
+from dataclasses import MISSING
 
 import click
 
-from .uncertainty import DEFAULT_RESAMPLES
+from .engine.settings import RunSettings, Settings
 
-DATASET = click.option("-d", "--dataset", default="sample", show_default=True,
-                       help="Dataset name (see: ctrlkit list datasets).")
-DATA = click.option("--data", help="File or folder the dataset reads (its 'path' option).")
-SPLIT = click.option("--split", help="Dataset split (default: the dataset's own default).")
-TOPICS = click.option("--topics", type=click.Path(dir_okay=False),
-                      help='JSONL of {"topic": ..., "text": ...} defining the topics (default: the dataset\'s).')
+
+def setting_option(name: str, *flags: str, of: type[Settings] = RunSettings, **extra):
+    """The option for the field ``name`` of the settings class ``of`` (``--batch-size`` for
+    ``batch_size`` unless ``flags`` say otherwise), with the field's default and help; a field
+    without a default is a required option."""
+    default = of.default(name)
+    if default is False:
+        extra.setdefault("is_flag", True)
+    elif default is not None:
+        extra.setdefault("default", default)
+        extra.setdefault("show_default", True)
+    elif of.__dataclass_fields__[name].default is MISSING:
+        extra.setdefault("required", True)
+    return click.option(*(flags or ["--" + name.replace("_", "-")]), name, help=of.help(name), **extra)
+
+
+DATASET = setting_option("dataset", "-d", "--dataset")
+DATA = setting_option("data")
+SPLIT = setting_option("split")
+TOPICS = setting_option("topics", type=click.Path(dir_okay=False))
 SET = click.option("--set", "assignments", multiple=True, metavar="COMPONENT.OPTION=VALUE",
                    help="Set a component option, e.g. --set tag.top_n=50 (repeatable). Where two components "
                         "of the run share a name and both take the option, name the kind too: "
                         "--set dataset:hf.path=DIR, --set backbone:hf.device=cpu.")
-JUDGE = click.option("--judge", help="Backbone that judge metrics (fm, focus) ask, e.g. openai:gpt-4o.")
-LIMIT = click.option("--limit", type=click.IntRange(min=1), help="Use only the first N examples.")
-SAMPLE = click.option("--sample", type=click.IntRange(min=1),
-                      help="Use N examples drawn at random with the seed; not with --limit.")
+JUDGE = setting_option("judge")
+LIMIT = setting_option("limit", type=click.IntRange(min=1))
+SAMPLE = setting_option("sample", type=click.IntRange(min=1))
 DEVICE = click.option("--device", help="Torch device for a neural backbone (cpu, cuda, cuda:1); default: CUDA when present.")
 SKIP_INVALID = click.option("--skip-invalid", is_flag=True,
                             help="Leave out invalid dataset rows (counted) instead of stopping.")
@@ -44,20 +60,8 @@ RAY_ADDRESS = click.option("--address", metavar="HOST:PORT",
                                 "[default: $RAY_ADDRESS, else a new local Ray instance].")
 NO_CACHE = click.option("--no-cache", is_flag=True,
                         help="Generate (and judge) everything again, never touching the shared cache.")
-BATCH_SIZE = click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
-                          help="Inputs per generation batch.")
-BOOTSTRAP = click.option("--bootstrap", type=click.IntRange(min=0), default=DEFAULT_RESAMPLES, show_default=True,
-                         metavar="N", help="Bootstrap resamples for each corpus value's 95% interval, and with a "
-                                           "baseline the paired difference's interval and permutation p-value; "
-                                           "examples sharing a document are resampled together. 0 skips them.")
-STRICT_CONTROLS = click.option("--strict-controls", is_flag=True,
-                               help="Refuse the run when any example lacks a control a component reads "
-                                    "(default: such examples are left uncontrolled, or unscored, and counted).")
-ONLY_TOPICS = click.option("--only-topics", metavar="A,B",
-                           help="Keep only the examples whose topic or topic_id is one of these (comma-separated), "
-                                "before --limit: zero-shot evaluation on the topics a model was trained without "
-                                "(train --holdout-topics). NEWTS topics are word lists holding commas: name them "
-                                "by topic_id.")
-TOPIC_SOURCE_HELP = ("Requested topic: oracle (the gold topic) or topK (top1, top3): each document's K topics "
-                     "nearest to it in the tf-idf topic space, K examples per document, each scored against its "
-                     "own topic; reference metrics score only those with a reference for it.")
+BATCH_SIZE = setting_option("batch_size", type=click.IntRange(min=1))
+BOOTSTRAP = setting_option("bootstrap", type=click.IntRange(min=0), metavar="N")
+STRICT_CONTROLS = setting_option("strict_controls")
+ONLY_TOPICS = setting_option("only_topics", metavar="A,B")
+TOPIC_SOURCE_HELP = RunSettings.help("topic_source")

@@ -59,6 +59,8 @@ class Controller(Configurable):
         """Adapt the backbone (special tokens, modules) before generation."""
 
     def apply(self, example: Example, model_input: ModelInput) -> ModelInput:
+        """The input steered toward ``example``'s controls (a new ModelInput: the source changed,
+        a prompt or guidance added); called only for examples carrying what ``reads`` names."""
         raise NotImplementedError
 
     def state(self) -> dict:
@@ -165,6 +167,7 @@ class Backbone(Configurable):
         """Make ``tokens`` atomic for the model; backbones without a vocabulary ignore it."""
 
     def generate(self, inputs: Sequence[ModelInput]) -> list[str]:
+        """One summary per input, in order; a batch is as large as the run's ``batch_size``."""
         raise NotImplementedError
 
     def saved_controller(self) -> dict | None:
@@ -209,6 +212,8 @@ class Metric(Configurable):
         """Receive the topic space built with ``topic_vectorizer`` (called before ``compute``)."""
 
     def compute(self, predictions: Sequence[str], examples: Sequence[Example]) -> MetricResult:
+        """Score each prediction against its example (its references and controls): the corpus
+        value and one value per example."""
         raise NotImplementedError
 
     def aggregate(self, parts: Mapping[str, "np.ndarray"], weights: "np.ndarray") -> dict[str, "np.ndarray"]:
@@ -293,6 +298,7 @@ class Dataset(Configurable):
     is its own group (topics picked by rank still group by their document)."""
 
     def load(self, split: str | None) -> list[Example]:
+        """The examples of ``split`` (None: the dataset's own default, for a dataset without splits)."""
         raise NotImplementedError
 
     skipped: int = 0
@@ -352,6 +358,7 @@ class Vectorizer(Configurable):
     """True when dimensions are terms (so a topic has representative terms)."""
 
     def fit(self, documents: Sequence[str]) -> None:
+        """Learn the vector space from the topic documents."""
         raise NotImplementedError
 
     def transform(self, texts: Sequence[str]):
@@ -359,9 +366,11 @@ class Vectorizer(Configurable):
         raise NotImplementedError
 
     def terms(self) -> list[str]:
+        """The word of each dimension, for controllers that tag a topic's words (tf-idf has them)."""
         raise NotImplementedError(f"vectorizer '{self.name}' has no terms")
 
     def state(self) -> dict:
+        """What ``fit`` learned, JSON-serialisable, so that a saved topic space loads without refitting."""
         return {}
 
     def load_state(self, state: dict) -> None:
@@ -392,7 +401,7 @@ class Executor(Configurable):
 
     def generation(self, address, spec: str, options: Mapping, backbone: "Backbone", workers: int | None, cache: bool):
         """A context manager for a run's generation: it yields None to generate in this process with
-        ``backbone``, or a pool (:class:`ctrlkit.ray_generation.RayGeneration` shows the interface)
+        ``backbone``, or a pool (:class:`ctrlkit.executors.ray_generation.RayGeneration` shows the interface)
         whose batches are generated elsewhere, each worker making the backbone ``spec`` with ``options``."""
         import contextlib
 

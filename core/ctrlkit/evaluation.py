@@ -13,18 +13,16 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
-from .api import get_dataset
-from .component_options import RunOptions
 from .cache import scope as cache_scope
 from .errors import ConfigurationError, CtrlkitError, DatasetError
 from .files import read_jsonl
 from .intake import Intake, admit_examples
 from .bootstrap import groups_of
-from .engine.recording import RunResult, report_skipped, sample_head
+from .engine.assembly import DEFAULT_METRICS, assemble, default_metrics, judge_options
+from .engine.checks import check_metrics, seed_everything
+from .engine.settings import check_counts
+from .engine.recording import RunResult, report_skipped, sample_head, timed
 from .engine.scoring import intervals_of, score
-from .engine.setup import (DEFAULT_METRICS, bind_metrics, check_counts, check_metrics, check_topics, components,
-                           create_metrics, create_vectorizers, default_scorers, judge_options, resolved_options,
-                           seed_everything, timed, topic_spaces, used_vectorizers, with_data)
 from .outputs import check_output, leaves_no_empty_folder
 from .quiet import quietly
 from .results import SCHEMA_VERSION, versions, write_run
@@ -113,20 +111,15 @@ def evaluate(
     ``progress`` shows the scoring's progress on stderr (``ctrlkit.progress``)."""
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    routed = RunOptions(with_data(options, dataset, data),
-                        components(dataset=dataset, metrics=metrics or DEFAULT_METRICS, judge=judge))
     if out is not None:
         check_output(out)
     check_counts(limit=limit)
     check_resamples(bootstrap)
     seed_everything(seed)
-    source = get_dataset(dataset, **routed.of("datasets", dataset))
     if metrics is not None and not metrics:
         raise ConfigurationError("an evaluation needs at least one metric")
-    scorers, judging = create_metrics(metrics or DEFAULT_METRICS, routed, judge)
-    vectorizers = create_vectorizers([m for m in scorers if m.topic_vectorizer], routed)
-    routed.check_unused()
-
+    parts = assemble(dataset=dataset, data=data, options=options, metrics=metrics or DEFAULT_METRICS, judge=judge)
+    source = parts.dataset
     with timed(timings, "load_s"):
         chosen_split = split if split is not None else source.default_split
         examples = admit_examples(source.load(chosen_split)[:limit], dataset)
@@ -136,33 +129,26 @@ def evaluate(
     if not examples:
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
     if metrics is None:
-        scorers = default_scorers(scorers, examples, dataset)
-        vectorizers = used_vectorizers(vectorizers, [m for m in scorers if m.topic_vectorizer])
-    check_metrics(scorers, examples, source, dataset, strict_controls)
+        parts.keep_metrics(default_metrics(examples, dataset))
+    check_metrics(parts.metrics, examples, source, dataset, strict_controls)
     with timed(timings, "topic_space_s"):
-        spaces = topic_spaces(vectorizers, topics, source, dataset)
-    for metric in scorers:
-        if metric.topic_vectorizer:
-            check_topics(metric, spaces[metric.topic_vectorizer], examples)
-    bind_metrics(scorers, spaces)
+        parts.fit_topic_spaces(topics, examples, dataset)
 
     texts = [given[example.id]["prediction"] for example in examples]
     with timed(timings, "score_s"), cache_scope():  # a broken cache is reported once, as in a run
-        scores = score(scorers, texts, examples, progress, judge=judging, scoring="the given predictions")
+        scores = score(parts.metrics, texts, examples, progress, judge=parts.judge, scoring="the given predictions")
     groups = groups_of(examples, source)
     with timed(timings, "bootstrap_s"):
-        uncertainty = intervals_of(scorers, {"run": scores}, groups, bootstrap, seed, progress)
+        uncertainty = intervals_of(parts.metrics, {"run": scores}, groups, bootstrap, seed, progress)
     timings["total_s"] = time.perf_counter() - started
+    config = {"mode": "evaluate", "predictions": predictions, "dataset": dataset, "data": data, "split": chosen_split,
+              "split_origin": source.describe_split(chosen_split), "metrics": [m.name for m in parts.metrics],
+              "topics": topics, "judge": judge, "judge_options": judge_options(parts.judge), "limit": limit,
+              "strict_controls": strict_controls, "seed": seed, "bootstrap": recorded(bootstrap, seed, source),
+              "options": parts.recorded_options()}
     results = {
         "schema_version": SCHEMA_VERSION,
-        "config": mask_secrets({"mode": "evaluate", "predictions": predictions, "dataset": dataset, "data": data,
-                   "split": chosen_split, "split_origin": source.describe_split(chosen_split),
-                   "metrics": [m.name for m in scorers], "topics": topics, "judge": judge,
-                   "judge_options": judge_options(judging), "limit": limit, "strict_controls": strict_controls,
-                   "seed": seed,
-                   "bootstrap": recorded(bootstrap, seed, source),
-                   "options": resolved_options(routed, datasets=[source], metrics=scorers,
-                                               vectorizers=vectorizers.values())}),
+        "config": mask_secrets(config),
         "versions": versions(),
         "n_examples": len(examples),
         "n_skipped": source.skipped,
@@ -173,6 +159,15 @@ def evaluate(
         "timings": {name: round(seconds, 4) for name, seconds in timings.items()},
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+    samples = evaluation_samples(examples, given, texts, scores, groups)
+    if out is not None:
+        write_run(out, results, samples)
+    return RunResult(results, samples)
+
+
+def evaluation_samples(examples, given: Mapping[str, dict], texts: list[str], scores, groups) -> list[dict]:
+    """One samples.jsonl line per example: its prediction and scores, and the prediction line's
+    other fields under ``given``."""
     samples = []
     for i, example in enumerate(examples):
         extra = {key: value for key, value in given[example.id].items() if key not in ("id", "prediction")}
@@ -184,6 +179,4 @@ def evaluate(
         if extra:
             sample["given"] = extra
         samples.append(sample)
-    if out is not None:
-        write_run(out, results, samples)
-    return RunResult(results, samples)
+    return samples

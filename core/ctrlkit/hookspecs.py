@@ -4,6 +4,8 @@ from pluggy import HookimplMarker, HookspecMarker
 
 hookspec = HookspecMarker("ctrlkit")
 hookimpl = HookimplMarker("ctrlkit")
+"""Marks a plugin's function as the implementation of the hook of the same name:
+``@hookimpl`` above ``def register_controllers(register): ...``."""
 
 
 @hookspec

@@ -83,12 +83,13 @@ def output_folder(out: str | Path | None, stem: str) -> Iterator[str]:
 
 
 def leaves_no_empty_folder(function):
-    """Decorate a function taking ``out=``: when it fails, the folders it created for ``out`` (the
+    """Decorate a function taking ``out=`` (or a settings object with an ``out``, such as
+    :class:`ctrlkit.RunSettings`, first): when it fails, the folders it created for ``out`` (the
     folder and missing parents) are removed if they are still empty; files are never removed."""
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
-        out = kwargs.get("out")
+        out = kwargs.get("out", getattr(args[0], "out", None) if args else None)
         if out is None:
             return function(*args, **kwargs)
         with removed_if_left_empty(missing_folders(Path(out))):

@@ -111,7 +111,7 @@ def check_metric(metric, predictions: Sequence[str] | None = None, examples: Seq
     come from, is what ``check_metrics`` gives ``use_dataset`` (default: the sample when the
     examples are the sample's, else None). A judge metric is asked once per check it runs.
     """
-    from .engine.setup import check_metrics
+    from .engine.checks import check_metrics
 
     if isinstance(metric, str):
         metric = get_metric(metric)
@@ -294,7 +294,7 @@ def _check_refusals(metric, name, predictions, examples, dataset) -> None:
     """Examples stripped of their references, or of one control at a time, must be refused by
     ``check_metrics`` when the metric declares it needs them, and be scored when it does not:
     a metric that accepts them and then fails in ``compute`` fails after generation is paid for."""
-    from .engine.setup import check_metrics
+    from .engine.checks import check_metrics
 
     variants = [("references", metric.needs_references, [_without(e, references=[]) for e in examples])]
     for control in sorted({c for example in examples for c in example.controls}):

@@ -31,8 +31,6 @@ import re
 from collections import defaultdict
 from typing import Sequence
 
-import numpy as np
-
 from .errors import ConfigurationError, OptionError
 from .types import Example
 
@@ -74,6 +72,8 @@ def pick_topics(examples: Sequence[Example], space, k: int, pool: Sequence[Examp
     if not requests:
         return []
     similarities = space.similarities([example.document for example in requests])
+    import numpy as np  # here: the command line reads ORACLE and topic_count at start-up
+
     ranked = np.argsort(-similarities, axis=1, kind="stable")[:, :k]
     gold = _gold(pool)
     picked = []

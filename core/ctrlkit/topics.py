@@ -63,6 +63,7 @@ class TopicSpace:
         return cls(vectorizer, topics, np.asarray(topic_vectors, dtype=np.float64))
 
     def topic_index(self, topic: str) -> int:
+        """The row of ``topic`` in the space; a CtrlkitError naming it when it is unknown."""
         try:
             return self._index[topic]
         except (KeyError, TypeError):  # TypeError: an unhashable topic (a list or object from a JSON file)
@@ -124,6 +125,7 @@ class TopicSpace:
 
     @classmethod
     def load(cls, directory: str | Path) -> "TopicSpace":
+        """The space :meth:`save` wrote into ``directory``, vectorizer state included."""
         directory = Path(directory)
         state = json.loads((directory / _STATE_FILE).read_text(encoding="utf-8"))
         vectorizer = _vectorizer(state["vectorizer"], state["options"])

@@ -69,6 +69,7 @@ class ModelInput:
     features: dict[str, Any] = field(default_factory=dict)
 
     def replace(self, **changes: Any) -> "ModelInput":
+        """A copy with ``changes``: a controller's way to steer an input without changing it."""
         return replace(self, **changes)
 
 

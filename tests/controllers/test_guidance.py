@@ -138,7 +138,7 @@ def _entity_dataset(path):
 def test_lead3_ent_is_the_first_three_sentences_that_mention_the_entity(tmp_path):
     rows = _entity_dataset(tmp_path / "entities.jsonl")
     result = ctrlkit.run(dataset="jsonl", data=str(tmp_path / "entities.jsonl"), controller="guidance",
-                         metrics=["rouge"], baseline=None, options={"extractive": {  # the README's recipe
+                         metrics=["rouge"], baseline=None, options={"extractive": {  # the docs' Lead3-ent
                              "guidance": "restrict", "selection": "lead", "max_sentences": 3, "max_words": 10000}})
     for row, sample in zip(rows, result.samples):
         name = row["controls"]["entity"]

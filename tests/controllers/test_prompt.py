@@ -191,7 +191,7 @@ def test_few_shot_inline_layout_exact_message():
 
 def test_few_shot_options_are_recorded_as_results_json_records_them():
     from ctrlkit.component_options import RunOptions
-    from ctrlkit.engine.setup import resolved_options
+    from ctrlkit.engine.assembly import resolved_options
     given = {"template": "few-shot", "shots": 3, "seed": 7, "layout": "inline", "system": "Hi."}
     routed = RunOptions({"prompt": given}, [("controllers", "prompt")])
     prompt = ctrlkit.get_controller("prompt", **routed.of("controllers", "prompt"))

@@ -184,7 +184,7 @@ def test_fd_evaluates_and_meta_evaluates_without_a_predictions_file(tmp_path):
     assert report["given.bert"]["global"]["spearman"]["r"] == pytest.approx(0.2457, abs=1e-4)
 
 
-def test_fd_correlations_with_the_default_rouge_are_the_ones_the_readme_quotes():
+def test_fd_correlations_with_the_default_rouge_are_the_ones_the_docs_quote():
     result = evaluate(dataset="fd", data=str(shared_file("fd/arxiv.json")), metrics=["rouge"],
                       options={"rouge": {"types": "rouge1,rougeL"}})
     from ctrlkit.analyses.meta_evaluation import meta_evaluate

@@ -2,7 +2,7 @@
 a fresh virtual environment without torch (dependencies from the package index), where the
 embedded default, `ctrlkit run` on the bundled sample with the extractive backbone, gives the
 numbers this environment gives. Slow (a pip install); pip's own cache makes a rerun quicker.
-The README's table of extras lists what the pyproject files declare."""
+The table of extras in docs/installing.md lists what the pyproject files declare."""
 
 import importlib.metadata
 import json
@@ -190,7 +190,7 @@ def _names(requirements) -> set[str]:
     return {re.match(r"[\w.-]+", requirement)[0].lower().replace("_", "-") for requirement in requirements}
 
 
-def test_the_readme_table_of_extras_lists_what_each_distribution_brings():
+def test_the_table_of_extras_in_the_install_guide_lists_what_each_distribution_brings():
     declared = {}
     for folder in (ROOT, *(ROOT / plugin for plugin in PLUGINS)):
         project = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))["project"]
@@ -199,8 +199,8 @@ def test_the_readme_table_of_extras_lists_what_each_distribution_brings():
             declared[(project["name"], "")] = brings
         for extra, requirements in project.get("optional-dependencies", {}).items():
             declared[(project["name"], extra)] = _names(requirements)
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("\n### Installing into your own environment\n", 1)[1].split("\n## ", 1)[0]
+    text = (ROOT / "docs" / "installing.md").read_text(encoding="utf-8")
+    section = text.split("\n## What each extra brings\n", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| `([\w-]+)`[^|]*\| (?:`(\w+)`)? *\| ([^|]+) \|", section, re.MULTILINE)
     documented = {(name, extra): {item.split()[0].lower() for item in re.sub(r"\([^)]*\)", "", brings).split(",")}
                   for name, extra, brings in rows}

@@ -74,7 +74,7 @@ def test_the_socket_reader_finds_a_known_socket_and_reads_addresses_as_written()
 
 
 def test_every_socket_of_the_cluster_and_its_driver_listens_on_loopback_only(ray_cluster):
-    from ctrlkit.ray_support import connect
+    from ctrlkit.executors.ray_support import connect
 
     ray = connect(ray_cluster.address)  # this process is a driver: it serves the workers too
     worker = ray.get(ray.remote(lambda: os.getpid()).remote())  # a worker process, started for the task

@@ -10,9 +10,9 @@ import pytest
 
 from ctrlkit import ModelInput
 from ctrlkit.errors import ConfigurationError
-from ctrlkit.ray_generation import GenerationWorker
-from ctrlkit.ray_support import check_installed, installed
-from ctrlkit.sweeps.ray_cells import run_on_worker
+from ctrlkit.executors.ray_generation import GenerationWorker
+from ctrlkit.executors.ray_support import check_installed, installed
+from ctrlkit.executors.ray_cells import run_on_worker
 
 
 def test_the_install_names_ctrlkit_and_each_plugin_and_what_one_side_lacks_is_not_compared():
@@ -57,7 +57,7 @@ def test_a_sweep_cell_and_a_generation_worker_refuse_another_install_before_any_
 
 def test_plugin_names_are_compared_as_pip_normalizes_them(monkeypatch):
     import ctrlkit.results
-    from ctrlkit import ray_support
+    from ctrlkit.executors import ray_support
 
     monkeypatch.setattr(ctrlkit.results, "versions", lambda: {"ctrlkit": "0.1.0", "git": None, "python": "3",
                                                               "plugins": {"Ctrlkit_Zoo.Extra": "1.0"}})

@@ -120,7 +120,7 @@ def _independent_shards(example_ids: list[str], shards: int) -> dict[str, int]:
 
 @pytest.mark.parametrize("shards", [1, 2, 3, 7, 200])
 def test_shards_differ_in_size_by_one_at_most_and_not_with_the_order_of_the_ids(shards):
-    from ctrlkit.ray_support import stable_shards
+    from ctrlkit.executors.ray_support import stable_shards
 
     ids = [example.id for example in _sample_examples()]
     assert len(set(ids)) == 120
@@ -274,7 +274,7 @@ def probe_here(probe_env, monkeypatch, throwaway_plugins):
 
 
 def _pool(address, workers, **options):
-    from ctrlkit.ray_generation import RayGeneration
+    from ctrlkit.executors.ray_generation import RayGeneration
 
     backbone = ctrlkit.get_backbone("probe", **options)
     return RayGeneration(address, "probe", options, backbone, workers, use_cache=False)
@@ -306,7 +306,7 @@ def test_the_workers_load_their_backbones_as_the_block_opens_and_use_them_for_ev
 def test_a_worker_on_the_cpu_runs_torch_on_one_thread_its_one_cpu(ray_address):
     # ctrlkit gives the worker no environment of its own (Ray may hand it a process it started
     # beforehand); Ray sets OMP_NUM_THREADS to the CPUs it holds, on a cluster started without one
-    from ctrlkit.ray_generation import RayGeneration
+    from ctrlkit.executors.ray_generation import RayGeneration
 
     with RayGeneration(ray_address, "extractive", {}, ctrlkit.get_backbone("extractive"), 1, use_cache=False) as pool:
         threads = pool.ray.get(pool.actors[0].__ray_call__.remote(lambda worker: __import__("torch").get_num_threads()))
@@ -316,7 +316,7 @@ def test_a_worker_on_the_cpu_runs_torch_on_one_thread_its_one_cpu(ray_address):
 PLAIN_TASK = """
 import sys
 
-from ctrlkit.ray_support import connect
+from ctrlkit.executors.ray_support import connect
 
 ray = connect(sys.argv[1])
 
@@ -453,8 +453,8 @@ def test_more_workers_than_the_cluster_can_hold_are_refused_before_any_work(ray_
 
 
 def test_an_address_other_than_the_connected_clusters_is_refused_in_one_line(ray_address, monkeypatch):
-    from ctrlkit import ray_support
-    from ctrlkit.ray_support import connect, host_and_port
+    from ctrlkit.executors import ray_support
+    from ctrlkit.executors.ray_support import connect, host_and_port
 
     ray = connect(ray_address)
     port = int(ray_address.rpartition(":")[2])
@@ -506,14 +506,14 @@ def test_a_local_run_does_not_import_ray():
     ({"device": "cuda:1"}, {"CPU": 2, "GPU": 4}, {"num_gpus": 1}),
 ])
 def test_a_worker_reserves_a_gpu_for_a_cuda_backbone_and_a_cpu_otherwise(options, cluster, wanted):
-    from ctrlkit.ray_support import backbone_resources
+    from ctrlkit.executors.ray_support import backbone_resources
 
     assert backbone_resources(options, cluster) == wanted
 
 
 def test_a_gpu_worker_uses_the_gpu_ray_gives_it_and_a_cluster_without_gpus_is_refused():
-    from ctrlkit.ray_generation import _on_assigned_gpu
-    from ctrlkit.ray_support import check_capacity
+    from ctrlkit.executors.ray_generation import _on_assigned_gpu
+    from ctrlkit.executors.ray_support import check_capacity
 
     assert _on_assigned_gpu({"device": "cuda:1", "model": "m"}, {"num_gpus": 1}) == {"device": "cuda", "model": "m"}
     assert _on_assigned_gpu({"device": "cuda:1"}, {"num_cpus": 1}) == {"device": "cuda:1"}

@@ -11,9 +11,9 @@ import textwrap
 import pytest
 
 import ctrlkit
-from ctrlkit.sweeps import ray_cells
+from ctrlkit.executors import ray_cells
 from ctrlkit.cache import FILE_NAME
-from ctrlkit.ray_support import worker_env_vars
+from ctrlkit.executors.ray_support import worker_env_vars
 from ctrlkit.sweeps.sweep import sweep
 
 from helpers import run_ctrlkit
@@ -326,6 +326,6 @@ def _cell(backbone="extractive", metrics=("stas",), judge=None, **options):
     (_cell("extractive", embedding={"device": "cuda"}), False, True),  # a vectorizer: only when told
 ])
 def test_a_cell_asks_for_a_gpu_when_a_component_of_it_would_use_cuda(cell, cluster_gpus, gpu):
-    from ctrlkit.sweeps.ray_cells import needs_gpu
+    from ctrlkit.executors.ray_cells import needs_gpu
 
     assert needs_gpu(cell, cluster_gpus) is gpu

@@ -24,12 +24,12 @@ def cut_length(ids, before: str, document: str, after: str, tokenize, limit: int
 
 
 def ray_worker_counts(spec: str) -> dict:
-    """The truncation counts a Ray worker (:class:`ctrlkit.ray_generation.GenerationWorker`, no
+    """The truncation counts a Ray worker (:class:`ctrlkit.executors.ray_generation.GenerationWorker`, no
     cluster needed) returns with a batch of three inputs at a 24-token limit: a long plain source,
     a long prompt whose document is in none of its messages, and a short source."""
     from ctrlkit import ModelInput
-    from ctrlkit.ray_generation import GenerationWorker
-    from ctrlkit.ray_support import installed
+    from ctrlkit.executors.ray_generation import GenerationWorker
+    from ctrlkit.executors.ray_support import installed
 
     worker = GenerationWorker(spec, {"max_new_tokens": 2, "num_beams": 1, "max_input_tokens": 24}, False, ".",
                               installed())

@@ -182,7 +182,7 @@ def test_a_sweep_report_marks_the_best_the_way_table_json_recorded_it(sweep_dir)
 
 
 def test_the_report_of_an_interference_folder_shows_its_ca_table_and_heatmap(tmp_path, monkeypatch):
-    """A folder written by ``ctrlkit analyze interference`` alone (MACSum-Doc, the README's command):
+    """A folder written by ``ctrlkit analyze interference`` alone (MACSum-Doc, docs/reports.md's command):
     each table cell is the CA of interference.json, and so is each heatmap cell."""
     monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
     data = shared_file("macsum/macdoc_val.json")

@@ -14,7 +14,8 @@ from ctrlkit.errors import CtrlkitError
 from ctrlkit.report.write import write_report
 from ctrlkit.sweeps.cells import same_configuration
 from ctrlkit.sweeps.config import load_config
-from ctrlkit.sweeps.sweep import with_device, sweep
+from ctrlkit.sweeps.plan import with_device
+from ctrlkit.sweeps.sweep import sweep
 from ctrlkit.sweeps.folder import changed_settings
 
 BASE = dict(controllers=["none", "tag"], metrics=["rouge"], limit=2)

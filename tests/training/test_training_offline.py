@@ -1,6 +1,6 @@
-"""The README's way to try `ctrlkit train` without internet: the commands of its Training section
-(build a tiny BART from the bundled sample, train, run, and a training interrupted then resumed)
-run as written, in a fresh process each."""
+"""The documented way to try `ctrlkit train` without internet: the commands of the training guide's
+"Without a model hub" section (docs/training.md: build a tiny BART from the bundled sample, train,
+run, and a training interrupted then resumed) run as written, in a fresh process each."""
 
 import json
 import os
@@ -24,11 +24,11 @@ pytestmark = pytest.mark.slow
 
 
 def _documented_commands() -> list[str]:
-    """The command lines of the README's block under "Without a model hub" (Training section)."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    training = text.split("\n### Training\n", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"\*\*Without a model hub\.\*\*.*?^```\n(.*?)^```$", training, re.MULTILINE | re.DOTALL)
-    assert block, "README's Training section has no command block under **Without a model hub.**"
+    """The command lines of the block under "Without a model hub" in docs/training.md."""
+    text = (ROOT / "docs" / "training.md").read_text(encoding="utf-8")
+    section = text.split("\n## Without a model hub\n", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"^```\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
+    assert block, "docs/training.md has no command block under '## Without a model hub'"
     return block.group(1).splitlines()
 
 
@@ -77,7 +77,7 @@ def _out(argv: list[str]) -> str:
     return argv[argv.index("-o") + 1]
 
 
-def test_the_readme_commands_build_train_run_and_resume_offline(tmp_path, start):
+def test_the_documented_commands_build_train_run_and_resume_offline(tmp_path, start):
     build, train, run = (_argv(line) for line in _documented_commands())
     assert build[1].endswith("examples/tiny_model.py") and train[3:4] == ["train"] and run[3:4] == ["run"]
 

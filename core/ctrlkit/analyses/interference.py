@@ -20,20 +20,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..api import backbone_name, create_controller, get_backbone, get_dataset
 from ..cache import Cache, scope as cache_scope
 from ..controls import carries
 from ..errors import ConfigurationError, CtrlkitError
 from ..files import atomic_write_json, atomic_write_text
 from ..intake import admit_examples
 from ..metric_values import label
-from ..component_options import RunOptions
 from ..engine.generation import fit_or_restore, generate
 from ..engine.recording import report_skipped
 from ..engine.scoring import score
-from ..engine.setup import (bind_metrics, check_capabilities, check_counts, check_metrics, check_topics,
-                            component_names, components, create_metrics, create_vectorizers, judge_options,
-                            resolved_options, seed_everything, topic_spaces, with_data)
+from ..engine.assembly import assemble, judge_options
+from ..engine.checks import check_metrics, seed_everything
+from ..engine.settings import check_counts
 from ..outputs import check_output, leaves_no_empty_folder
 from ..quiet import quietly
 from ..report_files import remove_stale_report
@@ -82,8 +80,6 @@ def interference(
     config = {"dataset": dataset, "data": data, "split": split, "controller": controller, "backbone": backbone,
               "attributes": list(attributes), "metrics": list(metrics), "topics": topics, "judge": judge,
               "limit": limit, "sample": sample, "seed": seed, "batch_size": batch_size, "out": out, "cache": cache}
-    routed = RunOptions(with_data(options, dataset, data), components(
-        dataset=dataset, controllers=component_names(controller), backbone=backbone, metrics=metrics, judge=judge))
     attributes = list(dict.fromkeys(attributes))
     if not attributes:
         raise ConfigurationError("an interference analysis needs at least one attribute to change")
@@ -94,46 +90,25 @@ def interference(
     seed_everything(seed)
     check_counts(limit=limit, batch_size=batch_size)
     check_sample(sample, limit)
-
-    source = get_dataset(dataset, **routed.of("datasets", dataset))
-    steering = create_controller(controller, routed.names("controllers"))
-    model = get_backbone(backbone, **routed.of("backbones", backbone_name(backbone)))
-    scorers, judging = create_metrics(metrics, routed, judge)
-    needs_space = [c for c in (steering, *scorers) if c.topic_vectorizer]
-    vectorizers = create_vectorizers(needs_space, routed)
-    routed.check_unused()
-    check_capabilities(steering, model, backbone)
-    unread = [attribute for attribute in attributes if attribute not in steering.reads]
-    if unread:
-        raise ConfigurationError(f"controller '{steering.name}' does not read attribute '{unread[0]}' (it reads "
-                                 f"{', '.join(steering.reads) or 'none'}), so changing it cannot change a summary")
+    parts = assemble(dataset=dataset, data=data, options=options, controllers=[controller], backbone=backbone,
+                     metrics=metrics, judge=judge)
+    source, steering, model = parts.dataset, parts.controllers[0], parts.backbone
+    check_attributes_read(steering, attributes)
 
     config["split"] = split if split is not None else source.default_split
-    loaded = admitted = admit_examples(source.load(config["split"])[:limit], dataset)
-    report_skipped(source, dataset)
-    drawn = None
-    if sample is not None:
-        drawn = draw_sample(loaded, sample, seed, dataset)
-        loaded = drawn
+    loaded, drawn = _read(source, dataset, config["split"], limit, sample, seed)
     examples = _analysable(loaded, steering, attributes, dataset)
-    if len(examples) < len(loaded):
-        logger.warning("ctrlkit: %d of %d examples lack a control that '%s' reads (%s); the analysis uses the "
-                       "other %d", len(loaded) - len(examples), len(loaded), steering.name,
-                       ", ".join(steering.reads), len(examples))
     variants = {attribute: change_attribute(examples, attribute, seed) for attribute in attributes}
     for condition in (examples, *variants.values()):
-        check_metrics(scorers, condition, source, dataset)
-    spaces = topic_spaces(vectorizers, topics, source, dataset)
-    for component in needs_space:
-        check_topics(component, spaces[component.topic_vectorizer], examples)
-    bind_metrics(scorers, spaces)
-    fit_or_restore(steering, model, source, spaces.get(steering.topic_vectorizer), seed)
+        check_metrics(parts.metrics, condition, source, dataset)
+    parts.fit_topic_spaces(topics, examples, dataset)
+    fit_or_restore(steering, model, source, parts.spaces.get(steering.topic_vectorizer), seed)
     steering.prepare(model)
     cache_stats = {"hits": 0, "misses": 0}
 
     def corpus_values(condition: list[Example], scoring: str) -> dict[str, float | None]:
         predictions = generate(steering, model, condition, batch_size, progress, generations, cache_stats)
-        corpus = score(scorers, predictions, condition, progress, judge=judging, scoring=scoring).corpus
+        corpus = score(parts.metrics, predictions, condition, progress, judge=parts.judge, scoring=scoring).corpus
         return {label(metric, name): value for metric, values in corpus.items() for name, value in values.items()}
 
     with cache_scope(enabled=cache):  # judge answers too
@@ -141,17 +116,9 @@ def interference(
         base = corpus_values(examples, "the controls as given")
         changed = {attribute: corpus_values(variant, f"attribute '{attribute}' changed")
                    for attribute, variant in variants.items()}
-    matrix: dict[str, dict] = {}
-    undefined: dict[str, dict] = {}
-    for attribute in attributes:
-        matrix[attribute] = {}
-        for path in base:
-            matrix[attribute][path], why = change_amplitude(base[path], changed[attribute].get(path))
-            if why:
-                undefined.setdefault(attribute, {})[path] = why
-    config["options"] = resolved_options(routed, datasets=[source], controllers=[steering], backbones=[model],
-                                         metrics=scorers, vectorizers=vectorizers.values())
-    config["judge_options"] = judge_options(judging)
+    matrix, undefined = amplitudes(base, changed)
+    config["options"] = parts.recorded_options()
+    config["judge_options"] = judge_options(parts.judge)
     report = {
         "attributes": attributes,
         "values": list(base),
@@ -164,8 +131,7 @@ def interference(
                              for attribute, variant in variants.items()},
         "n_examples": len(examples),
         "n_left_out": len(loaded) - len(examples),
-        "sample": None if drawn is None else {"size": sample, "seed": seed, "drawn_from": len(admitted),
-                                              "ids": [example.id for example in drawn]},
+        "sample": drawn,
         "cache": cache_stats if cache else None,
         "config": mask_secrets(config),
         "versions": versions(),
@@ -175,6 +141,32 @@ def interference(
         atomic_write_text(Path(out) / "interference.svg", heatmap_svg(report))
         remove_stale_report(out, "the folder's earlier results")
     return report
+
+
+def amplitudes(base: Mapping[str, float | None], changed: Mapping[str, Mapping[str, float | None]]
+               ) -> tuple[dict[str, dict], dict[str, dict]]:
+    """The CA of each metric value for each changed attribute, and why a CA is undefined, where one is."""
+    matrix: dict[str, dict] = {}
+    undefined: dict[str, dict] = {}
+    for attribute, values in changed.items():
+        matrix[attribute] = {}
+        for path in base:
+            matrix[attribute][path], why = change_amplitude(base[path], values.get(path))
+            if why:
+                undefined.setdefault(attribute, {})[path] = why
+    return matrix, undefined
+
+
+def _read(source, dataset: str, split: str | None, limit: int | None, sample: int | None,
+          seed: int) -> tuple[list[Example], dict | None]:
+    """The examples of the split (the first ``limit``, or ``sample`` drawn at random), and with
+    ``sample`` what interference.json records of the draw."""
+    loaded = admit_examples(source.load(split)[:limit], dataset)
+    report_skipped(source, dataset)
+    if sample is None:
+        return loaded, None
+    drawn = draw_sample(loaded, sample, seed, dataset)
+    return drawn, {"size": sample, "seed": seed, "drawn_from": len(loaded), "ids": [example.id for example in drawn]}
 
 
 def _analysable(examples: list[Example], steering, attributes: list[str], dataset: str) -> list[Example]:
@@ -189,7 +181,19 @@ def _analysable(examples: list[Example], steering, attributes: list[str], datase
     if not kept:
         raise ConfigurationError(f"no example of dataset '{dataset}' carries every control that "
                                  f"'{steering.name}' reads ({', '.join(steering.reads)})")
+    if len(kept) < len(examples):
+        logger.warning("ctrlkit: %d of %d examples lack a control that '%s' reads (%s); the analysis uses the "
+                       "other %d", len(examples) - len(kept), len(examples), steering.name,
+                       ", ".join(steering.reads), len(kept))
     return kept
+
+
+def check_attributes_read(steering, attributes: Sequence[str]) -> None:
+    """Refuse an attribute the controller does not read: changing it cannot change a summary."""
+    unread = [attribute for attribute in attributes if attribute not in steering.reads]
+    if unread:
+        raise ConfigurationError(f"controller '{steering.name}' does not read attribute '{unread[0]}' (it reads "
+                                 f"{', '.join(steering.reads) or 'none'}), so changing it cannot change a summary")
 
 
 def _key(value) -> str:

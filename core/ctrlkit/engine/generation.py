@@ -49,7 +49,7 @@ def generate(controller, backbone, examples: Sequence[Example], batch_size: int,
     batch is stored as soon as it is done: a run killed midway resumes where it stopped.
     ``stats`` counts ``hits`` and ``misses``. Generations are cleaned as they come (``intake``):
     a lone surrogate becomes U+FFFD, so nothing generated fails to be written. With ``pool``
-    (:class:`ctrlkit.ray_generation.RayGeneration`) the batches are generated on Ray workers; what
+    (:class:`ctrlkit.executors.ray_generation.RayGeneration`) the batches are generated on Ray workers; what
     a worker found in its node's cache counts as a hit, and is stored in this one too."""
     inputs = [apply_control(controller, example, ModelInput(source=example.document)) for example in examples]
     keys = [[backbone.identity(), _input_key(model_input)] for model_input in inputs] if cache else []

@@ -1,6 +1,6 @@
-"""The ``ray`` executor: a run's generation data-parallel on Ray workers (:mod:`ctrlkit.ray_generation`),
-a sweep's cells as Ray tasks (:mod:`ctrlkit.sweeps.ray_cells`); Ray itself is imported only then
-(:mod:`ctrlkit.ray_support`)."""
+"""The ``ray`` executor: a run's generation data-parallel on Ray workers (:mod:`ctrlkit.executors.ray_generation`),
+a sweep's cells as Ray tasks (:mod:`ctrlkit.executors.ray_cells`); Ray itself is imported only then
+(:mod:`ctrlkit.executors.ray_support`)."""
 
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ class RayExecutor(Executor):
         """Any address: the cluster is reached (or refused, in one line) when the cells start."""
 
     def generation(self, address, spec, options, backbone, workers, cache):
-        from ..ray_generation import RayGeneration
+        from .ray_generation import RayGeneration
 
         return RayGeneration(address, spec, options, backbone, workers, cache)
 
     def run_cells(self, pending, *, out_dir, address, cache, progress, done, announce) -> None:
-        from ..sweeps.ray_cells import run_cells
+        from .ray_cells import run_cells
 
         run_cells(pending, out_dir=out_dir, address=address, cache=cache, progress=progress, done=done)

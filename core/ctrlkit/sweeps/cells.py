@@ -12,7 +12,7 @@ from ..api import backbone_name
 from ..component_options import RunOptions, qualified
 from ..digest import backbone_digest, data_digest
 from ..engine.run import run
-from ..engine.setup import component_names, components
+from ..engine.assembly import component_names, components
 from ..errors import CtrlkitError, DatasetError, OptionError
 from ..files import atomic_write_json, read_json
 from ..options import Option
@@ -28,7 +28,7 @@ def run_cell(folder: Path, arguments: dict, record: dict, cache: bool, progress:
     """Run one cell into ``folder`` (its results.json and samples.jsonl) and return its results;
     ``record``: what its variants ran, kept in its results.json beside what the run recorded. The
     local executor calls it in the sweep folder, a Ray worker in a folder of its own
-    (:mod:`ctrlkit.sweeps.ray_cells`)."""
+    (:mod:`ctrlkit.executors.ray_cells`)."""
     results = run(out=str(folder), strict_options=False, cache=cache, progress=progress, **arguments).results
     if record:
         results["config"]["variants"] = record

@@ -16,7 +16,8 @@ from typing import Any, Callable, Mapping
 from ..api import backbone_name
 from ..component_options import split_key
 from ..errors import ConfigurationError, OptionError
-from ..engine.setup import DEFAULT_METRICS, MAX_SEED, component_names
+from ..engine.assembly import DEFAULT_METRICS, component_names
+from ..engine.settings import MAX_SEED
 from ..plugins import get_registry
 from ..secrets import MASK, is_secret
 from .variants import AXES

@@ -23,7 +23,7 @@ from ..api import backbone_name
 from ..component_options import Component, RunOptions, qualified
 from ..errors import ConfigurationError, CtrlkitError
 from ..options import resolve_options
-from ..engine.setup import component_names
+from ..engine.assembly import component_names
 from ..plugins import get_registry
 
 AXES = {"controllers": "controller", "backbones": "backbone", "datasets": "dataset"}

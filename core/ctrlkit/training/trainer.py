@@ -20,34 +20,33 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import random
 import shutil
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from ..api import backbone_name, create_controller, get_backbone, get_dataset
+from ..api import backbone_name, get_backbone
 from ..backbones.adapters import peft_settings
 from ..backbones.hf_base import require_hf_libraries
 from ..errors import ConfigurationError, CtrlkitError
 from ..controls import apply_control, check_controls, uncontrolled
 from ..files import atomic_write_json, read_json
 from ..intake import admit_examples
-from ..component_options import RunOptions
 from ..engine.generation import fit_or_restore
 from ..engine.recording import report_uncontrolled
-from ..engine.setup import (check_capabilities, check_counts, check_topics, component_names, components,
-                            create_vectorizers, dataset_and_split, resolved_options, seed_everything, topic_spaces,
-                            with_data)
+from ..engine.assembly import assemble, with_data
+from ..engine.checks import dataset_and_split, seed_everything
 from ..engine.truncation import truncation_reported
 from ..outputs import check_output, leaves_no_empty_folder
 from ..progress import Progress, say
 from ..quiet import quietly
 from ..results import versions
-from .schedules import check_schedule, multiplier, warmup_of
+from .schedules import multiplier, warmup_of
+from .settings import TrainSettings
 from ..secrets import mask_secrets
-from ..topic_selection import check_names, check_something_left, drop_topics, topic_names
+from ..topic_selection import check_names, check_something_left, drop_topics
 from ..types import ModelInput
 
 CONTROLLER_FILE = "ctrlkit_controller.json"
@@ -65,119 +64,237 @@ def save_controller(directory: str | Path, controller, holdout_topics: list[str]
 
 @leaves_no_empty_folder
 @quietly
-def train(
-    *,
-    backbone: str,
-    out: str,
-    dataset: str = "sample",
-    data: str | None = None,
-    split: str | None = None,
-    eval_split: str | None = None,
-    controller: str = "none",
-    topics: str | None = None,
-    holdout_topics: Sequence[str] | str | None = None,
-    options: Mapping[str, Mapping[str, Any]] | None = None,
-    epochs: int = 1,
-    max_steps: int = 0,
-    lr: float = 5e-5,
-    schedule: str = "constant",
-    warmup_steps: int | None = None,
-    warmup_ratio: float | None = None,
-    weight_decay: float = 0.01,
-    max_grad_norm: float = 0.0,
-    bf16: bool = False,
-    batch_size: int = 8,
-    grad_accum: int = 1,
-    patience: int = 0,
-    save_every: int = 0,
-    max_target_tokens: int = 128,
-    limit: int | None = None,
-    seed: int = 0,
-    strict_controls: bool = False,
-    peft: str | None = None,
-    lora_rank: int | None = None,
-    lora_alpha: float | None = None,
-    lora_dropout: float | None = None,
-    lora_targets: Sequence[str] | str | None = None,
-    prefix_length: int | None = None,
-    progress: bool = False,
-) -> dict:
-    """Fine-tune ``backbone`` (e.g. ``"hf:facebook/bart-base"``) on ``dataset``'s ``split`` (default:
-    :meth:`Dataset.training_split`) with ``controller`` applied to each input; returns what
-    ``training.json`` records. An example lacking a control the controller reads trains
-    uncontrolled (counted), or with ``strict_controls`` is refused.
+def train(settings: TrainSettings | None = None, /, **fields: Any) -> dict:
+    """Fine-tune a trainable backbone (``backbone="hf:facebook/bart-base"``) on a dataset's split
+    (default: :meth:`Dataset.training_split`) with the controller applied to each input, into the
+    folder ``out``; returns what ``training.json`` records. The keywords are the fields of
+    :class:`ctrlkit.training.settings.TrainSettings`; ``settings``, when given, is the starting
+    point they change. An example lacking a control the controller reads trains uncontrolled
+    (counted), or with ``strict_controls`` is refused.
 
-    ``holdout_topics`` (topic names, or one comma-separated string; a name matches an example's
-    ``topic`` or ``topic_id``) leaves every example of those topics out of training, of the eval
-    split and of what the controller fits on, for zero-shot evaluation
-    (``run(only_topics=...)``); the topic space keeps them, as a topic's terms (tag) and vector
-    (STAS) come from its topic documents, not from the training pairs. The model's folder records them.
-
-    The learning rate ``lr`` follows ``schedule`` (``constant``, ``linear`` or ``cosine`` decay to 0;
-    :mod:`ctrlkit.training.schedules`) after a linear warmup of ``warmup_steps`` optimizer steps or of
-    ``warmup_ratio`` of them all (one or neither); ``training.json`` records the rate of every step.
-    ``weight_decay`` is AdamW's (0.01, torch's default); ``max_grad_norm`` clips the gradients'
-    global norm before each optimizer step (0: never). ``bf16`` runs the forward pass and loss
-    under bfloat16 autocast, the weights and optimizer staying float32; CUDA only.
-
-    ``peft`` (``"lora"`` or ``"prefix"``) trains an adapter instead of the whole model: LoRA of rank
-    ``lora_rank`` (8), scale ``lora_alpha`` (16), dropout ``lora_dropout`` (0.05) on the modules
-    ``lora_targets`` (names, or one comma-separated string; default: those peft knows for the
-    architecture), or a prefix of ``prefix_length`` (20) virtual tokens."""
+    ``holdout_topics`` leaves every example of those topics out of training, of the eval split and
+    of what the controller fits on, for zero-shot evaluation (``run(only_topics=...)``); the topic
+    space keeps them, as a topic's terms (tag) and vector (STAS) come from its topic documents, not
+    from the training pairs. The learning rate follows ``schedule`` after the warmup
+    (:mod:`ctrlkit.training.schedules`); ``peft`` trains a LoRA or prefix adapter instead of the
+    whole model (:mod:`ctrlkit.backbones.adapters`)."""
+    settings = TrainSettings(**fields) if settings is None else replace(settings, **fields) if fields else settings
     require_hf_libraries("ctrlkit train")
-    import torch
-
-    out_dir = Path(out)
+    out_dir = Path(settings.out)
     if (out_dir / "training.json").is_file():
         raise CtrlkitError(f"{out_dir} already holds a trained model; choose another --out")
-    if min(epochs, batch_size, grad_accum) < 1 or not 0 < lr < float("inf"):  # NaN too
-        raise ConfigurationError("epochs, batch size and gradient accumulation must be at least 1, "
-                                 "lr a finite number above 0")
-    check_schedule(schedule, warmup_steps, warmup_ratio)
-    _check_optimizer_options(weight_decay, max_grad_norm, bf16)
-    holdout = topic_names(holdout_topics, "holdout_topics")
-    optimisation = {"schedule": schedule, "warmup_steps": warmup_steps, "warmup_ratio": warmup_ratio,
-                    "weight_decay": weight_decay, "max_grad_norm": max_grad_norm, "bf16": bf16}
-    adapter = peft_settings(peft, lora_rank=lora_rank, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
-                            lora_targets=lora_targets, prefix_length=prefix_length)
-    options = with_data(options, dataset, data)
-    routed = RunOptions(options, components(dataset=dataset, controllers=component_names(controller),
-                                            backbone=backbone))
+    adapter = peft_settings(settings.peft, lora_rank=settings.lora_rank, lora_alpha=settings.lora_alpha,
+                            lora_dropout=settings.lora_dropout, lora_targets=settings.lora_targets,
+                            prefix_length=settings.prefix_length)
     check_output(out_dir)
     checkpoint = out_dir / CHECKPOINT
     resuming = (checkpoint / "trainer_state.json").is_file()
-    name = backbone_name(backbone)
-    # train in float32 unless asked otherwise: AdamW steps on bf16 weights round small updates away
-    backbone_options = {"dtype": "float32", **routed.of("backbones", name)}
     # recorded in the checkpoint and compared on resume with secrets masked (a new key resumes)
-    settings = mask_secrets({"backbone": backbone, "controller": controller, "dataset": dataset, "data": data,
-                             "split": split, "eval_split": eval_split, "topics": topics, "holdout_topics": holdout,
-                             "options": options,
-                             "epochs": epochs, "max_steps": max_steps, "lr": lr, **optimisation,
-                             "batch_size": batch_size, "grad_accum": grad_accum, "patience": patience,
-                             "max_target_tokens": max_target_tokens, "limit": limit, "seed": seed, "peft": adapter})
+    recorded = mask_secrets({**settings.recorded(), "options": with_data(settings.options, settings.dataset,
+                                                                          settings.data), "peft": adapter})
     if resuming:
-        saved_settings = _read_trainer_state(checkpoint)["settings"]
-        changed = sorted(key for key in settings if json.dumps(settings[key]) != json.dumps(saved_settings.get(key)))
-        if changed:
-            raise CtrlkitError(f"{checkpoint} was made with different settings ({', '.join(changed)}); "
-                               "rerun the same command to resume, or choose another --out")
-        backbone_options["model"] = str(checkpoint)
-    model = get_backbone(name if resuming else backbone, **backbone_options)
+        _check_same_settings(checkpoint, recorded)
+    parts = assemble(dataset=settings.dataset, data=settings.data, options=settings.options,
+                     controllers=[settings.controller], backbone=settings.backbone,
+                     make_backbone=_trainable_backbone(checkpoint if resuming else None))
+    model, steering = parts.backbone, parts.controllers[0]
     if "training" not in model.capabilities:
-        raise ConfigurationError(f"backbone '{name}' cannot be trained")
-    if bf16:
+        raise ConfigurationError(f"backbone '{backbone_name(settings.backbone)}' cannot be trained")
+    if settings.bf16:
         _check_bf16(model)
-    source = get_dataset(dataset, **routed.of("datasets", dataset))
-    steering = create_controller(controller, routed.names("controllers"))
-    vectorizers = create_vectorizers([steering] if steering.topic_vectorizer else [], routed)
-    routed.check_unused()
-    check_capabilities(steering, model, backbone)
-    seed_everything(seed)
-    check_counts(limit=limit)
+    seed_everything(settings.seed)
     started = time.perf_counter()
+    pairs, eval_pairs, facts = _training_pairs(settings, parts)
+    peft_chose = model.attach_adapter(adapter) if adapter else None
+    loop = TrainingLoop.start(settings, model, steering, len(pairs), recorded, checkpoint if resuming else None)
+    if settings.progress and resuming:
+        say(f"train [{steering.name}]: resuming: {loop.state['step']} of {loop.total} steps already done "
+            f"({checkpoint})")
+    counts = _parameter_counts(model, loop.parameters)
+    if settings.progress:
+        say(f"train [{steering.name}]: {counts['trainable_parameters']:,} of {counts['total_parameters']:,} "
+            f"parameters trainable ({counts['trainable_share']:.2%})")
+    with Progress(f"train [{steering.name}]", loop.total, "steps", enabled=settings.progress,
+                  initial=loop.state["step"]) as bar:
+        loop.run(pairs, eval_pairs, bar)
 
-    split = source.training_split(split) if source.splits else None  # a dataset without splits is read whole
+    if not eval_pairs:
+        model.save(out_dir)
+    # with an eval split, out_dir already holds the best model (saved by _evaluate)
+    save_controller(out_dir, steering, settings.holdout_topics)
+    state = loop.state
+    record = {
+        "config": mask_secrets({**recorded, "split": facts["split"], "controller": steering.name,
+                                "strict_controls": settings.strict_controls,
+                                "peft": {**adapter, **peft_chose} if adapter else None,
+                                "options": parts.recorded_options()}),
+        "versions": versions(),
+        "n_pairs": len(pairs),
+        **counts,
+        "n_held_out": facts["n_held_out"],
+        "uncontrolled": facts["uncontrolled"],
+        "steps": state["step"],
+        "losses": state["losses"],
+        "learning_rates": state["learning_rates"],
+        "schedule_steps": {"warmup": loop.warmup, "total": loop.total},
+        "eval_losses": state["eval_losses"],
+        "best_eval_loss": state["best_eval"],
+        "resumed": resuming,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    atomic_write_json(out_dir / "training.json", record)
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    return record
+
+
+def _training_pairs(settings: TrainSettings, parts) -> tuple[list, list, dict]:
+    """The (controlled input, reference) pairs to train on and to evaluate on, with the controller
+    fitted (or restored) on the train examples; and what training.json says of them: the split,
+    the examples held out and those left uncontrolled."""
+    source, steering, dataset = parts.dataset, parts.controllers[0], settings.dataset
+    split = source.training_split(settings.split) if source.splits else None  # without splits: read whole
+    examples, evaluation, n_held_out = _training_examples(source, dataset, split, settings.eval_split,
+                                                          settings.holdout_topics, settings.limit)
+    check_controls(steering, examples + evaluation, dataset, settings.strict_controls)
+    parts.fit_topic_spaces(settings.topics, examples + evaluation, dataset)
+    fit_or_restore(steering, parts.backbone, source, parts.spaces.get(steering.topic_vectorizer), settings.seed,
+                   settings.holdout_topics)
+    steering.prepare(parts.backbone)
+    pairs = _pairs(steering, examples)
+    left = uncontrolled(steering, examples)
+    report_uncontrolled(left, len(examples), steering)
+    if not pairs:
+        raise ConfigurationError(f"{f'split {split!r}' if split else 'the data'} of dataset '{dataset}' has no "
+                                 "references to train on")
+    return pairs, _pairs(steering, evaluation), {"split": split, "n_held_out": n_held_out, "uncontrolled": left}
+
+
+@dataclass
+class TrainingLoop:
+    """The optimisation itself: batches in a seeded order per epoch, gradient accumulation, clipping,
+    the schedule's step, a checkpoint every ``save_every`` steps and at each epoch's end, and with
+    an eval split an evaluation per epoch (early stopping after ``patience`` bad ones). ``state``
+    is what a checkpoint holds, so a rerun resumes at the batch where it stopped."""
+
+    settings: TrainSettings
+    model: Any
+    steering: Any
+    parameters: list
+    optimizer: Any
+    scheduler: Any
+    state: dict
+    total: int
+    warmup: int
+
+    @classmethod
+    def start(cls, settings: TrainSettings, model, steering, n_pairs: int, recorded: dict,
+              checkpoint: Path | None) -> "TrainingLoop":
+        """AdamW over the trainable parameters with the schedule's multiplier, fresh or, from
+        ``checkpoint``, where it stopped; ``recorded`` is what a checkpoint compares on resume."""
+        import torch
+
+        batches_per_epoch = -(-n_pairs // settings.batch_size)
+        total = settings.max_steps or settings.epochs * -(-batches_per_epoch // settings.grad_accum)
+        warmup = warmup_of(total, settings.warmup_steps, settings.warmup_ratio)
+        parameters = list(model.trainable_parameters())
+        optimizer = torch.optim.AdamW(parameters, lr=settings.lr, weight_decay=settings.weight_decay)
+        # stepped after each optimizer step: step s (from 0) runs at lr * multiplier(s)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier(settings.schedule, total, warmup))
+        state = _resumed_state(checkpoint, optimizer, scheduler) if checkpoint is not None else {
+            "step": 0, "epoch": 0, "batch": 0, "losses": [], "learning_rates": [], "eval_losses": [],
+            "best_eval": None, "bad_evals": 0, "done": False, "settings": recorded}
+        return cls(settings, model, steering, parameters, optimizer, scheduler, state, total, warmup)
+
+    def run(self, pairs, eval_pairs, bar) -> None:
+        state = self.state
+        stop = state["done"]
+        self.model.train_mode(True)
+        with truncation_reported(self.model, "training; an input counts once per epoch"):
+            while (self.settings.max_steps or state["epoch"] < self.settings.epochs) and not stop:  # max_steps overrides epochs
+                stop = self.run_epoch(pairs, bar)
+                if not stop:
+                    state["epoch"] += 1
+                    state["batch"] = 0
+                if eval_pairs:
+                    with autocast(self.settings.bf16):
+                        stop = _evaluate(self.model, eval_pairs, self.settings.batch_size, self.settings.max_target_tokens, state,
+                                         self.settings.patience, Path(self.settings.out)) or stop
+                state["done"] = stop or (not self.settings.max_steps and state["epoch"] >= self.settings.epochs)
+                self.save_checkpoint()
+        self.model.train_mode(False)
+
+    def run_epoch(self, pairs, bar) -> bool:
+        """The epoch's batches from ``state["batch"]`` on; True when ``max_steps`` is reached."""
+        import torch
+
+        state = self.state
+        batches_per_epoch = -(-len(pairs) // self.settings.batch_size)
+        order = list(range(len(pairs)))
+        random.Random(self.settings.seed + state["epoch"]).shuffle(order)
+        while state["batch"] < batches_per_epoch:
+            start = state["batch"] * self.settings.batch_size
+            chosen = [pairs[i] for i in order[start:start + self.settings.batch_size]]
+            with autocast(self.settings.bf16):
+                loss = self.model.loss([p[0] for p in chosen], [p[1] for p in chosen],
+                                       self.settings.max_target_tokens) / self.settings.grad_accum
+            loss.backward()
+            state["batch"] += 1
+            if state["batch"] % self.settings.grad_accum and state["batch"] < batches_per_epoch:
+                continue
+            if self.settings.max_grad_norm:
+                torch.nn.utils.clip_grad_norm_(self.parameters, self.settings.max_grad_norm)
+            state["learning_rates"].append(self.optimizer.param_groups[0]["lr"])
+            self.optimizer.step()
+            self.scheduler.step()
+            self.optimizer.zero_grad()
+            state["step"] += 1
+            state["losses"].append(round(loss.item() * self.settings.grad_accum, 6))
+            bar.update(1, f"loss {state['losses'][-1]:.4f}")
+            if self.settings.max_steps and state["step"] >= self.settings.max_steps:
+                return True
+            if self.settings.save_every and state["step"] % self.settings.save_every == 0:
+                self.save_checkpoint()
+        return False
+
+    def save_checkpoint(self) -> None:
+        """Model, controller, optimizer, scheduler and state, written beside and renamed into place."""
+        import torch
+
+        checkpoint = Path(self.settings.out) / CHECKPOINT
+        temporary = Path(self.settings.out) / f".{CHECKPOINT}.tmp"
+        shutil.rmtree(temporary, ignore_errors=True)
+        self.model.save(temporary)
+        save_controller(temporary, self.steering, self.settings.holdout_topics)
+        torch.save(self.optimizer.state_dict(), temporary / "optimizer.pt")
+        torch.save(self.scheduler.state_dict(), temporary / "scheduler.pt")
+        atomic_write_json(temporary / "trainer_state.json", self.state)
+        shutil.rmtree(checkpoint, ignore_errors=True)
+        temporary.rename(checkpoint)
+
+
+def _trainable_backbone(checkpoint: Path | None):
+    """How training makes its backbone: in float32 unless asked otherwise (AdamW steps on bf16
+    weights round small updates away), and from the checkpoint when resuming."""
+
+    def make(spec: str, **options):
+        if checkpoint is None:
+            return get_backbone(spec, **{"dtype": "float32", **options})
+        return get_backbone(backbone_name(spec), **{"dtype": "float32", **options, "model": str(checkpoint)})
+
+    return make
+
+
+def _check_same_settings(checkpoint: Path, settings: dict) -> None:
+    saved_settings = _read_trainer_state(checkpoint)["settings"]
+    changed = sorted(key for key in settings if json.dumps(settings[key]) != json.dumps(saved_settings.get(key)))
+    if changed:
+        raise CtrlkitError(f"{checkpoint} was made with different settings ({', '.join(changed)}); "
+                           "rerun the same command to resume, or choose another --out")
+
+
+def _training_examples(source, dataset: str, split, eval_split, holdout, limit):
+    """The train and eval examples, less the held-out topics' (refused when nothing is left), and
+    how many of each were held out (None without ``holdout``)."""
     loaded = source.load(split)
     loaded_evaluation = source.load(eval_split) if eval_split else []
     if holdout:
@@ -188,127 +305,9 @@ def train(
         check_something_left(holdout, loaded, kept, dataset_and_split(dataset, split), "train on")
         check_something_left(holdout, loaded_evaluation, kept_evaluation, dataset_and_split(dataset, eval_split),
                              "evaluate on")
-    examples = admit_examples(kept[:limit], dataset)
-    evaluation = admit_examples(kept_evaluation, dataset)
-    check_controls(steering, examples + evaluation, dataset, strict_controls)
-    vectorizer = steering.topic_vectorizer
-    spaces = topic_spaces(vectorizers, topics, source, dataset)
-    if vectorizer:
-        check_topics(steering, spaces[vectorizer], examples + evaluation)
-    fit_or_restore(steering, model, source, spaces.get(vectorizer), seed, holdout)
-    steering.prepare(model)
-    pairs = _pairs(steering, examples)
-    left = uncontrolled(steering, examples)
-    report_uncontrolled(left, len(examples), steering)
-    eval_pairs = _pairs(steering, evaluation)
-    if not pairs:
-        raise ConfigurationError(f"{f'split {split!r}' if split else 'the data'} of dataset '{dataset}' has no "
-                                 "references to train on")
-
-    batches_per_epoch = -(-len(pairs) // batch_size)
-    total = max_steps or epochs * -(-batches_per_epoch // grad_accum)
-    warmup = warmup_of(total, warmup_steps, warmup_ratio)
-    peft_chose = model.attach_adapter(adapter) if adapter else None
-    parameters = list(model.trainable_parameters())
-    counts = _parameter_counts(model, parameters)
-    optimizer = torch.optim.AdamW(parameters, lr=lr, weight_decay=weight_decay)
-    # stepped after each optimizer step: step s (from 0) runs at lr * multiplier(s)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier(schedule, total, warmup))
-    state = {"step": 0, "epoch": 0, "batch": 0, "losses": [], "learning_rates": [], "eval_losses": [],
-             "best_eval": None, "bad_evals": 0, "done": False, "settings": settings}
-    if resuming:
-        state = _read_trainer_state(checkpoint)
-        # the optimizer's state holds the rate of the next step; the scheduler's, its step count
-        optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", weights_only=True))
-        scheduler.load_state_dict(torch.load(checkpoint / "scheduler.pt", weights_only=True))
-
-    def save_checkpoint():
-        temporary = out_dir / f".{CHECKPOINT}.tmp"
-        shutil.rmtree(temporary, ignore_errors=True)
-        model.save(temporary)
-        save_controller(temporary, steering, holdout)
-        torch.save(optimizer.state_dict(), temporary / "optimizer.pt")
-        torch.save(scheduler.state_dict(), temporary / "scheduler.pt")
-        atomic_write_json(temporary / "trainer_state.json", state)
-        shutil.rmtree(checkpoint, ignore_errors=True)
-        temporary.rename(checkpoint)
-
-    if progress and resuming:
-        say(f"train [{steering.name}]: resuming: {state['step']} of {total} steps already done ({checkpoint})")
-    if progress:
-        say(f"train [{steering.name}]: {counts['trainable_parameters']:,} of {counts['total_parameters']:,} "
-            f"parameters trainable ({counts['trainable_share']:.2%})")
-    bar = Progress(f"train [{steering.name}]", total, "steps", enabled=progress, initial=state["step"])
-    stop = state["done"]
-    model.train_mode(True)
-    with bar, truncation_reported(model, "training; an input counts once per epoch"):
-        while (max_steps or state["epoch"] < epochs) and not stop:  # max_steps overrides epochs
-            order = list(range(len(pairs)))
-            random.Random(seed + state["epoch"]).shuffle(order)
-            while state["batch"] < batches_per_epoch:
-                chosen = [pairs[i] for i in order[state["batch"] * batch_size:(state["batch"] + 1) * batch_size]]
-                with autocast(bf16):
-                    loss = model.loss([p[0] for p in chosen], [p[1] for p in chosen], max_target_tokens) / grad_accum
-                loss.backward()
-                state["batch"] += 1
-                if state["batch"] % grad_accum and state["batch"] < batches_per_epoch:
-                    continue
-                if max_grad_norm:
-                    torch.nn.utils.clip_grad_norm_(parameters, max_grad_norm)
-                state["learning_rates"].append(optimizer.param_groups[0]["lr"])
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad()
-                state["step"] += 1
-                state["losses"].append(round(loss.item() * grad_accum, 6))
-                bar.update(1, f"loss {state['losses'][-1]:.4f}")
-                if max_steps and state["step"] >= max_steps:
-                    stop = True
-                    break
-                if save_every and state["step"] % save_every == 0:
-                    save_checkpoint()
-            if not stop:
-                state["epoch"] += 1
-                state["batch"] = 0
-            if eval_pairs:
-                with autocast(bf16):
-                    stop = _evaluate(model, eval_pairs, batch_size, max_target_tokens, state, patience, out_dir) or stop
-            state["done"] = stop or (not max_steps and state["epoch"] >= epochs)
-            save_checkpoint()
-    model.train_mode(False)
-
-    if not eval_pairs:
-        model.save(out_dir)
-    # with an eval split, out_dir already holds the best model (saved by _evaluate)
-    save_controller(out_dir, steering, holdout)
-    record = {
-        "config": mask_secrets({
-            "backbone": backbone, "dataset": dataset, "data": data, "split": split, "eval_split": eval_split,
-            "controller": steering.name, "topics": topics, "holdout_topics": holdout, "epochs": epochs,
-            "max_steps": max_steps, "lr": lr, **optimisation, "batch_size": batch_size, "grad_accum": grad_accum,
-            "patience": patience, "max_target_tokens": max_target_tokens, "limit": limit, "seed": seed,
-            "strict_controls": strict_controls,
-            "peft": {**adapter, **peft_chose} if adapter else None,
-            "options": resolved_options(routed, datasets=[source], controllers=[steering], backbones=[model],
-                                        vectorizers=vectorizers.values())}),
-        "versions": versions(),
-        "n_pairs": len(pairs),
-        **counts,
-        "n_held_out": {"train": len(loaded) - len(kept), "eval": len(loaded_evaluation) - len(kept_evaluation)}
-        if holdout else None,
-        "uncontrolled": left,
-        "steps": state["step"],
-        "losses": state["losses"],
-        "learning_rates": state["learning_rates"],
-        "schedule_steps": {"warmup": warmup, "total": total},
-        "eval_losses": state["eval_losses"],
-        "best_eval_loss": state["best_eval"],
-        "resumed": resuming,
-        "seconds": round(time.perf_counter() - started, 3),
-    }
-    atomic_write_json(out_dir / "training.json", record)
-    shutil.rmtree(checkpoint, ignore_errors=True)
-    return record
+    n_held_out = ({"train": len(loaded) - len(kept), "eval": len(loaded_evaluation) - len(kept_evaluation)}
+                  if holdout else None)
+    return admit_examples(kept[:limit], dataset), admit_examples(kept_evaluation, dataset), n_held_out
 
 
 def _parameter_counts(model, trainable) -> dict:
@@ -346,6 +345,17 @@ def _evaluate(model, pairs, batch_size, max_target_tokens, state, patience, out_
     return bool(patience) and state["bad_evals"] >= patience
 
 
+def _resumed_state(checkpoint: Path, optimizer, scheduler) -> dict:
+    """The checkpoint's training state, its optimizer's state (which holds the rate of the next
+    step) and its scheduler's (its step count) loaded."""
+    import torch
+
+    state = _read_trainer_state(checkpoint)
+    optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", weights_only=True))
+    scheduler.load_state_dict(torch.load(checkpoint / "scheduler.pt", weights_only=True))
+    return state
+
+
 def _read_trainer_state(checkpoint: Path) -> dict:
     """The checkpoint's training state; a damaged one is one line saying how to start over."""
     path = checkpoint / "trainer_state.json"
@@ -357,15 +367,6 @@ def _read_trainer_state(checkpoint: Path) -> dict:
         raise CtrlkitError(f"{path}: damaged checkpoint (field {wrong[0]!r} missing or of the wrong type); "
                            f"remove {checkpoint} to train from the start")
     return state
-
-
-def _check_optimizer_options(weight_decay, max_grad_norm, bf16) -> None:
-    """One line for a negative, infinite or NaN decay or norm, or a bf16 that is not a bool."""
-    for name, value in (("weight_decay", weight_decay), ("max_grad_norm", max_grad_norm)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:  # NaN too
-            raise ConfigurationError(f"{name} must be a finite number, 0 or more, not {value!r}")
-    if not isinstance(bf16, bool):
-        raise ConfigurationError(f"bf16 must be True or False, not {bf16!r}")
 
 
 def _check_bf16(model) -> None:

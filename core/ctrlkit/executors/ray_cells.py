@@ -22,9 +22,9 @@ work is on the API's side). A topic vectorizer (``embedding``) counts only with 
 to ``cuda``: which vectorizers a cell uses is known only once it runs.
 
 What the cluster must have: ctrlkit and its plugins in the same Python environment on every
-node (a cell whose node has other versions fails in one line: :func:`ctrlkit.ray_support.check_installed`).
+node (a cell whose node has other versions fails in one line: :func:`ctrlkit.executors.ray_support.check_installed`).
 A worker gets the driver's ``PYTHONPATH`` and plugin switches
-(:func:`ctrlkit.ray_support.worker_environment`), so it loads the plugins the driver loads, from
+(:func:`ctrlkit.executors.ray_support.worker_environment`), so it loads the plugins the driver loads, from
 the same paths; a plugin registered at run time in the driver (``pm.register``) is not seen there.
 The files a cell reads (data, topics, prompt and judge templates, model folders) must be at the
 same paths on every node. Everything else is the node's own: API keys, ``HF_HOME``, and the cache
@@ -52,9 +52,9 @@ from ..errors import ConfigurationError, CtrlkitError
 from ..files import atomic_write_bytes
 from ..plugins import get_registry
 from ..progress import Progress, say
-from ..ray_support import check_installed, connect, installed, match_torch_threads, worker_environment
+from .ray_support import check_installed, connect, installed, match_torch_threads, worker_environment
 from ..report_files import remove_stale_report
-from .cells import cell_components, run_cell
+from ..sweeps.cells import cell_components, run_cell
 
 logger = logging.getLogger("ctrlkit")
 

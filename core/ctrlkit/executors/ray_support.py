@@ -12,7 +12,7 @@ import socket
 import sys
 from typing import Any, Mapping, Sequence
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 PROBE_SECONDS = 5.0
 """How long a cluster's address may take to accept a connection: Ray itself retries an
@@ -153,7 +153,7 @@ def installed() -> dict:
 
 @functools.cache
 def _installed() -> tuple:
-    from .results import versions
+    from ..results import versions
 
     found = versions()
     return ("ctrlkit", found["ctrlkit"]), ("git commit", found["git"]), *(

@@ -2,7 +2,7 @@
 
 The driver does all a local run does (controllers, cache look-ups, scoring, writing) except the
 generating itself. The examples left to generate are split into ``N`` shards, as equal in size as
-they can be, by a stable hash of their id (:func:`ctrlkit.ray_support.stable_shards`), one per
+they can be, by a stable hash of their id (:func:`ctrlkit.executors.ray_support.stable_shards`), one per
 worker: a Ray actor holding one backbone, made on its node from the run's backbone name and options
 and prepared by the run's controllers in the order the driver's was (a token a controller adds is
 in the worker's model too). A worker takes its shard in the local run's order (longest input first, input order among
@@ -38,8 +38,8 @@ from __future__ import annotations
 import os
 from typing import Any, Iterator, Mapping, Sequence
 
-from .components import TRUNCATION_COUNTS
-from .errors import ConfigurationError, CtrlkitError
+from ..components import TRUNCATION_COUNTS
+from ..errors import ConfigurationError, CtrlkitError
 from .ray_support import (backbone_resources, check_capacity, check_installed, connect, installed,
                           match_torch_threads, stable_shards, worker_environment)
 
@@ -82,7 +82,7 @@ class GenerationWorker:
         the other positions, in order, as the backbone returned them (the driver checks them as a
         local run does); ``counts``, what the batch added to the backbone's truncation counts
         (:data:`ctrlkit.components.TRUNCATION_COUNTS`), and ``truncated_to``."""
-        from .intake import replace_surrogates
+        from ..intake import replace_surrogates
 
         backbone = self._prepared(preparations)
         found = {}
@@ -102,8 +102,8 @@ class GenerationWorker:
         if self.failure is not None:
             raise self.failure
         if self.backbone is None:
-            from .api import get_backbone
-            from .cache import Cache
+            from ..api import get_backbone
+            from ..cache import Cache
 
             check_installed(self.driver_installed)
             backbone = get_backbone(self.spec, **self.options)
