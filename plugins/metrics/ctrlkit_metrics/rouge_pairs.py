@@ -1,6 +1,6 @@
 """ROUGE F1 of (prediction, references) pairs: rouge-score's ``RougeScorer.score_multi`` numbers, faster.
 
-The numbers are rouge-score's to the bit (tests/test_rouge_fast.py compares them); three things
+The numbers are rouge-score's to the bit (tests/metrics/test_rouge_fast.py compares them); three things
 differ from calling it plainly:
 
 - tokens are rouge-score's (its own lowercasing, regular expressions and "stem words longer than
