@@ -128,3 +128,16 @@ def test_a_link_planted_as_the_claim_is_refused_not_followed(tmp_path, private_c
         sweep(out=str(out), controllers=["tag"], metrics=["stas"], limit=2)
     assert "\n" not in str(caught.value) and elsewhere.read_text() == "keep"
 
+
+def test_a_cell_whose_samples_are_not_those_of_its_results_runs_again(tmp_path, private_cache, caplog):
+    import logging
+
+    out = tmp_path / "s"
+    first = sweep(out=str(out), controllers=["tag"], metrics=["stas"], limit=3)
+    samples = out / first[0]["run"] / "samples.jsonl"
+    lines = samples.read_text().splitlines()
+    samples.write_text("\n".join(lines[:-1]) + "\n")  # another write's samples beside this results.json
+    caplog.set_level(logging.WARNING, logger="ctrlkit")
+    again = sweep(out=str(out), controllers=["tag"], metrics=["stas"], limit=3)
+    assert again[0]["reused"] is False and "is not the samples.jsonl written with" in caplog.text
+    assert samples.read_text().splitlines() == lines
