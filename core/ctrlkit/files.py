@@ -1,14 +1,26 @@
 """Reading and writing files: atomic writes (a reader sees the old file or the new one, never
-half of one) and line-checked JSONL reading."""
+half of one) and line-checked JSONL reading.
+
+Every file ctrlkit writes goes through one path here. A file is written to a temporary file made
+exclusively, with a random name, in the target's folder (so a link planted under a fixed name such
+as ``NAME.partial`` is never written through), synced, and renamed over the target (which replaces
+a link planted at the target's name instead of following it). A folder (a training checkpoint) is
+built in a fresh temporary folder the same way and swapped in with :func:`replace_folder`: the old
+one is renamed aside first and removed only once the new one is in place, so a kill at any moment
+leaves a whole folder under one of the two names, and :func:`recover_folder` puts it back. A full
+disk or any other failure is one CtrlkitError naming the file, with the old file left as it was
+and no temporary file behind."""
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import IO, Callable, Iterable, Iterator
 
 from .errors import CtrlkitError, DatasetError, OptionError
 from .outputs import missing_folders, removed_if_left_empty
@@ -36,18 +48,94 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         raise CtrlkitError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def _write_and_replace(path: Path, data: bytes) -> None:
+def _write_and_replace(path: Path, data: bytes | Callable[[IO[bytes]], None]) -> None:
+    # mkstemp opens with O_CREAT | O_EXCL under a random name: never a file or link someone planted
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600; results are for sharing
         with os.fdopen(handle, "wb") as file:
-            file.write(data)
+            if callable(data):
+                data(file)
+            else:
+                file.write(data)
             file.flush()
             os.fsync(file.fileno())
-        os.replace(temporary, path)
+        os.replace(temporary, path)  # replaces a link at ``path``; never writes where it points
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_with(path: str | Path, write: Callable[[IO[bytes]], None]) -> None:
+    """Write ``path`` atomically by calling ``write`` with a binary file (``torch.save``,
+    ``numpy.save``, ``savefig``), as :func:`atomic_write_bytes` writes bytes."""
+    path = Path(path)
+    try:
+        with removed_if_left_empty(missing_folders(path.parent)):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_and_replace(path, write)
+    except OSError as exc:
+        raise CtrlkitError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _aside(folder: Path) -> Path:
+    return folder.with_name(f".{folder.name}.old")
+
+
+def recover_folder(folder: str | Path) -> bool:
+    """Finish a :func:`replace_folder` that a kill interrupted: when ``folder`` is missing and the
+    old copy set aside is there, it is put back (True); when both are there, the new one is whole
+    and the old copy goes. A temporary folder a kill left half built goes too. A link at any of
+    these names is not ours and is removed, never followed."""
+    folder = Path(folder)
+    aside = _aside(folder)
+    try:
+        for left in folder.parent.glob(f".{glob.escape(folder.name)}.*.tmp") if folder.parent.is_dir() else ():
+            if left.is_dir() and not left.is_symlink():
+                shutil.rmtree(left)
+            else:
+                left.unlink()
+        if folder.is_symlink():
+            folder.unlink()
+        if aside.is_symlink() or (aside.exists() and not aside.is_dir()):
+            aside.unlink()
+        elif aside.is_dir():
+            if folder.is_dir():
+                shutil.rmtree(aside)
+            elif not folder.exists():
+                os.rename(aside, folder)
+                return True
+    except OSError as exc:
+        raise CtrlkitError(f"cannot recover {folder} from {aside}: {exc.strerror or exc}") from None
+    return False
+
+
+def replace_folder(folder: str | Path, build: Callable[[Path], None]) -> None:
+    """Make ``folder`` anew: ``build`` fills a fresh temporary folder beside it (made exclusively,
+    with a random name, so a planted ``.NAME.tmp`` link is never written through), which then
+    takes the place of the old one. The old one is renamed aside, the new one renamed in, and only
+    then the old one removed: a kill at any moment leaves a whole folder (:func:`recover_folder`),
+    and a failure (a full disk) leaves the old one as it was and no temporary folder."""
+    folder = Path(folder)
+    recover_folder(folder)
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        temporary = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.", suffix=".tmp"))
+    except OSError as exc:
+        raise CtrlkitError(f"cannot write {folder}: {exc.strerror or exc}") from None
+    try:
+        build(temporary)
+        aside = _aside(folder)
+        if folder.exists():
+            os.rename(folder, aside)
+        os.rename(temporary, folder)
+    except BaseException as exc:
+        shutil.rmtree(temporary, ignore_errors=True)
+        recover_folder(folder)
+        if isinstance(exc, OSError):
+            raise CtrlkitError(f"cannot write {folder}: {exc.strerror or exc}") from None
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _umask() -> int:
@@ -69,8 +157,15 @@ def atomic_write_json(path: str | Path, data) -> None:
     atomic_write_text(path, to_json(data, indent=2) + "\n")
 
 
+def jsonl_bytes(rows: Iterable[dict]) -> bytes:
+    """The bytes :func:`atomic_write_jsonl` writes for ``rows`` (one strict JSON object a line)."""
+    from .intake import replace_surrogates
+
+    return replace_surrogates("".join(to_json(row) + "\n" for row in rows)).encode("utf-8")
+
+
 def atomic_write_jsonl(path: str | Path, rows: Iterable[dict]) -> None:
-    atomic_write_text(path, "".join(to_json(row) + "\n" for row in rows))
+    atomic_write_bytes(path, jsonl_bytes(rows))
 
 
 MAX_TEXT_FILE_BYTES = 1 << 20

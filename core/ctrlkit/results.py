@@ -7,7 +7,9 @@ import subprocess
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from .files import atomic_write_json, atomic_write_jsonl
+import hashlib
+
+from .files import atomic_write_bytes, atomic_write_json, jsonl_bytes
 from .markdown import visible
 from .metric_values import is_count, label
 from .plugins import plugin_versions
@@ -46,12 +48,41 @@ def _git_commit() -> str | None:
     return found.stdout.strip() if found.returncode == 0 else None
 
 
+SAMPLES_DIGEST = "samples_digest"
+"""The field of results.json holding the ``sha256:...`` of the samples.jsonl written with it."""
+
+
 def write_run(out: str | Path, results: dict, samples: list[dict]) -> None:
-    """samples.jsonl and results.json in ``out``; a report written there from earlier ones is removed."""
+    """samples.jsonl, then results.json recording its digest (``samples_digest``, also set in
+    ``results``), in ``out``; a report written there from earlier ones is removed. A failure between
+    the two writes leaves an earlier results.json whose digest does not match the new samples, which
+    :func:`mismatched_samples` tells."""
     out = Path(out)
-    atomic_write_jsonl(out / "samples.jsonl", samples)
+    data = jsonl_bytes(samples)
+    atomic_write_bytes(out / "samples.jsonl", data)
+    results[SAMPLES_DIGEST] = "sha256:" + hashlib.sha256(data).hexdigest()
     atomic_write_json(out / "results.json", results)
     remove_stale_report(out, "the folder's earlier results")
+
+
+def mismatched_samples(folder: str | Path, results: dict) -> str | None:
+    """Why the folder's samples.jsonl is not the one written with ``results`` (its results.json),
+    or None: it is, or results.json predates the digest (nothing to compare)."""
+    recorded = results.get(SAMPLES_DIGEST)
+    if recorded is None:
+        return None
+    path = Path(folder) / "samples.jsonl"
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as file:
+            while chunk := file.read(1 << 20):
+                digest.update(chunk)
+    except OSError as exc:
+        return f"{path}: cannot be read ({exc.strerror or exc}), but results.json records its digest"
+    if "sha256:" + digest.hexdigest() != recorded:
+        return (f"{path} is not the samples.jsonl written with {Path(folder) / 'results.json'} (its digest differs: "
+                f"a write failed between the two, or one was replaced); run it again")
+    return None
 
 
 def format_table(results: dict) -> str:

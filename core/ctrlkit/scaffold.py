@@ -15,6 +15,7 @@ from pathlib import Path
 from string import Template
 
 from .errors import CtrlkitError
+from .files import atomic_write_text
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*")
 
@@ -46,8 +47,7 @@ def new_plugin(name: str, directory: str | Path = ".") -> Path:
     rendered = {path: Template(text).substitute(names) for path, text in templates}
     for relative, text in rendered.items():
         path = target / Path(*(names["package"] if part == "package" else part for part in relative.parts))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        atomic_write_text(path, text)  # the one safe path: a link planted meanwhile is replaced, not followed
     return target
 
 

@@ -110,11 +110,11 @@ class TopicSpace:
 
     def save(self, directory: str | Path) -> None:
         """Write the fitted space (JSON and .npy; nothing pickled)."""
-        from .files import atomic_write_text
+        from .files import atomic_write_text, atomic_write_with
 
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        np.save(directory / _VECTORS_FILE, self.topic_vectors, allow_pickle=False)
+        atomic_write_with(directory / _VECTORS_FILE, lambda file: np.save(file, self.topic_vectors, allow_pickle=False))
         state = {
             "vectorizer": self.vectorizer.name,
             "options": self.vectorizer.options,

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import io
 import math
-import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import CtrlkitError
+from ..files import atomic_write_bytes
 from ..statistics_text import show
 
 FORMATS = ("pdf", "png", "svg")
@@ -198,10 +198,9 @@ def save(figure, path, format: str) -> None:
     """Write ``figure`` as a ``format`` file (pdf, png or svg), the same bytes for the same figure."""
     if format not in FORMATS:
         raise CtrlkitError(f"--figures {format}: choose one of {', '.join(FORMATS)}")
-    path = Path(path)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(_rendered(figure, format))
-    os.replace(partial, path)  # a reader never finds half a file
+    # through the one safe path: a temporary file of a random name, made exclusively (a planted
+    # NAME.partial link is never written through), renamed into place (a reader never finds half a file)
+    atomic_write_bytes(Path(path), _rendered(figure, format))
 
 
 def _rendered(figure, format: str) -> bytes:

@@ -11,6 +11,7 @@ from ..errors import CtrlkitError
 from ..files import read_json, read_jsonl
 from ..metric_values import best, count_labels, label, value_directions
 from ..recorded_metrics import check_number, finite_number, flatten, json_kind, json_object
+from ..results import mismatched_samples
 from ..secrets import mask_secrets
 from ..statistics_text import show
 
@@ -107,6 +108,8 @@ def load_run(folder: Path) -> Report:
                         intervals(baseline.get("intervals"), path, "baseline.intervals")))
         arms[0].against = str(baseline.get("controller"))
         directions.update(value_directions(baseline.get("metrics") or {}))
+    if (folder / "samples.jsonl").is_file():
+        _check_pair(folder, results)
     controls, count, references = _read_samples(folder / "samples.jsonl", arms)
     _check_count(folder / "samples.jsonl", count, results.get("n_examples"))
     facts = mask_secrets({"dataset": config.get("dataset"), "backbone": config.get("backbone"),
@@ -140,6 +143,9 @@ def load_sweep(folder: Path) -> Report:
             arm.label = f"{name} ({row.get('run')})"
         samples = folder / str(row.get("run", "")) / "samples.jsonl"
         if row.get("run") and samples.is_file():
+            recorded = _readable(cell)
+            if recorded is not None:  # a damaged results.json is reported without its intervals, as before
+                _check_pair(cell.parent, recorded)
             found_controls, _, found_references = _read_samples(samples, [arm])
             for identifier, found in found_controls.items():
                 controls.setdefault(arm.group, {}).setdefault(identifier, found)
@@ -275,6 +281,20 @@ def _read_samples(path: Path, arms: list[Arm]) -> tuple[dict, int, dict]:
         if len(arms) > 1 and baseline:
             arms[1].add(identifier, baseline, where)
     return controls, count, references
+
+
+def _readable(path: Path) -> dict | None:
+    try:
+        return read_json(path, dict) if path.is_file() else None
+    except CtrlkitError:
+        return None
+
+
+def _check_pair(folder: Path, results: dict) -> None:
+    """Refuse a folder whose samples.jsonl is not the one written with its results.json."""
+    problem = mismatched_samples(folder, results)
+    if problem:
+        raise CtrlkitError(problem)
 
 
 def _check_count(path: Path, found: int, expected) -> None:

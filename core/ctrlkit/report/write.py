@@ -31,7 +31,8 @@ def write_report(directory, out=None, examples: int = DEFAULT_EXAMPLES, figures:
     written = []
     if figures:
         folder = html_path.parent / "figures"
-        folder.mkdir(parents=True, exist_ok=True)
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            raise CtrlkitError(f"{folder} is a link or a file, not a folder of figures; remove it or pass another --out")
         for figure in drawn:
             written.append(folder / f"{figure.name}.{figures}")
             save(figure.figure, written[-1], figures)

@@ -18,6 +18,7 @@ from ..files import atomic_write_json, read_json
 from ..options import Option
 from ..plugins import get_registry
 from ..recorded_metrics import flatten
+from ..results import mismatched_samples
 from ..secrets import mask_secrets
 from ..topic_source import ORACLE
 
@@ -45,7 +46,10 @@ def reusable_results(folder: Path, digests: dict, arguments: dict, variants: dic
     if results is not None and (results["config"].get("variants") or {}) == variants and same_configuration(
             results["config"], mask_secrets(arguments), {**digests, "backbone": _backbone_digest(arguments)}) \
             and _same_judge(results["config"], arguments):
-        return results
+        problem = mismatched_samples(folder, results)
+        if problem is None:
+            return results
+        logger.warning("ctrlkit: %s; the cell runs again", problem)
     return None
 
 

@@ -5,13 +5,26 @@ report of the old table, so such a sweep is refused in one line (as ``ctrlkit tr
 checkpoint made with other settings), unless the new settings only add to the old ones (more
 controllers, metrics, backbones or datasets: every earlier cell stays valid, and the sweep
 resumes) or the caller asks to overwrite, which removes the earlier sweep's files first.
+
+sweep.json is written once a cell is done, so two sweeps started at once would both find the
+folder empty. Before any cell runs, a sweep therefore claims the folder: under an exclusive lock
+of the claim file (``.sweep.claim``, opened without following a link), it compares its settings
+with those the claim holds, as with sweep.json, and writes its own when they agree (a resume, the
+same sweep started twice, or one that only adds cells). sweep.json is compared under the same
+lock, and once it is written (a cell is done) it holds the folder, so a sweep gives its claim back
+as it ends, done or failed: a folder holds no claim file once no sweep runs there.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import shutil
+import socket
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from ..errors import CtrlkitError
 from ..files import read_json
@@ -21,6 +34,8 @@ from ..secrets import is_secret
 logger = logging.getLogger("ctrlkit")
 
 SETTINGS_FILE = "sweep.json"
+CLAIM_FILE = ".sweep.claim"
+"""The settings of the sweeps running in the folder (:func:`claim_folder`)."""
 TABLE_FILES = ("table.json", "table.csv", "table.md", "table.tex")
 CELLS = "cells"
 GROWING = ("controllers", "metrics", "backbones", "datasets")
@@ -38,7 +53,12 @@ def check_earlier_sweep(out_dir: Path, settings: dict, digests: dict, overwrite:
     (``{"data": {dataset: digest}, "topics": digest}``): a moved or copied file is the same data."""
     if overwrite:
         remove_earlier_sweep(out_dir)
+        claim_folder(out_dir, settings, digests, replace=True)
         return
+    claim_folder(out_dir, settings, digests)
+
+
+def _check_settings_file(out_dir: Path, settings: dict, digests: dict) -> None:
     path = out_dir / SETTINGS_FILE
     if not path.is_file():
         return
@@ -52,6 +72,103 @@ def check_earlier_sweep(out_dir: Path, settings: dict, digests: dict, overwrite:
         raise CtrlkitError(f"{out_dir} holds a sweep with other settings ({', '.join(changed)}); rerun it with the "
                            f"same settings to resume (more controllers, metrics, backbones or datasets may be "
                            f"added), choose another --out, or pass --overwrite to replace it")
+
+
+@contextmanager
+def _locked_claim(out_dir: Path) -> Iterator[int]:
+    """The claim file of ``out_dir``, open for reading and writing under an exclusive lock (the
+    folder is made when missing); a link planted in its place is refused, not followed."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        handle = os.open(out_dir / CLAIM_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except OSError as exc:
+        raise CtrlkitError(f"cannot claim the sweep folder {out_dir} ({out_dir / CLAIM_FILE}: "
+                           f"{exc.strerror or exc}); choose another --out") from None
+    try:
+        try:
+            import fcntl
+        except ImportError:  # no advisory locks here (Windows): the claim is still compared
+            fcntl = None
+        if fcntl is not None:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield handle
+    finally:
+        os.close(handle)  # closing releases the lock
+
+
+def _read_claim(handle: int) -> dict | None:
+    os.lseek(handle, 0, os.SEEK_SET)
+    chunks = []
+    while chunk := os.read(handle, 1 << 16):
+        chunks.append(chunk)
+    try:
+        claim = json.loads(b"".join(chunks).decode("utf-8"))
+    except (ValueError, RecursionError):  # empty: no sweep holds the folder; damaged: a writer was killed
+        return None
+    if not isinstance(claim, dict) or _damage(claim) is not None:
+        return None
+    return claim if _holders_alive(claim.get("holders")) else None  # a killed sweep's claim holds nothing
+
+
+def _holders_alive(holders) -> bool:
+    """Whether a sweep recorded in a claim (``[host, pid]`` pairs) may still run: one on another
+    host is taken to; one on this host runs while its process does."""
+    if not isinstance(holders, list) or not holders:
+        return True  # not known: kept
+    here = socket.gethostname()
+    for holder in holders:
+        if not (isinstance(holder, list) and len(holder) == 2 and isinstance(holder[1], int)) or holder[0] != here:
+            return True
+        try:
+            os.kill(holder[1], 0)
+        except ProcessLookupError:
+            continue
+        except OSError:  # exists, owned by another user
+            return True
+        return True
+    return False
+
+
+def claim_folder(out_dir: Path, settings: dict, digests: dict, replace: bool = False) -> None:
+    """Claim ``out_dir`` for a sweep with ``settings`` (secrets masked) and ``digests``: refused in one
+    line when a sweep with other settings holds the claim (unless ``replace``, for --overwrite)."""
+    if not replace:
+        _check_settings_file(out_dir, settings, digests)  # before making the folder or the claim
+    with _locked_claim(out_dir) as handle:
+        if not replace:  # again under the lock: a sweep may have finished its first cell meanwhile
+            _check_settings_file(out_dir, settings, digests)
+        claim = None if replace else _read_claim(handle)
+        if claim is not None:
+            changed = changed_settings(claim["settings"], claim.get("digests") or {}, settings, digests)
+            if changed:
+                raise CtrlkitError(f"{out_dir} is claimed by another sweep with other settings ({', '.join(changed)}) "
+                                   f"that has not finished a cell yet; wait for it, choose another --out, or rerun "
+                                   f"with its settings")
+        holders = [*(claim.get("holders") or [] if claim is not None else []), [socket.gethostname(), os.getpid()]]
+        data = json.dumps({"settings": settings, "digests": digests, "holders": holders},
+                          ensure_ascii=False).encode("utf-8")
+        os.ftruncate(handle, 0)
+        os.lseek(handle, 0, os.SEEK_SET)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(handle, view):]
+
+
+def release_claim(out_dir: Path, settings: dict) -> None:
+    """Give back the claim of a sweep with ``settings`` as it ends. Once a cell is done, sweep.json
+    holds the folder (it is compared under the claim's lock); a sweep that failed before any cell
+    leaves nothing of it, and a claim another sweep made since stays."""
+    path = out_dir / CLAIM_FILE
+    if not path.is_file() or path.is_symlink():
+        return
+    try:
+        with _locked_claim(out_dir) as handle:
+            claim = _read_claim(handle)
+            if (out_dir / SETTINGS_FILE).is_file() or claim is None \
+                    or claim["settings"] == json.loads(json.dumps(settings, ensure_ascii=False)):
+                path.unlink(missing_ok=True)
+    except (CtrlkitError, OSError):
+        pass  # the failure being reported matters more than a claim left behind
 
 
 def _damage(earlier: dict) -> str | None:

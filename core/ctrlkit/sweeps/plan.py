@@ -22,7 +22,7 @@ from ..secrets import mask_secrets
 from ..topic_source import ORACLE, topic_count
 from ..uncertainty import DEFAULT_RESAMPLES
 from .cells import cell_components, given_options, reusable_results
-from .folder import check_earlier_sweep
+from .folder import check_earlier_sweep, release_claim
 from .settings import DEFAULT_BACKBONES, DEFAULT_DATASETS, check_settings, sweep_components
 from .variants import AXES, Entry, cell_options, check_variants, entries, recorded
 
@@ -60,6 +60,7 @@ def plan_sweep(given: dict[str, Any], out_dir: Path, overwrite: bool) -> SweepPl
     """The plan of a sweep given ``given`` (:func:`ctrlkit.sweep`'s settings, None where not given),
     refusing, before any cell, settings that cannot run and a folder holding another sweep."""
     checked, axes = _checked(given)
+    _refuse_colliding_labels(axes)
     split, topics, limit, sample = (checked.get(key) for key in ("split", "topics", "limit", "sample"))
     seed, metrics = checked["seed"], checked.get("metrics")
     # every option must fit a component of some cell (each cell takes those of its own components)
@@ -85,8 +86,12 @@ def plan_sweep(given: dict[str, Any], out_dir: Path, overwrite: bool) -> SweepPl
     # what the files hold now: a cell made from other bytes runs again
     digests = {"data": {label: data_digest(options_read.get("path")) for label, options_read in read.items()},
                "topics": data_digest(topics)}
-    check_earlier_sweep(out_dir, mask_secrets(settings), digests, overwrite)
-    cells = _cells(out_dir, settings, axes, paths, scoring, digests)
+    check_earlier_sweep(out_dir, mask_secrets(settings), digests, overwrite)  # and claims the folder
+    try:
+        cells = _cells(out_dir, settings, axes, paths, scoring, digests)
+    except BaseException:
+        release_claim(out_dir, mask_secrets(settings))
+        raise
     return SweepPlan(out_dir, settings, digests, cells, {e.label: e.spec for e in axes["controllers"]},
                      checked["cache"])
 
@@ -137,13 +142,42 @@ def _cells(out_dir: Path, settings: dict, axes: dict[str, list[Entry]], paths: M
                 cell = (controller, backbone, dataset)  # in the order of AXES
                 arguments["options"] = cell_options(sweep_options, [*cell_components(arguments), *(
                     ("controllers", name) for name in component_names(settings["baseline"]))], cell)
-                folder = f"cells/{slug(dataset.label)}--{slug(backbone.label)}--{slug(controller.label)}"
+                folder = cell_folder(dataset.label, backbone.label, controller.label)
                 cell_digests = {"data": digests["data"][dataset.label], "topics": digests["topics"]}
                 labels = {AXES[kind]: entry.label for kind, entry in zip(AXES, cell)}
                 record = mask_secrets(recorded(cell))
                 cells.append(Cell(folder, arguments, labels, record,
                                   reusable_results(out_dir / folder, cell_digests, arguments, record)))
     return cells
+
+
+def cell_folder(dataset: str, backbone: str, controller: str) -> str:
+    """The folder (under the sweep's) of the cell with these labels."""
+    return f"cells/{slug(dataset)}--{slug(backbone)}--{slug(controller)}"
+
+
+def _refuse_colliding_labels(axes: dict[str, list[Entry]]) -> None:
+    """Refuse two cells whose labels map to one folder name: ``tag-3`` and ``tag-3_``, ``Tag`` and
+    ``tag`` (one folder on a case-insensitive file system), ``hf:a/b`` and ``hf:a_b``, or a dataset
+    ``a--b`` with backbone ``c`` and a dataset ``a`` with backbone ``b--c``. Their cells would share
+    a folder and read each other's results."""
+    seen: dict[str, tuple[str, ...]] = {}
+    for dataset in axes["datasets"]:
+        for backbone in axes["backbones"]:
+            for controller in axes["controllers"]:
+                labels = (dataset.label, backbone.label, controller.label)
+                folder = cell_folder(*labels)
+                earlier = seen.setdefault(folder.casefold(), labels)
+                if earlier != labels:
+                    raise ConfigurationError(
+                        f"the cells {_shown(earlier)} and {_shown(labels)} map to one folder "
+                        f"({mask_secrets(folder)!r}); rename a controller, backbone or dataset (or variant)")
+
+
+def _shown(labels: tuple[str, ...]) -> str:
+    """A cell's labels as an error names them: ``(dataset 'd', backbone 'b', controller 'c')``."""
+    return "(" + ", ".join(f"{kind} {mask_secrets(label)!r}"
+                           for kind, label in zip(("dataset", "backbone", "controller"), labels)) + ")"
 
 
 def _plain(value):

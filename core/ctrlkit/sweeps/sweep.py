@@ -28,7 +28,7 @@ from ..report_files import remove_stale_report
 from ..results import SCHEMA_VERSION, versions
 from ..secrets import mask_secrets
 from .compare import Reference, compare
-from .folder import SETTINGS_FILE
+from .folder import SETTINGS_FILE, release_claim
 from .plan import SweepPlan, plan_sweep
 from .recipes import Recipe, given_settings, load_recipe, meta_evaluate_recipe, overlaid
 from .table import comparisons_record, write_table
@@ -113,6 +113,15 @@ def sweep(
         return run_recipe(recipe, out=out, overwrite=overwrite, progress=progress, executor=executor, address=address,
                           **given)
     plan = plan_sweep(given, Path(out), overwrite)
+    try:
+        return _run_plan(plan, executing, address, progress, recorded_recipe)
+    finally:
+        release_claim(plan.out_dir, mask_secrets(plan.settings))
+
+
+def _run_plan(plan: SweepPlan, executing, address: str | None, progress: bool,
+              recorded_recipe: Mapping[str, str] | None) -> list[dict]:
+    """Run the planned sweep's pending cells, compare its rows and write its table; its rows."""
     reusable = sum(cell.results is not None for cell in plan.cells)
     if progress and reusable:
         say(f"sweep: resuming: {reusable} of {len(plan.cells)} cells already done")

@@ -32,7 +32,7 @@ from ..backbones.adapters import peft_settings
 from ..backbones.hf_base import require_hf_libraries
 from ..errors import ConfigurationError, CtrlkitError
 from ..controls import apply_control, check_controls, uncontrolled
-from ..files import atomic_write_json, read_json
+from ..files import atomic_write_json, atomic_write_with, read_json, recover_folder, replace_folder
 from ..intake import admit_examples
 from ..engine.generation import fit_or_restore
 from ..engine.recording import report_uncontrolled
@@ -88,7 +88,12 @@ def train(settings: TrainSettings | None = None, /, **fields: Any) -> dict:
                             prefix_length=settings.prefix_length)
     check_output(out_dir)
     checkpoint = out_dir / CHECKPOINT
+    if recover_folder(checkpoint) and settings.progress:
+        say(f"train: {checkpoint} was being replaced when training stopped; resuming from the copy set aside")
     resuming = (checkpoint / "trainer_state.json").is_file()
+    if not resuming and (checkpoint.exists() or checkpoint.is_symlink()):
+        raise CtrlkitError(f"{checkpoint}: damaged checkpoint (no trainer_state.json); remove it to train from "
+                           f"the start")
     # recorded in the checkpoint and compared on resume with secrets masked (a new key resumes)
     recorded = mask_secrets({**settings.recorded(), "options": with_data(settings.options, settings.dataset,
                                                                           settings.data), "peft": adapter})
@@ -144,6 +149,7 @@ def train(settings: TrainSettings | None = None, /, **fields: Any) -> dict:
     }
     atomic_write_json(out_dir / "training.json", record)
     shutil.rmtree(checkpoint, ignore_errors=True)
+    recover_folder(checkpoint)  # and an old copy set aside, if any
     return record
 
 
@@ -257,19 +263,19 @@ class TrainingLoop:
         return False
 
     def save_checkpoint(self) -> None:
-        """Model, controller, optimizer, scheduler and state, written beside and renamed into place."""
+        """Model, controller, optimizer, scheduler and state, written into a fresh folder beside the
+        checkpoint and swapped in (:func:`ctrlkit.files.replace_folder`): the old checkpoint stays
+        until the new one is whole, and a kill at any moment leaves one to resume from."""
         import torch
 
-        checkpoint = Path(self.settings.out) / CHECKPOINT
-        temporary = Path(self.settings.out) / f".{CHECKPOINT}.tmp"
-        shutil.rmtree(temporary, ignore_errors=True)
-        self.model.save(temporary)
-        save_controller(temporary, self.steering, self.settings.holdout_topics)
-        torch.save(self.optimizer.state_dict(), temporary / "optimizer.pt")
-        torch.save(self.scheduler.state_dict(), temporary / "scheduler.pt")
-        atomic_write_json(temporary / "trainer_state.json", self.state)
-        shutil.rmtree(checkpoint, ignore_errors=True)
-        temporary.rename(checkpoint)
+        def build(temporary: Path) -> None:
+            self.model.save(temporary)
+            save_controller(temporary, self.steering, self.settings.holdout_topics)
+            for name, state in (("optimizer.pt", self.optimizer), ("scheduler.pt", self.scheduler)):
+                atomic_write_with(temporary / name, lambda file, state=state: torch.save(state.state_dict(), file))
+            atomic_write_json(temporary / "trainer_state.json", self.state)  # last: marks the folder whole
+
+        replace_folder(Path(self.settings.out) / CHECKPOINT, build)
 
 
 def _trainable_backbone(checkpoint: Path | None):
