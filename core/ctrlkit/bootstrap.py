@@ -29,6 +29,10 @@ CHUNK_CELLS = 1 << 22
 """Weights held at once (rows x examples): 4M floats, 32 MB; more resamples go in several chunks."""
 PERMUTATION_STREAM = 1
 """Added to the seed for the permutation test's draws, so they are not the resamples' draws."""
+ONE_GROUP = ("one bootstrap group (every example shares one document, or there is one example): each resample "
+             "draws the same examples, so there is no spread to give an interval")
+"""Why an interval is undefined (``undefined`` beside null ``low``, ``high`` and ``se``) when the
+examples form a single group: a zero-width interval would claim a certainty nothing measured."""
 
 
 def groups_of(examples: Sequence["Example"], dataset: "Dataset | None" = None) -> np.ndarray:
@@ -114,8 +118,16 @@ def intervals(metric: "Metric", parts: Mapping[str, Sequence[float | None]], gro
     some are); a value defined on fewer than two gets none."""
     arrays = _checked(parts, groups)
     drawn = _stacked(aggregated(metric, arrays, weights) for weights in _weight_chunks(groups, resamples, seed))
-    return {name: summary for name, values in drawn.items()
+    return {name: _unless_one_group(summary, groups) for name, values in drawn.items()
             if (summary := _summary(values, confidence)) is not None}
+
+
+def _unless_one_group(summary: dict, groups: np.ndarray) -> dict:
+    """``summary`` as it is, or with its interval undefined (:data:`ONE_GROUP`) when ``groups``
+    hold fewer than two groups."""
+    if len(np.unique(groups)) >= 2:
+        return summary
+    return {**summary, "low": float("nan"), "high": float("nan"), "se": float("nan"), "undefined": ONE_GROUP}
 
 
 def paired(metric: "Metric", parts_a: Mapping[str, Sequence[float | None]],
@@ -142,7 +154,8 @@ def paired(metric: "Metric", parts_a: Mapping[str, Sequence[float | None]],
         if summary is None or not np.isfinite(difference):
             continue
         p, counted = permutation_p(difference, permuted[name], 100 * np.finfo(float).eps * abs(difference))
-        found[name] = {"difference": float(difference), **summary, "p": p, "permutations": counted}
+        found[name] = {"difference": float(difference), **_unless_one_group(summary, groups), "p": p,
+                       "permutations": counted}
     return found
 
 

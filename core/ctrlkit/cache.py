@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .files import to_json
+from .intake import check_nesting
 
 FILE_NAME = "cache.sqlite3"
 BUSY_TIMEOUT_S = 30.0
@@ -195,8 +196,8 @@ class Cache:
             return None
         try:
             text = _checked_text(key, *row)
-            value = json.loads(text)
-        except ValueError as exc:
+            value = check_nesting(json.loads(text), "a cached value", ValueError)
+        except (ValueError, RecursionError) as exc:
             self._report_damaged_entry(exc)
             return None
         self._record({key: text})

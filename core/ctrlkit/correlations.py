@@ -42,17 +42,32 @@ def _constant(values: np.ndarray, kept: np.ndarray) -> np.ndarray:
     return np.where(kept, values, -np.inf).max(-1) == np.where(kept, values, np.inf).min(-1)
 
 
+def scaled(values: np.ndarray) -> np.ndarray:
+    """``values`` scaled along the last axis by the power of two that brings their largest
+    magnitude (finite values only) into [0.5, 1), so that sums and products of them neither
+    overflow (scores near 1e308) nor underflow (near 1e-308). A power of two scales exactly: ties,
+    means and every ordinary correlation come out bit for bit as unscaled."""
+    values = np.asarray(values, dtype=float)
+    with np.errstate(invalid="ignore"):
+        largest = np.where(np.isfinite(values), np.abs(values), 0.0).max(-1, keepdims=True, initial=0.0)
+    _, exponent = np.frexp(largest)
+    return np.ldexp(values, -exponent)
+
+
 def _pearson(x, y, valid):
+    """Scaled, centred, and scaled again before any product (:func:`scaled`), so r is in [-1, 1]
+    for any finite scores."""
     weight = valid.astype(float)
     count = np.maximum(weight.sum(-1, keepdims=True), 1)
-    x = np.where(valid, x, 0.0)
-    y = np.where(valid, y, 0.0)
-    dx = (x - (x * weight).sum(-1, keepdims=True) / count) * weight
-    dy = (y - (y * weight).sum(-1, keepdims=True) / count) * weight
+    constant = _undefined(x, y, valid)
+    x = scaled(np.where(valid, x, 0.0))
+    y = scaled(np.where(valid, y, 0.0))
+    dx = scaled((x - (x * weight).sum(-1, keepdims=True) / count) * weight)
+    dy = scaled((y - (y * weight).sum(-1, keepdims=True) / count) * weight)
     with np.errstate(invalid="ignore", divide="ignore"):
         r = (dx * dy).sum(-1) / np.sqrt((dx * dx).sum(-1) * (dy * dy).sum(-1))
     r = np.clip(r, -1.0, 1.0)
-    return np.where(_undefined(x, y, valid), np.nan, r)
+    return np.where(constant, np.nan, r)
 
 
 def _ranks(values, valid):
@@ -123,10 +138,12 @@ def _weighted_undefined(x, y, weights):
 
 
 def _weighted_pearson(x, y, weights):
-    """Centred in two passes (not sum(w x^2) - (sum w x)^2 / W, which cancels)."""
+    """Centred in two passes (not sum(w x^2) - (sum w x)^2 / W, which cancels), scaled before the
+    mean and again before the products (:func:`scaled`)."""
     total = np.maximum(weights.sum(-1, keepdims=True), 1)
-    dx = x - (weights * x).sum(-1, keepdims=True) / total
-    dy = y - (weights * y).sum(-1, keepdims=True) / total
+    x, y = scaled(x), scaled(y)
+    dx = scaled(np.where(weights > 0, x - (weights * x).sum(-1, keepdims=True) / total, 0.0))
+    dy = scaled(np.where(weights > 0, y - (weights * y).sum(-1, keepdims=True) / total, 0.0))
     with np.errstate(invalid="ignore", divide="ignore"):
         r = (weights * dx * dy).sum(-1) / np.sqrt((weights * dx * dx).sum(-1) * (weights * dy * dy).sum(-1))
     return np.clip(r, -1.0, 1.0)

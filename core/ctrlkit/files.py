@@ -195,7 +195,10 @@ def read_text_file(path: str | Path, where: str) -> tuple[str, str]:
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
-    """``(line number, object)`` for each non-blank line; errors name the file and line."""
+    """``(line number, object)`` for each non-blank line; errors name the file and line (one
+    nested over ``intake.MAX_DEPTH`` deep too)."""
+    from .intake import check_nesting, too_deep
+
     path = Path(path)
     if not path.is_file():
         raise DatasetError(f"{path}: no such file")
@@ -211,22 +214,29 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{path}:{number}: invalid JSON ({exc.msg})") from None
-            except (ValueError, RecursionError) as exc:  # an integer of over 4300 digits, too deep nesting
+            except RecursionError:  # nesting deeper than the parser's stack
+                raise too_deep(f"{path}:{number}", DatasetError) from None
+            except ValueError as exc:  # an integer of over 4300 digits
                 raise DatasetError(f"{path}:{number}: invalid JSON ({exc})") from None
             if not isinstance(record, dict):
                 raise DatasetError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
-            yield number, record
+            yield number, check_nesting(record, f"{path}:{number}", DatasetError)
 
 
 def read_json(path: str | Path, expected: type | tuple[type, ...], error: type[CtrlkitError] = CtrlkitError,
               what: str = "JSON"):
     """The JSON value in ``path``, which must be an ``expected`` (dict, list, or a tuple of them);
-    else one ``error`` naming the file."""
+    else one ``error`` naming the file (one nested over ``intake.MAX_DEPTH`` deep too)."""
+    from .intake import check_nesting, too_deep
+
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:  # ValueError: also bad UTF-8, JSON, huge integers
+    except RecursionError:  # nesting deeper than the parser's stack
+        raise too_deep(str(path), error) from None
+    except (OSError, ValueError) as exc:  # ValueError: also bad UTF-8, JSON, huge integers
         raise error(f"{path}: cannot read as {what} ({exc})") from None
+    check_nesting(data, str(path), error)
     if not isinstance(data, expected):
         kinds = " or ".join({dict: "object", list: "list"}[kind] for kind in
                             (expected if isinstance(expected, tuple) else (expected,)))

@@ -12,6 +12,12 @@ passes through here first, with one policy:
 
 each counted, and reported in one warning line per source. A document over
 ``MAX_DOCUMENT_CHARS`` characters is refused before any work (``admit_examples``).
+
+Values a plugin hands over (a dataset's controls and meta, a metric's numbers and details, a
+controller's features) are made plain where they enter (:func:`plain`): a numpy scalar or 0-d
+array becomes the Python number, bool or text it holds, and anything that is not JSON-like data
+(an object, a complex number, an array, nesting over ``MAX_DEPTH``) is refused in one line naming
+the plugin and the field, before any work is written.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from .errors import DatasetError
+from .errors import CtrlkitError, DatasetError
 from .types import Example
 
 REPLACEMENT = "\ufffd"
@@ -33,7 +39,100 @@ MAX_DOCUMENT_CHARS = 2_000_000
 a long book): sentence splitting takes about 10 s per million characters, and a longer document
 is more likely a mistake (a whole corpus in one field) than a text to summarize."""
 
+MAX_DEPTH = 100
+"""The deepest nesting of lists and dicts a plugin's value may have (a value deeper than this is
+a mistake, and deep enough would overflow Python's stack when written)."""
+
 logger = logging.getLogger("ctrlkit")
+
+
+def nesting(value: Any, limit: int = MAX_DEPTH) -> int:
+    """How deep lists and dicts nest in ``value`` (a number or a text: 0), counted without
+    recursion, and only up to ``limit + 1``: a JSON, TOML or YAML reader calls it on what it read
+    (:func:`check_nesting`), since code that walks a value recursively overflows Python's stack
+    on nesting a parser still accepts (about 500 to 1000 levels)."""
+    deepest = 0
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, (list, tuple)):
+            continue
+        depth += 1
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, depth) for child in item)
+    return deepest
+
+
+def check_nesting(value: Any, where: str, error: type[CtrlkitError] = CtrlkitError) -> Any:
+    """``value`` when its lists and dicts nest at most ``MAX_DEPTH`` deep; else one ``error`` line
+    naming ``where`` (the file, and line)."""
+    if nesting(value) > MAX_DEPTH:
+        raise too_deep(where, error)
+    return value
+
+
+def too_deep(where: str, error: type[Exception] = CtrlkitError) -> Exception:
+    """The one-line error for a value from ``where`` nested over ``MAX_DEPTH`` deep (also when
+    the parser's own stack gave out first)."""
+    return error(f"{where}: nested over {MAX_DEPTH} levels deep (lists or objects inside each other); "
+                 f"refused, as no ctrlkit data nests so deep")
+
+
+def scalar(value: Any) -> Any:
+    """``value`` as a plain Python value when it is a numpy scalar, a 0-d array or a subclass of a
+    plain type (``np.float64``, ``np.str_``, ``np.bool_``, an IntEnum); anything else as it is.
+    numpy is never imported: any value with ``item()`` and an empty ``shape`` is one number."""
+    kind = type(value)
+    if kind in (str, int, float, bool) or value is None:
+        return value
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if getattr(value, "shape", None) == () and callable(getattr(value, "item", None)):
+        try:
+            item = value.item()
+        except Exception:  # noqa: BLE001 -- an odd object: refused by the caller as what it is
+            return value
+        if type(item) in (str, int, float, bool, complex, bytes) or item is None:
+            return item
+    return value
+
+
+def plain(value: Any, where: str, depth: int = 0, error: type[CtrlkitError] = CtrlkitError) -> Any:
+    """``value`` as plain JSON-like data (str, int, float, bool, None, lists and dicts with text
+    keys), numpy scalars made Python ones; anything else is a :class:`CtrlkitError` naming
+    ``where`` (``"metric 'x': details[3]"``) and what was found (an ``error``)."""
+    value = scalar(value)
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    if depth >= MAX_DEPTH:
+        raise error(f"{where} is nested over {MAX_DEPTH} levels deep")
+    if isinstance(value, dict):
+        found = {}
+        for key, item in value.items():
+            key = scalar(key)
+            if not isinstance(key, str):
+                raise error(f"{where} has a key of type {type(key).__name__}, not text")
+            found[key] = plain(item, f"{where}.{key}", depth + 1, error)
+        return found
+    if isinstance(value, (list, tuple)):
+        return [plain(item, f"{where}[{i}]", depth + 1, error) for i, item in enumerate(value)]
+    raise error(f"{where} is {_kind(value)}, not a number, text, list or dict")
+
+
+def _kind(value: Any) -> str:
+    shape = getattr(value, "shape", None)
+    name = type(value).__name__
+    return f"a {name} of shape {tuple(shape)}" if isinstance(shape, tuple) else f"a {name} ({str(value)[:40]!r})"
 
 
 @dataclass
@@ -54,17 +153,21 @@ class Intake:
             self.surrogates[name] += count
         return cleaned
 
-    def value(self, value: Any, name: str) -> Any:
-        """A JSON-like value with its texts (keys too) cleaned and non-finite numbers made None."""
+    def value(self, value: Any, name: str, depth: int = 0) -> Any:
+        """A JSON-like value with its texts (keys too) cleaned and non-finite numbers made None; a
+        value nested over ``MAX_DEPTH`` deep is one CtrlkitError naming the source and field."""
+        value = scalar(value)
+        if depth > MAX_DEPTH:
+            raise CtrlkitError(f"{self.what}: {name} is nested over {MAX_DEPTH} levels deep")
         if isinstance(value, str):
             return self.text(value, name)
         if isinstance(value, float) and not math.isfinite(value):
             self.non_finite[name] += 1
             return None
         if isinstance(value, dict):
-            return {self.text(key, name): self.value(item, name) for key, item in value.items()}
+            return {self.text(key, name): self.value(item, name, depth + 1) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
-            return type(value)(self.value(item, name) for item in value)
+            return type(value)(self.value(item, name, depth + 1) for item in value)
         return value
 
     def example(self, example: Example) -> Example:
@@ -102,6 +205,12 @@ def admit_examples(examples: Sequence[Example], dataset: str) -> list[Example]:
     """Every example of a dataset (ours or a plugin's) cleaned, with one warning for the lot; a
     document over ``MAX_DOCUMENT_CHARS`` characters is refused before any work, naming it."""
     intake = Intake(f"dataset '{dataset}'")
+    for example in examples:
+        for name in ("controls", "meta"):
+            where = f"dataset '{dataset}': example '{example.id}': {name}"
+            if not isinstance(getattr(example, name), dict):
+                raise DatasetError(f"{where} is {_kind(getattr(example, name))}, not a dict")
+            setattr(example, name, plain(getattr(example, name), where, error=DatasetError))
     cleaned = [intake.example(example) for example in examples]
     intake.report()
     for example in cleaned:

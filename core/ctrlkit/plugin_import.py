@@ -18,6 +18,10 @@ from .registry import describe_exception
 
 TIMEOUT_VARIABLE = "CTRLKIT_PLUGIN_TIMEOUT"
 DEFAULT_TIMEOUT = 10.0
+MAX_TIMEOUT = 3600.0
+"""The longest wait for one import that ``$CTRLKIT_PLUGIN_TIMEOUT`` may ask (an hour): beyond
+``threading.TIMEOUT_MAX`` (about 9e9 s here) the wait itself overflows, and such a failure would
+leave every plugin unloaded."""
 
 
 class PluginImportFailed(Exception):
@@ -35,6 +39,8 @@ def import_timeout() -> float:
         seconds = math.nan
     if not (math.isfinite(seconds) and seconds > 0):
         raise ConfigurationError(f"{TIMEOUT_VARIABLE} must be a positive number of seconds, not {text!r}")
+    if seconds > MAX_TIMEOUT:
+        raise ConfigurationError(f"{TIMEOUT_VARIABLE} must be at most {MAX_TIMEOUT:g} seconds (an hour), not {text!r}")
     return seconds
 
 
@@ -53,7 +59,7 @@ def import_entry_point(entry_point, timeout: float):
 
     worker = threading.Thread(target=load, name=f"ctrlkit-plugin-import:{entry_point.name}", daemon=True)
     worker.start()
-    worker.join(timeout)
+    worker.join(min(timeout, MAX_TIMEOUT))  # a caller's larger wait would overflow the join
     if worker.is_alive():
         raise PluginImportFailed(f"import did not finish within {timeout:g} s (set {TIMEOUT_VARIABLE} to wait longer)")
     if "error" in outcome:

@@ -22,6 +22,10 @@ SCHEMA_VERSION = 1
 by a JSON Schema in ``ctrlkit/json_schemas/``; it grows when a field changes meaning or is removed."""
 
 
+UNDEFINED_INTERVAL = "[interval undefined: one group]"
+"""What the table shows for an interval that is undefined (``undefined`` in results.json): the
+examples form one bootstrap group, so resampling cannot vary them."""
+
 def versions() -> dict:
     """Versions of Python, ctrlkit and every loaded plugin distribution, and ctrlkit's git commit."""
     try:
@@ -120,6 +124,8 @@ def format_table(results: dict) -> str:
 def _interval(holder: dict, metric: str, name: str) -> str:
     """`` [low, high]`` of the value's bootstrap interval in ``holder["intervals"]``, or nothing."""
     found = ((holder.get("intervals") or {}).get(metric) or {}).get(name)
+    if found and found.get("undefined"):
+        return " " + UNDEFINED_INTERVAL
     if not found or found.get("low") is None or found.get("high") is None:
         return ""
     return " " + describe_interval((found["low"], found["high"]))
@@ -128,6 +134,8 @@ def _interval(holder: dict, metric: str, name: str) -> str:
 def _paired(results: dict, metric: str, name: str) -> str:
     """``+0.0040 [-0.0012, +0.0093] p=0.21``: the paired difference, its interval and p, or nothing."""
     found = ((results.get("paired") or {}).get(metric) or {}).get(name)
+    if found and found.get("undefined") and found.get("difference") is not None and found.get("p") is not None:
+        return f"{describe_difference(found)} {UNDEFINED_INTERVAL}"
     if not found or any(found.get(key) is None for key in ("difference", "low", "high", "p")):
         return ""
     return describe_difference(found)

@@ -252,6 +252,57 @@ def test_a_bad_list_of_endpoints_is_refused_in_one_line(base_url, refusal, monke
             ctrlkit.get_backbone("openai:m")
 
 
+@pytest.mark.parametrize("base_url, refusal", [
+    ("http://127\u30020.0.1:9/v1", "has a non-ASCII character in its host (U+3002)"),
+    ("http://example\uff0ecom/v1", "has a non-ASCII character in its host (U+FF0E)"),
+    ("http://b\u00fccher.example/v1", "has a non-ASCII character in its host (U+00FC)"),
+    ("http://" + "a" * 64 + ".example/v1", "has a host label of 64 characters, over the 63"),
+    ("http://" + ".".join(["a" * 60] * 5) + "/v1", "has a host of 304 characters, over the 253"),
+    ("http://a..example/v1", "has an empty label in its host"),
+    ("http://.example/v1", "has an empty label in its host"),
+    ("http://exa%mple.com/v1", "has a character in its host other than"),
+    ("http://127.0.0.1:port/v1", "has a port that is not a number from 1 to 65535"),
+    ("http://127.0.0.1:65536/v1", "has a port that is not a number from 1 to 65535"),
+    ("http://127.0.0.1:-1/v1", "has a port that is not a number from 1 to 65535"),
+    ("http://127.0.0.1:0/v1", "has port 0"),
+    ("http:///v1", "has no host"),
+    ("http://:8000/v1", "has no host"),
+    ("http:/127.0.0.1/v1", "has no host"),
+    ("gopher://127.0.0.1/v1", "must start with http:// or https://, got gopher:"),
+    ("127.0.0.1:8000/v1", "must start with http:// or https://"),
+    ("http://127.0.0.1 :9/v1", "holds whitespace or a control character (U+0020)"),
+    ("http://127.0.0.1:9/v\n1", "holds whitespace or a control character (U+000A)"),
+    ("http://127.0.0.1:9/\tv1", "holds whitespace or a control character (U+0009)"),
+    ("http://127.0.0.1\x00:9/v1", "holds whitespace or a control character (U+0000)"),
+    ("http://127.0.0.1:9/v1\u200b", "holds whitespace or a control character (U+200B)"),
+    ("http://127.0.0.1:9/v1,http://" + "b" * 70 + "/v1", "has a host label of 70 characters, over the 63 a label "
+                                                          "may have (item 2 of 2); no request was sent"),
+])
+def test_a_malformed_base_url_is_refused_before_any_request(base_url, refusal):
+    started = time.monotonic()
+    with pytest.raises(ConfigurationError) as refused:
+        ctrlkit.get_backbone("openai:m", base_url=base_url, max_retries=5)
+    message = str(refused.value)
+    assert message.startswith("backbone 'openai': base_url (--set openai.base_url or $OPENAI_BASE_URL) ")
+    assert refusal in message and "\n" not in message, message
+    assert "b" * 70 not in message and "a" * 64 not in message  # the URL itself is not shown
+    assert time.monotonic() - started < 5  # refused, not retried
+
+
+@pytest.mark.parametrize("base_url", ["http://127.0.0.1:9/v1", "https://api.example.com/v1", "http://[::1]:8000/v1",
+                                      "http://my_host.internal:8000", "http://localhost/", "http://example.com./v1",
+                                      "http://xn--bcher-kva.example/v1", "http://10.0.0.1:65535/v1"])
+def test_a_well_formed_base_url_is_accepted(base_url):
+    ctrlkit.get_backbone("openai:m", base_url=base_url)
+
+
+@pytest.mark.parametrize("option", ["timeout", "max_retry_wait", "backoff", "cooldown"])
+@pytest.mark.parametrize("value", ["1e300", "1e10", "inf"])
+def test_a_time_option_beyond_a_day_is_refused_in_one_line(option, value):
+    with pytest.raises(OptionError, match=rf"^option 'openai.{option}' (must be at most 86400|expects a finite)"):
+        ctrlkit.get_backbone("openai:m", base_url="http://127.0.0.1:9/v1", **{option: value})
+
+
 def test_a_list_holding_something_else_than_text_is_refused():
     refusal = r"^option 'openai.base_url' expects str, got \['http://127.0.0.1:9/v1', 9\]$"
     with pytest.raises(OptionError, match=refusal):

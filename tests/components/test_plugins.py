@@ -235,3 +235,31 @@ def test_an_entry_point_name_taken_twice_hides_neither_plugin(tmp_path):
 def test_load_plugins_warns_about_names_that_match_nothing():
     result = run_ctrlkit("list", "controllers", env={"CTRLKIT_LOAD_PLUGINS": "ctrlkit_controllers"})
     assert "CTRLKIT_LOAD_PLUGINS names 'ctrlkit_controllers', which is not installed" in result.stderr
+
+
+@pytest.mark.parametrize("value", ["1e10", "1e300", "3601", "9.3e9"])
+def test_a_plugin_timeout_too_large_to_wait_is_one_line_not_every_plugin_unloaded(value, monkeypatch):
+    from ctrlkit.errors import ConfigurationError
+    from ctrlkit.plugin_import import import_timeout
+
+    monkeypatch.setenv("CTRLKIT_PLUGIN_TIMEOUT", value)
+    with pytest.raises(ConfigurationError, match=rf"^CTRLKIT_PLUGIN_TIMEOUT must be at most 3600 seconds \(an hour\), "
+                                                 rf"not '{value}'$"):
+        import_timeout()
+    monkeypatch.setenv("CTRLKIT_PLUGIN_TIMEOUT", "3600")
+    assert import_timeout() == 3600.0
+
+
+def test_an_import_given_a_wait_beyond_what_a_thread_can_wait_still_loads():
+    from importlib.metadata import EntryPoint
+
+    from ctrlkit.plugin_import import import_entry_point
+
+    entry_point = EntryPoint(name="tag", value="ctrlkit_controllers.tag:Tag", group="ctrlkit")
+    assert import_entry_point(entry_point, 1e300).__name__ == "Tag"
+
+
+def test_a_huge_plugin_timeout_from_the_command_line_is_one_line():
+    result = run_ctrlkit("list", env={"CTRLKIT_PLUGIN_TIMEOUT": "1e10"})
+    assert result.returncode == 1
+    assert result.stderr == "Error: CTRLKIT_PLUGIN_TIMEOUT must be at most 3600 seconds (an hour), not '1e10'\n"

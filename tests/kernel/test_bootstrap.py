@@ -432,3 +432,41 @@ def test_a_p_value_at_its_floor_is_printed_as_a_bound():
                "baseline": {"controller": "none", "metrics": {"mean": {"mean": 0.5}}},
                "paired": {"mean": {"mean": test}}}
     assert "+5.0000 [+5.0000, +5.0000] p<=0.001" in format_table(results)
+
+
+@pytest.mark.parametrize("groups", [[0, 0, 0, 0, 0], [7], [3, 3]])
+def test_one_bootstrap_group_gives_an_undefined_interval_not_a_zero_width_one(groups):
+    from ctrlkit.bootstrap import ONE_GROUP
+
+    n = len(groups)
+    parts = {"mean": [0.1 * (i + 1) for i in range(n)]}
+    found = intervals(Mean(), parts, np.array(groups), resamples=200, seed=0)["mean"]
+    assert found["undefined"] == ONE_GROUP and all(np.isnan(found[key]) for key in ("low", "high", "se"))
+    other = {"mean": [0.2 * (i + 1) for i in range(n)]}
+    test = paired(Mean(), other, parts, np.array(groups), resamples=200, seed=0)["mean"]
+    assert test["undefined"] == ONE_GROUP and np.isnan(test["low"]) and test["difference"] == pytest.approx(
+        float(np.mean(other["mean"]) - np.mean(parts["mean"])))
+    # two groups have a spread again
+    two = intervals(Mean(), {"mean": [0.1, 0.9]}, np.array([0, 1]), resamples=200, seed=0)["mean"]
+    assert "undefined" not in two and two["low"] < two["high"]
+
+
+def test_a_run_of_one_document_says_its_interval_is_undefined_in_results_and_table(tmp_path):
+    from helpers.record_schemas import validators
+
+    from ctrlkit.results import format_table
+
+    data = tmp_path / "one.jsonl"
+    data.write_text(json.dumps({"id": "a", "document": "Rain fell on the town. The river rose. Boats left.",
+                                "references": ["Rain fell."], "controls": {"topic": "weather"}}) + "\n")
+    result = ctrlkit.run(dataset="jsonl", data=str(data), controller="prepend", backbone="extractive",
+                         metrics=["rouge"], bootstrap=100, out=str(tmp_path / "out"), cache=False)
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    interval = saved["intervals"]["rouge"]["rougeL"]
+    assert interval["low"] is None and interval["high"] is None and interval["se"] is None
+    assert interval["undefined"].startswith("one bootstrap group")
+    difference = saved["paired"]["rouge"]["rougeL"]
+    assert difference["low"] is None and difference["undefined"].startswith("one bootstrap group")
+    assert list(validators()["results.json"].iter_errors(saved)) == []
+    table = format_table(result.results)
+    assert "[interval undefined: one group]" in table and "[0.0000, 0.0000]" not in table

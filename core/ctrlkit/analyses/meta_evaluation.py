@@ -89,6 +89,7 @@ def correlate(human: Sequence[float], metric: Sequence[float]) -> dict:
     if len(set(human)) < 2 or len(set(metric)) < 2:
         return {"n": len(human), "undefined": "a constant series has no correlation"}
     out: dict[str, Any] = {"n": len(human)}
+    human, metric = _scaled(np.asarray(human, dtype=float)), _scaled(np.asarray(metric, dtype=float))
     for name, function in zip(CORRELATIONS, (stats.pearsonr, stats.spearmanr, stats.kendalltau)):
         statistic, p_value = function(human, metric)
         out[name] = {"r": float(statistic), "p": float(p_value)}
@@ -172,11 +173,14 @@ def meta_evaluate(rows: Iterable[dict], human: str, scores: Sequence[str] | None
     and a system (``input_key``, ``system_key``; default given.paper, given.system). When the
     defaults are absent from every row and no level was asked for, only the global level is
     reported (``settings["unavailable"]`` says why) and its resamples draw rows."""
+    from ..engine.settings import check_seed
+    from ..uncertainty import check_resamples
+
     rows = list(rows)
     if not rows:
         raise CtrlkitError("meta-evaluation needs at least one row")
-    if resamples < 0:
-        raise CtrlkitError(f"resamples must be 0 or more, got {resamples}")
+    check_resamples(resamples, "resamples")
+    check_seed(seed)
     asked = list(dict.fromkeys(levels)) if levels else None
     for level in asked or ():
         if level not in LEVELS:
@@ -187,6 +191,7 @@ def meta_evaluate(rows: Iterable[dict], human: str, scores: Sequence[str] | None
     paths = list(scores) if scores else list(dict.fromkeys(path for row in rows for path in numeric_paths(row)))
     if not paths:
         raise CtrlkitError("no metric scores found under 'scores'; name them with --score PATH")
+    _refuse_huge_integers(rows, [human, *paths])
     if not any(_is_number(lookup(row, human)) for row in rows):
         raise CtrlkitError(f"no row has a number at '{human}'")
 
@@ -205,10 +210,10 @@ def meta_evaluate(rows: Iterable[dict], human: str, scores: Sequence[str] | None
                     resamples=resamples, seed=seed, confidence=CONFIDENCE, interval="percentile bootstrap",
                     p_values={level: P_VALUES[level] for level in levels})
     draws = draw(seed, len(grid.inputs), len(grid.systems), "inputs" if resample == "rows" else resample, resamples)
-    human_grid = grid.values(rows, human)
+    human_grid = _scaled(grid.values(rows, human))
     correlations = {}
     for path in paths:
-        metric_grid = grid.values(rows, path)
+        metric_grid = _scaled(grid.values(rows, path))
         correlations[path] = {level: _at_level(level, rows, human, path, human_grid, metric_grid, draws)
                               for level in levels}
     return {"settings": settings, "correlations": correlations}
@@ -283,7 +288,7 @@ def _at_level(level, rows, human, path, human_grid, metric_grid, draws: Draws) -
         else:
             resampled = level_statistic(level, name, human_grid[draws.inputs[:, :, None], draws.systems[:, None, :]],
                                         metric_grid[draws.inputs[:, :, None], draws.systems[:, None, :]])
-        result[name].update(_interval(resampled))
+        result[name].update(_interval(resampled, _one_draw(draws)))
         if level != "global":
             shuffled = np.take_along_axis(np.broadcast_to(metric_grid, draws.permutations.shape),
                                           draws.permutations, axis=-1)
@@ -292,9 +297,19 @@ def _at_level(level, rows, human, path, human_grid, metric_grid, draws: Draws) -
     return result
 
 
-def _interval(values: np.ndarray) -> dict:
+def _one_draw(draws: Draws) -> bool:
+    """Whether every resample draws the same grid (one input and the systems kept, say): its
+    interval would have zero width, claiming a certainty nothing measured."""
+    return bool(len(draws.inputs)) and bool((draws.inputs == draws.inputs[0]).all()
+                                            and (draws.systems == draws.systems[0]).all())
+
+
+def _interval(values: np.ndarray, one_draw: bool = False) -> dict:
     defined = values[np.isfinite(values)]
     out: dict[str, Any] = {"undefined_resamples": int(len(values) - len(defined))}
+    if one_draw:
+        return {"low": None, "high": None, "se": None, **out,
+                "interval_undefined": "every resample draws the same inputs and systems (one bootstrap group)"}
     if len(defined) < 2:
         return {"low": None, "high": None, "se": None, **out}
     low, high, se = percentile_interval(defined, CONFIDENCE)
@@ -356,6 +371,26 @@ def _table(level: str, correlations: dict, intervals: bool) -> list[str]:
         note = f"  ({result['undefined_inputs']} inputs undefined)" if result.get("undefined_inputs") else ""
         lines.append(f"{path:<{width}}  {n:>7}  {'  '.join(cells)}{note}")
     return lines
+
+
+def _scaled(values: np.ndarray) -> np.ndarray:
+    """``values`` scaled by the power of two that brings their largest finite magnitude into
+    [0.5, 1): a mean of scores near 1e308 would overflow. A power of two scales exactly, so ties,
+    means and correlations are those of the unscaled scores."""
+    finite = np.abs(values[np.isfinite(values)])
+    _, exponent = np.frexp(finite.max() if finite.size else 0.0)
+    return np.ldexp(values, -exponent)
+
+
+def _refuse_huge_integers(rows: list[dict], paths: Sequence[str]) -> None:
+    """One line naming the row and path of an integer beyond the largest float (JSON allows a
+    400-digit one): it has no float to correlate, and is no score a metric or a rater gives."""
+    for number, row in enumerate(rows, 1):
+        for path in paths:
+            value = lookup(row, path)
+            if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1024:
+                raise CtrlkitError(f"row {number}: '{path}' is an integer of about {int(value.bit_length() * 0.30103)} "
+                                   f"digits, beyond the largest float (about 1.8e308)")
 
 
 def _is_number(value) -> bool:

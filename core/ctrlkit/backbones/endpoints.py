@@ -10,8 +10,10 @@ seconds: it is asked only after every endpoint that is not, and a success ends i
 
 from __future__ import annotations
 
+import re
 import threading
 import time
+import unicodedata
 import urllib.parse
 from dataclasses import dataclass
 
@@ -19,6 +21,8 @@ from ..errors import ConfigurationError
 from ..secrets import scrub_text
 
 FAILURES_BEFORE_COOLDOWN = 2
+_LABEL = re.compile(r"[A-Za-z0-9_-]{1,63}")
+"""One label of a host name (RFC 1123, with ``_``, which some internal names hold)."""
 
 
 @dataclass(eq=False)
@@ -60,12 +64,49 @@ def base_urls(value: str, owner: str) -> list[str]:
             raise ConfigurationError(f"{where} holds credentials (user:password@host){at}, which would be sent "
                                      f"to the name resolver as part of the host; give the key with --set "
                                      f"{owner}.api_key or $OPENAI_API_KEY")
+        problem = _malformed(item, parts)
+        if problem:
+            raise ConfigurationError(f"{where} {problem}{at}; no request was sent")
     roots = [item.rstrip("/") for item in items]
     for number, root in enumerate(roots, 1):
         if roots.index(root) + 1 != number:
             raise ConfigurationError(f"{where} lists the same endpoint twice (items {roots.index(root) + 1} and "
                                      f"{number} of {len(items)}); list each server once")
     return items
+
+
+def _malformed(item: str, parts: urllib.parse.SplitResult) -> str:
+    """What is wrong with one http(s) base URL that no request could reach, or "": shown without
+    the URL, only the offending character's code point or the part's length."""
+    for char in item:
+        if char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
+            return f"holds whitespace or a control character (U+{ord(char):04X})"
+    host = parts.hostname or ""
+    if not host:
+        return "has no host"
+    try:
+        port = parts.port
+    except ValueError:
+        return "has a port that is not a number from 1 to 65535"
+    if port == 0:
+        return "has port 0, not a port from 1 to 65535"
+    if parts.netloc.startswith("["):  # an IPv6 literal, which urllib has checked
+        return ""
+    odd = next((char for char in host if not char.isascii()), None)
+    if odd is not None:
+        return (f"has a non-ASCII character in its host (U+{ord(odd):04X}); write an international "
+                f"name in its ASCII (xn--) form")
+    labels = host[:-1].split(".") if host.endswith(".") else host.split(".")
+    if len(host) > 253:
+        return f"has a host of {len(host)} characters, over the 253 a name may have"
+    for label in labels:
+        if not label:
+            return "has an empty label in its host (two dots in a row, or a leading dot)"
+        if len(label) > 63:
+            return f"has a host label of {len(label)} characters, over the 63 a label may have"
+        if not _LABEL.fullmatch(label):
+            return "has a character in its host other than letters, digits, '-', '_' and '.'"
+    return ""
 
 
 class Endpoints:

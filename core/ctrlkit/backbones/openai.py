@@ -54,6 +54,9 @@ from ..redaction import redact
 from ..secrets import MASK, scrub_text
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+MAX_SECONDS = 86_400.0
+"""The longest a time option may ask (a day): more is a mistake, and ``1e300`` seconds overflows
+the clock arithmetic of a socket timeout or a sleep."""
 logger = logging.getLogger("ctrlkit")
 _DETAIL_CHARS = 200
 
@@ -77,15 +80,16 @@ class OpenAIBackbone(Backbone):
         Option("max_tokens", int, 256, "most tokens per summary", minimum=1),
         Option("concurrency", int, 4, "requests in flight at once, over all endpoints", minimum=1),
         Option("timeout", float, 60.0, "seconds one attempt may take in all, however slowly the server sends",
-               minimum=0.1),
+               minimum=0.1, maximum=MAX_SECONDS),
         Option("max_retries", int, 5, "retries after a 429, 5xx, connection error or timeout", minimum=0),
-        Option("backoff", float, 1.0, "base seconds of the exponential backoff (Retry-After wins)", minimum=0.0),
+        Option("backoff", float, 1.0, "base seconds of the exponential backoff (Retry-After wins)", minimum=0.0,
+               maximum=MAX_SECONDS),
         Option("max_retry_wait", float, 60.0, "most seconds to wait before a retry, whatever Retry-After or the "
-               "backoff asks", minimum=0.0),
+               "backoff asks", minimum=0.0, maximum=MAX_SECONDS),
         Option("max_response_bytes", int, 4 * 1024 * 1024, "largest answer accepted, in bytes; a larger one "
                "is an error", minimum=1024),
         Option("cooldown", float, 30.0, f"seconds an endpoint that failed {FAILURES_BEFORE_COOLDOWN} attempts in a "
-               "row is asked only after the other endpoints", minimum=0.0),
+               "row is asked only after the other endpoints", minimum=0.0, maximum=MAX_SECONDS),
         Option("instruction", str, "Summarize the following document.", "user message before a text input"),
     )
 

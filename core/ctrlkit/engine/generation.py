@@ -9,7 +9,7 @@ from typing import Sequence
 from ..cache import Cache
 from ..controls import apply_control
 from ..errors import CtrlkitError
-from ..intake import Intake
+from ..intake import Intake, plain
 from ..progress import Progress, say
 from ..topic_selection import drop_topics
 from ..types import Example, ModelInput
@@ -51,7 +51,8 @@ def generate(controller, backbone, examples: Sequence[Example], batch_size: int,
     a lone surrogate becomes U+FFFD, so nothing generated fails to be written. With ``pool``
     (:class:`ctrlkit.executors.ray_generation.RayGeneration`) the batches are generated on Ray workers; what
     a worker found in its node's cache counts as a hit, and is stored in this one too."""
-    inputs = [apply_control(controller, example, ModelInput(source=example.document)) for example in examples]
+    inputs = [_plain_input(apply_control(controller, example, ModelInput(source=example.document)), controller, example)
+              for example in examples]
     keys = [[backbone.identity(), _input_key(model_input)] for model_input in inputs] if cache else []
     cached = [cache.get(key) for key in keys] if cache else [None] * len(inputs)
     predictions: list[str] = [text if text is not None else "" for text in cached]
@@ -77,7 +78,7 @@ def generate(controller, backbone, examples: Sequence[Example], batch_size: int,
                 if not isinstance(output, str):
                     raise CtrlkitError(f"backbone '{backbone.name}' returned {type(output).__name__}, not text, "
                                        f"for example '{examples[i].id}'")
-                output = predictions[i] = received.text(output, "generations")
+                output = predictions[i] = received.text(str(output), "generations")
                 if cache:
                     cache.put(keys[i], output)
             for i, text in found.items():
@@ -89,6 +90,26 @@ def generate(controller, backbone, examples: Sequence[Example], batch_size: int,
             bar.update(len(batch) + len(found))
     received.report()
     return predictions
+
+
+def _plain_input(model_input, controller, example: Example) -> ModelInput:
+    """What the controller made of ``example``, its texts plain ``str`` and its features plain JSON
+    data (numpy scalars made numbers): they make the cache key. Anything else is one line naming
+    the controller, the example and the field."""
+    where = f"controller '{controller.name}', example '{example.id}'"
+    if not isinstance(model_input, ModelInput):
+        raise CtrlkitError(f"{where}: returned {type(model_input).__name__}, not a ModelInput")
+    if not isinstance(model_input.source, str):
+        raise CtrlkitError(f"{where}: 'source' is {type(model_input.source).__name__}, not text")
+    if model_input.guidance is not None and not isinstance(model_input.guidance, str):
+        raise CtrlkitError(f"{where}: 'guidance' is {type(model_input.guidance).__name__}, not text")
+    messages = model_input.messages
+    if messages is not None:
+        messages = tuple(plain(dict(message) if isinstance(message, dict) else message, f"{where}: messages[{i}]")
+                         for i, message in enumerate(messages))
+    return model_input.replace(source=str(model_input.source), guidance=None if model_input.guidance is None
+                               else str(model_input.guidance), messages=messages,
+                               features=plain(model_input.features, f"{where}: features"))
 
 
 def _local_batches(backbone, inputs, todo, batch_size):

@@ -9,10 +9,11 @@ from typing import Mapping, Sequence
 from ..components import Backbone
 from ..controls import scored_indices
 from ..errors import CtrlkitError
+from ..intake import plain, scalar
 from ..metric_values import is_count, number
 from ..progress import Progress
 from ..topic_source import ranks
-from ..types import Example
+from ..types import Example, MetricResult
 from ..uncertainty import corpus_intervals, paired_differences
 from .scores import Scores
 from .truncation import truncation_reported
@@ -83,25 +84,16 @@ def _score(metrics, predictions, examples, bar: Progress, unreferenced: bool = F
         asking = f"judge of metric '{metric.name}'" + (f", {scoring}" if scoring else "")
         with (truncation_reported(judge, asking, judge=True) if judge is not None and metric.needs_judge
               else nullcontext()):
-            if len(keep) == len(examples):
-                result = metric.compute(predictions, examples)
-            else:
-                result = metric.compute([predictions[i] for i in keep], [examples[i] for i in keep])
+            result = _computed(metric, predictions if len(keep) == len(examples) else [predictions[i] for i in keep],
+                               examples if len(keep) == len(examples) else [examples[i] for i in keep])
         for i, detail in zip(keep, result.details or []):
             details[i][metric.name] = detail
         for value_name, values in result.per_example.items():
-            if len(values) != len(keep):
-                raise CtrlkitError(f"metric '{metric.name}' returned {len(values)} '{value_name}' values "
-                                   f"for {len(keep)} examples")
             for scores in per_example:
                 scores.setdefault(metric.name, {})[value_name] = None
             for i, value in zip(keep, values):
                 per_example[i][metric.name][value_name] = number(value, is_count(value_name))
         corpus[metric.name] = {name: number(value, is_count(name)) for name, value in result.corpus.items()}
-        for part_name, values in (result.parts or {}).items():
-            if len(values) != len(keep):
-                raise CtrlkitError(f"metric '{metric.name}' returned {len(values)} '{part_name}' parts "
-                                   f"for {len(keep)} examples")
         parts[metric.name] = (keep, result.aggregation_parts())
         if result.parts is not None and result.parts != result.per_example:
             for name, values in result.parts.items():
@@ -109,3 +101,65 @@ def _score(metrics, predictions, examples, bar: Progress, unreferenced: bool = F
                     per_example_parts[i].setdefault(metric.name, {})[name] = number(value)
         bar.update(1)
     return Scores(corpus, per_example, details, scored, parts, per_example_parts)
+
+
+def _computed(metric, predictions, examples) -> MetricResult:
+    """``metric.compute`` of what it scores, its result made plain (:func:`_plain_result`); an
+    error inside it (other than ctrlkit's own, which names what it is about) is one line naming
+    the metric. The generations are in the cache by now, so a rerun does not generate again."""
+    try:
+        result = metric.compute(predictions, examples)
+    except CtrlkitError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- a plugin's bug, named in one line
+        text = " ".join(str(exc).split())
+        text = text if len(text) <= 300 else text[:300] + "..."
+        raise CtrlkitError(f"metric '{metric.name}' failed while scoring {len(examples)} examples: "
+                           f"{type(exc).__name__}" + (f": {text}" if text else "")) from exc
+    return _plain_result(result, metric.name, len(examples))
+
+
+def _plain_result(result, name: str, n: int) -> MetricResult:
+    """``result`` with every number a Python float, int or None and its details plain JSON data
+    (numpy scalars converted); anything else (no MetricResult, a value that is text, complex or an
+    array, a list of values of another length than ``n``) is one line naming the metric and field."""
+    where = f"metric '{name}'"
+    if not isinstance(result, MetricResult):
+        raise CtrlkitError(f"{where} returned {type(result).__name__}, not a MetricResult")
+
+    def numbers(field: str, values) -> dict:
+        if values is None and field == "parts":
+            return None
+        if not isinstance(values, Mapping):
+            raise CtrlkitError(f"{where}: '{field}' is {type(values).__name__}, not a dict of values")
+        return {str(key): value for key, value in values.items()}
+
+    def one(value, field: str):
+        value = scalar(value)
+        if value is None or type(value) in (int, float):
+            return value
+        if type(value) is bool:
+            return int(value)
+        raise CtrlkitError(f"{where}: {field} is {type(value).__name__} {str(value)[:40]!r}, not a number")
+
+    def each(values, field: str) -> list:
+        if isinstance(values, (str, bytes, Mapping)) or not hasattr(values, "__len__") or \
+                getattr(values, "ndim", 1) != 1:
+            raise CtrlkitError(f"{where}: '{field}' is {type(values).__name__}, not a list of {n} values")
+        if len(values) != n:
+            raise CtrlkitError(f"{where} returned {len(values)} '{field}' values for {n} examples")
+        return [one(value, f"'{field}'[{i}]") for i, value in enumerate(values)]
+
+    per_example = {key: each(values, key) for key, values in numbers("per_example", result.per_example).items()}
+    corpus = {key: one(value, f"corpus '{key}'") for key, value in numbers("corpus", result.corpus).items()}
+    parts = numbers("parts", result.parts)
+    if parts is not None:
+        parts = {key: each(values, key) for key, values in parts.items()}
+    details = result.details
+    if details is not None:
+        if isinstance(details, (str, bytes, Mapping)) or not isinstance(details, Sequence):
+            raise CtrlkitError(f"{where}: 'details' is {type(details).__name__}, not a list")
+        if len(details) != n:
+            raise CtrlkitError(f"{where} returned {len(details)} details for {n} examples")
+        details = [plain(detail, f"{where}: details[{i}]") for i, detail in enumerate(details)]
+    return MetricResult(per_example=per_example, corpus=corpus, details=details, parts=parts)

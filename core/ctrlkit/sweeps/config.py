@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ConfigurationError
+from ..intake import check_nesting
 from .settings import check_settings
 from .variants import check_variants
 
@@ -51,7 +52,7 @@ def read_config(path: str | Path) -> dict:
             from None
     if not isinstance(config, dict):
         raise ConfigurationError(f"{path}: expected a table of settings")
-    return config
+    return check_nesting(config, str(path), ConfigurationError)
 
 
 def _refuse_yaml_hazards(yaml, text: str, path: Path) -> None:

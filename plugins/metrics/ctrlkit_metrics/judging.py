@@ -149,7 +149,7 @@ def json_object(answer: str) -> dict:
     for candidate in candidates:
         try:
             value = json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: [[[[...]]]] deeper than json parses
             continue
         if isinstance(value, dict):
             return value
@@ -157,7 +157,7 @@ def json_object(answer: str) -> dict:
     for match in re.finditer(r"\{", answer):
         try:
             value, _ = decoder.raw_decode(answer, match.start())
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
             return value
