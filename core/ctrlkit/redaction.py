@@ -16,6 +16,7 @@ other separators). It holds the key already; this guards against keys copied by 
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 
 from .secrets import MASK
@@ -176,9 +177,12 @@ def _plain(text: str) -> str:
 def _decode(unit: re.Match) -> str:
     """The one character an escape stands for, or "" for a break, whitespace or an invalid code."""
     kind = unit.lastgroup
-    value = unit.group(kind)
-    if kind == "gap":
-        return ""
+    return "" if kind == "gap" else _character(kind, unit.group(kind))
+
+
+@functools.lru_cache(maxsize=4096)
+def _character(kind: str, value: str) -> str:
+    """``_decode`` once the escape is read; remembered, since a text repeats few escapes often."""
     if kind == "escape":
         return "/" if value == "/" else ""
     try:

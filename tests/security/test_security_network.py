@@ -309,6 +309,32 @@ def test_a_key_echoed_in_an_answer_never_becomes_part_of_the_summary(serve, form
     assert summaries == ["Summary. *** End."] and leaks(summaries[0]) == []
 
 
+HOSTILE_ANSWERS = {  # 1 MiB each, built to be slow for the patterns that mask the key
+    "backslashes": "\\" * (1 << 20),
+    "backslashes before u": ("\\" * 4000 + "u00") * 262,
+    "the key's prefixes": (KEY[:7] + "\\") * (1 << 17),
+    "a.a.a.": "a." * (1 << 19),
+    "percent codes": ("%25" * 300 + "z") * 1160,
+}
+
+
+@pytest.mark.parametrize("where", ["error", "malformed", "answer"])
+@pytest.mark.parametrize("name", sorted(HOSTILE_ANSWERS))
+def test_a_hostile_answer_cannot_hold_a_request_past_its_timeout(serve, name, where):
+    # round 3: masking such an answer took time quadratic in its length (a 60 KB answer held a
+    # run with timeout=3 for 150 s); the whole call now ends within the timeout, plus the linear
+    # time masking takes (well under one more timeout for 1 MiB)
+    text = HOSTILE_ANSWERS[name]
+    reply = {"error": (400, {"error": {"message": text}}), "malformed": (200, text.encode()),
+             "answer": (200, completion(text))}[where]
+    server = serve(lambda handler, body: handler.reply(*reply))
+    model = backbone(server, timeout=3.0, max_response_bytes=8 << 20)
+    if where == "answer":
+        assert within(6.0, lambda: model.generate([ModelInput("doc")])) == [text]
+    else:
+        failure_of(model, seconds=6.0)
+
+
 def test_fewer_than_8_characters_of_the_key_are_left_alone(serve):
     # each neighbour ends in a letter that is not hex, so no run of 8 arises across a space by chance
     answer = f"Summary about {KEY[:7]} tokens plus {KEY[9:16]}, written {KEY[-7:]}."
