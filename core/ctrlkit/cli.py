@@ -56,7 +56,9 @@ class CtrlkitGroup(click.Group):
         """Runs the command with its output shown as its tables are (``visible_output``); an error
         is one line, shown the same way, since it may quote a server or a name from data."""
         try:
-            with visible_output():
+            from .quiet import verbose
+
+            with visible_output(stderr=not (ctx.params.get("verbose") or verbose())):
                 return super().invoke(ctx)
         except CtrlkitError as exc:
             raise click.ClickException(visible(str(exc))) from None

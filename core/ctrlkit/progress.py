@@ -62,20 +62,18 @@ class VisibleStream:
 
 def unfiltered(stream):
     """The stream under a ``VisibleStream`` (for tqdm's bar, which redraws with CRs), else ``stream``."""
-    return getattr(stream, "unfiltered", stream) if isinstance(stream, VisibleStream) else stream
+    return stream.unfiltered if isinstance(stream, VisibleStream) else stream
 
 
 @contextmanager
-def visible_output():
-    """The block's standard output and error (print, click.echo, log lines, warnings) pass through
-    ``visible``; under ``ctrlkit --verbose`` the libraries' own output (their bars) is left as it is
-    on stderr. What was there before is put back."""
-    from .quiet import verbose
-
+def visible_output(stderr: bool = True):
+    """The block's standard output and, with ``stderr``, its standard error (print, click.echo, log
+    lines, warnings) pass through ``visible``. ``ctrlkit --verbose`` leaves stderr as it is, for the
+    libraries' own output (their bars). What was there before is put back."""
     saved = sys.stdout, sys.stderr
     if not isinstance(sys.stdout, VisibleStream):
         sys.stdout = VisibleStream(sys.stdout)
-    if not isinstance(sys.stderr, VisibleStream) and not verbose():
+    if stderr and not isinstance(sys.stderr, VisibleStream):
         sys.stderr = VisibleStream(sys.stderr)
     try:
         yield

@@ -95,6 +95,14 @@ def test_a_command_line_value_quoted_back_in_an_error_is_inert(tmp_path):
     assert_inert(result.stderr)
 
 
+def test_under_verbose_errors_are_still_inert(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTRLKIT_VERBOSE", "")  # --verbose sets it; put back after the test
+    result = invoke_ctrlkit("--verbose", "run", "--only-topics", ALL.replace("\x00", ""), "--limit", "1",
+                            "--no-baseline", "-o", tmp_path / "run")
+    assert result.returncode != 0 and "only_topics" in result.stderr
+    assert_inert(result.stderr)
+
+
 class _Hostile(JsonHandler):
     """503 with a hostile reason phrase (retried: a warning line), then 400 with a hostile body."""
 
