@@ -19,6 +19,7 @@ from ctrlkit.markdown import escape_markdown, visible
 from ctrlkit.redaction import redact
 from ctrlkit.secrets import mask_secrets, scrub_text
 from ctrlkit.text import blocks
+from ctrlkit_metrics.judging import UnparseableAnswer, json_object
 
 MIB = 1 << 20
 RATIO = 32
@@ -121,6 +122,8 @@ HOSTILE = {  # name -> a text of a given size built to be slow for some pattern
     "sentence marks": _repeat("."),
     "marks and quotes": _repeat(".\"' "),
     "line breaks": _repeat("\n"),
+    "JSON objects that never close": _repeat('{"a":1 '),
+    "JSON keys that never close": _repeat('{"'),
 }
 
 PASSES = {
@@ -130,7 +133,16 @@ PASSES = {
     "escape_markdown": escape_markdown,
     "visible": visible,
     "blocks": blocks,
+    "judge_answer": lambda text: _judged(text),
 }
+
+
+def _judged(text):
+    """The JSON object a judge's answer holds, found as the judge metrics find it, or None."""
+    try:
+        return json_object(text)
+    except UnparseableAnswer:
+        return None
 
 
 @pytest.mark.slow
@@ -140,8 +152,10 @@ def test_each_pass_over_outside_text_is_linear_on_worst_cases(name, text):
     assert_linear(PASSES[name], HOSTILE[text])
 
 
-@pytest.mark.parametrize("text", ["backslashes", "a.a.a.", "the key spaced out", "percent 25s then no hex"])
-@pytest.mark.parametrize("name", ["redact", "scrub_text"])
+@pytest.mark.parametrize("name, text", [
+    *((name, text) for name in ("redact", "scrub_text")
+      for text in ("backslashes", "a.a.a.", "the key spaced out", "percent 25s then no hex")),
+    ("judge_answer", "JSON objects that never close"), ("judge_answer", "JSON keys that never close")])
 def test_the_worst_known_inputs_are_linear(name, text):
     # the fast subset of the above: the inputs that were quadratic before round 3
     assert_linear(PASSES[name], HOSTILE[text])
