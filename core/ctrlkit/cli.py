@@ -13,9 +13,11 @@ from .cli_options import (BATCH_SIZE, BOOTSTRAP, DATA, DATASET, DEVICE, JUDGE, L
 from .component_options import NOUNS, kind_of, qualified
 from .errors import CtrlkitError
 from .interrupted import exit_interrupted
+from .markdown import visible
 from .options import parse_assignments
 from .outputs import output_folder
 from .plugins import KINDS, add_plugin_commands, get_registry
+from .progress import visible_output
 from .training.schedules import SCHEDULES
 from .training.settings import TrainSettings
 
@@ -44,14 +46,25 @@ class CtrlkitGroup(click.Group):
     def make_context(self, *args, **kwargs):
         try:
             return super().make_context(*args, **kwargs)
+        except click.ClickException as exc:  # a value given on the command line, quoted back
+            exc.message = visible(exc.message)
+            raise
         except KeyboardInterrupt:  # while the arguments are parsed: click would print "Aborted!" and exit 1
             exit_interrupted()
 
     def invoke(self, ctx):
+        """Runs the command with its output shown as its tables are (``visible_output``); an error
+        is one line, shown the same way, since it may quote a server or a name from data."""
         try:
-            return super().invoke(ctx)
+            from .quiet import verbose
+
+            with visible_output(stderr=not (ctx.params.get("verbose") or verbose())):
+                return super().invoke(ctx)
         except CtrlkitError as exc:
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(visible(str(exc))) from None
+        except click.ClickException as exc:
+            exc.message = visible(exc.message)
+            raise
         except KeyboardInterrupt:  # click's own handling would print "Aborted!" and exit 1
             exit_interrupted()
 

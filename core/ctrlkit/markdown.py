@@ -21,8 +21,9 @@ _REFERENCE = re.compile(r"&(?=[A-Za-z][A-Za-z0-9]*;)")
 # a date (2026-11-25) starts no block.
 _LINE_START = re.compile(r"^(\d+(?=[.)])|)([-+=.)>])")
 # Characters that move or hide text when shown: C0/C1 controls (terminal escapes included, since
-# the sweep prints table.md) and the bidirectional overrides of "Trojan Source".
-_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# the sweep prints table.md; a lone CR, which rewrites a line) and the bidirectional overrides,
+# isolates and marks of "Trojan Source".
+_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def visible(text: str) -> str:

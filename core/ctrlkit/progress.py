@@ -3,7 +3,15 @@ CI job) a bar redrawn in place is unreadable and tqdm hides it, which left a two
 silent, so there a plain line is printed every ``$CTRLKIT_PROGRESS_SECONDS`` seconds (default
 30): ``ctrlkit: generate [tag]: 120/654 examples, 1:30 elapsed``, and a last one when the work
 ends, if any was printed. A warning ctrlkit logs while a bar is drawn is written above the bar,
-on a line of its own, not into it."""
+on a line of its own, not into it.
+
+What reaches a terminal is text from outside too: a server's error text, names from data (topics,
+ids, fields), a plugin's names. While a command of the CLI runs, its standard output and error
+pass through ``visible_output``, which shows each control character (a terminal escape: ESC, CSI,
+OSC, the C1 controls; a lone CR that would rewrite the line) and each bidirectional override as
+U+FFFD, as its tables always did: no printed line can write the clipboard, clear the screen or
+fake coloured text. Only the progress bar itself, drawn by tqdm with CRs of its own, writes to
+the stream underneath."""
 
 from __future__ import annotations
 
@@ -13,6 +21,9 @@ import os
 import sys
 import threading
 import time
+from contextlib import contextmanager
+
+from .markdown import visible
 
 DEFAULT_SECONDS = 30.0
 
@@ -27,8 +38,47 @@ def interval() -> float:
 
 
 def say(line: str) -> None:
-    """One line of ctrlkit's own on stderr."""
-    print(f"ctrlkit: {line}", file=sys.stderr, flush=True)
+    """One line of ctrlkit's own on stderr, shown as ``visible`` shows it (it may name data)."""
+    print(f"ctrlkit: {visible(line)}", file=sys.stderr, flush=True)
+
+
+class VisibleStream:
+    """A text stream that writes what it is given through ``visible``; all else is the stream's."""
+
+    def __init__(self, stream):
+        self.unfiltered = stream
+
+    def write(self, text: str) -> int:
+        self.unfiltered.write(visible(text))
+        return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name):
+        return getattr(self.unfiltered, name)
+
+
+def unfiltered(stream):
+    """The stream under a ``VisibleStream`` (for tqdm's bar, which redraws with CRs), else ``stream``."""
+    return stream.unfiltered if isinstance(stream, VisibleStream) else stream
+
+
+@contextmanager
+def visible_output(stderr: bool = True):
+    """The block's standard output and, with ``stderr``, its standard error (print, click.echo, log
+    lines, warnings) pass through ``visible``. ``ctrlkit --verbose`` leaves stderr as it is, for the
+    libraries' own output (their bars). What was there before is put back."""
+    saved = sys.stdout, sys.stderr
+    if not isinstance(sys.stdout, VisibleStream):
+        sys.stdout = VisibleStream(sys.stdout)
+    if stderr and not isinstance(sys.stderr, VisibleStream):
+        sys.stderr = VisibleStream(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 def _clock(seconds: float) -> str:
@@ -45,7 +95,7 @@ class _AboveTheBar(logging.Handler):
         from tqdm.auto import tqdm
 
         try:
-            tqdm.write(self.format(record), file=sys.stderr)
+            tqdm.write(visible(self.format(record)), file=unfiltered(sys.stderr))  # the bar's own stream
         except Exception:
             self.handleError(record)
 
@@ -66,7 +116,8 @@ class Progress:
         if sys.stderr.isatty():
             from tqdm.auto import tqdm
 
-            self._bar = tqdm(total=total, initial=initial, desc=what, unit=unit, file=sys.stderr)
+            self._bar = tqdm(total=total, initial=initial, desc=visible(what), unit=unit,
+                             file=unfiltered(sys.stderr))
             logger = logging.getLogger("ctrlkit")
             if not logger.hasHandlers():  # an outer bar's handler, or the user's own, is left to work
                 self._handler = _AboveTheBar(logging.WARNING)
@@ -81,7 +132,7 @@ class Progress:
         if self._bar is not None:
             self._bar.update(n)
             if note:
-                self._bar.set_postfix_str(note)
+                self._bar.set_postfix_str(visible(note))
 
     def line(self) -> str:
         note = f", {self.note}" if self.note else ""

@@ -16,6 +16,7 @@ other separators). It holds the key already; this guards against keys copied by 
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 
 from .secrets import MASK
@@ -23,19 +24,41 @@ MIN_RUN = 8
 """The fewest consecutive characters of a secret that are masked: long enough that ordinary
 text never holds a run of a random key by chance."""
 
-_INVISIBLE = "+\u00ad\u200b\u200c\u200d\u200e\u200f\u2060\ufeff"  # '+' is a space in form encoding
+_INVISIBLE = ("+\u00ad\u200b\u200c\u200d\u200e\u200f\u2060\ufeff"  # '+' is a space in form encoding
+              "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a"
+              "\x1b\x7f")  # NUL above all: UTF-16 and UTF-32 read as one byte a character put NULs between
 _DROP_INVISIBLE = dict.fromkeys(map(ord, _INVISIBLE))
+_SWALLOWED = frozenset(_INVISIBLE) - {"+"}
+"""Invisible characters next to a masked run, masked with it (a key in UTF-16 leaves no stray NUL)."""
+_SWAPPED = {ord(char) << 8: ord(char) for char in map(chr, range(0x21, 0x7f))}
+"""UTF-16 read in the wrong byte order turns each ASCII character c into chr(ord(c) << 8) (``s``,
+U+0073, becomes U+7300); mapped back, one character for one, so positions do not move."""
+_MAYBE_SWAPPED = re.compile("[\u2100-\u7e00]")  # a quick look before the slower translate
+
+
+def _unswapped(text: str) -> str:
+    return text.translate(_SWAPPED) if _MAYBE_SWAPPED.search(text) else text
+
+# Each pattern can start only where it can match: a run of backslashes only at its first one
+# (the look-behind after it), so a run is scanned once, not once from each of its backslashes
+# (which made a run of n backslashes cost n * n steps).
 _ESCAPES = r"""
     %(?:25)*(?P<percent>[0-9A-Fa-f]{2})             # %73, and %2573 (encoded twice)
-  | \\+u(?P<unicode>[0-9A-Fa-f]{4})                 # \u0073 (JSON), \\u0073 (escaped twice)
-  | \\+x(?P<byte>[0-9A-Fa-f]{2})                    # \x73
-  | \\+(?P<escape>[nrtfbv/])                        # \n, \t: a break; \/: a slash
+  | \\(?<!\\\\)\\*(?:
+        u(?P<unicode>[0-9A-Fa-f]{4})                # \u0073 (JSON), \\u0073 (escaped twice)
+      | x(?P<byte>[0-9A-Fa-f]{2})                   # \x73
+      | (?P<escape>[nrtfbv/])                       # \n, \t: a break; \/: a slash
+    )
   | &\#(?P<decimal>[0-9]{1,7});                     # &#115;
   | &\#[xX](?P<hexadecimal>[0-9A-Fa-f]{1,6});       # &#x73;
 """
 _ESCAPE = re.compile(_ESCAPES, re.VERBOSE)
-_UNIT = re.compile(_ESCAPES + r"""
-  | (?P<gap>[\s+\u00ad\u200b-\u200f\u2060\ufeff]+)  # whitespace and invisible characters
+_GAP = "[" + "".join(f"\\u{code:04x}" for code in range(0x10000)
+               if code != 0x3000 and (chr(code).isspace() or chr(code) in _INVISIBLE)) + "]+"
+"""Whitespace and invisible characters (one class: a quick scan); not U+3000, an ideographic space,
+which is also what ``0`` becomes in UTF-16 read in the wrong byte order."""
+_UNIT = re.compile(_ESCAPES + rf"""
+  | (?P<gap>{_GAP})  # whitespace and invisible characters
 """, re.VERBOSE)
 
 
@@ -53,6 +76,7 @@ def redact(text: str, secret: str) -> str:
     parts, kept = [], 0
     for hit in re.finditer(rb"\x01+", _covered(decoded.text, wanted, pieces)):
         begin, end = decoded.origin(hit.start())[0], decoded.origin(hit.end() - 1)[1]
+        begin, end = decoded.widened(text, begin, end, kept)
         parts += [text[kept:begin], MASK]
         kept = end
     return "".join(parts) + text[kept:] if parts else text
@@ -97,11 +121,18 @@ class _Decoded:
 
     def __init__(self, text: str):
         pieces: list[str] = []
+        # the units that stand for nothing visible (a NUL, as is or escaped), by start and by end:
+        # masked with a masked run they touch
+        self._silent_from: dict[int, int] = {}
+        self._silent_to: dict[int, int] = {}
         self._starts: list[int] = []  # where each segment starts in the decoded text
         self._spans: list[tuple[int, int, bool]] = []  # its span in the original, and whether copied as is
         length = copied = 0
         for unit in _UNIT.finditer(text):
-            for begin, end, char in ((copied, unit.start(), None), (unit.start(), unit.end(), _decode(unit))):
+            decoded = _decode(unit)
+            if not decoded and _stands_for_nothing(unit):
+                self._silent_from[unit.start()], self._silent_to[unit.end()] = unit.end(), unit.start()
+            for begin, end, char in ((copied, unit.start(), None), (unit.start(), unit.end(), decoded)):
                 piece = text[begin:end] if char is None else char
                 if piece:
                     self._starts.append(length)
@@ -113,7 +144,19 @@ class _Decoded:
             self._starts.append(length)
             self._spans.append((copied, len(text), True))
             pieces.append(text[copied:])
-        self.text = "".join(pieces)
+        self.text = _unswapped("".join(pieces))
+
+    def widened(self, text: str, begin: int, end: int, floor: int) -> tuple[int, int]:
+        """``text[begin:end]`` (a masked run) with the invisible characters and the escapes of them
+        on either side (a UTF-16 key's NULs), not reaching back before ``floor``."""
+        moved = True
+        while moved:
+            moved = False
+            if begin > floor and (text[begin - 1] in _SWALLOWED or begin in self._silent_to):
+                begin, moved = self._silent_to.get(begin, begin - 1), True
+            if end < len(text) and (text[end] in _SWALLOWED or end in self._silent_from):
+                end, moved = self._silent_from.get(end, end + 1), True
+        return max(begin, floor), end
 
     def origin(self, index: int) -> tuple[int, int]:
         segment = bisect.bisect_right(self._starts, index) - 1
@@ -128,19 +171,36 @@ def _plain(text: str) -> str:
     """What ``_Decoded(text).text`` is, without the map back to the original (faster)."""
     if "%" in text or "\\" in text or "&#" in text:
         text = _ESCAPE.sub(_decode, text)
-    return "".join(text.split()).translate(_DROP_INVISIBLE)
+    return "".join(_unswapped(text).split()).translate(_DROP_INVISIBLE)
 
 
 def _decode(unit: re.Match) -> str:
     """The one character an escape stands for, or "" for a break, whitespace or an invalid code."""
     kind = unit.lastgroup
-    value = unit.group(kind)
-    if kind == "gap":
-        return ""
+    return "" if kind == "gap" else _character(kind, unit.group(kind))
+
+
+@functools.lru_cache(maxsize=4096)
+def _character(kind: str, value: str) -> str:
+    """``_decode`` once the escape is read; remembered, since a text repeats few escapes often."""
     if kind == "escape":
         return "/" if value == "/" else ""
     try:
-        char = chr(int(value, 10 if kind == "decimal" else 16))
+        char = chr(int(value, 10 if kind == "decimal" else 16)).translate(_SWAPPED)
     except (ValueError, OverflowError):
         return ""
     return "" if char.isspace() or char in _INVISIBLE else char
+
+
+def _stands_for_nothing(unit: re.Match) -> bool:
+    """Whether ``unit`` (one that decodes to nothing) is invisible: NULs, or an escape of one;
+    not whitespace or a line break, which separate words."""
+    kind = unit.lastgroup
+    if kind == "gap":
+        return all(char in _SWALLOWED for char in unit.group())
+    if kind == "escape":
+        return False
+    try:
+        return chr(int(unit.group(kind), 10 if kind == "decimal" else 16)) in _SWALLOWED
+    except (ValueError, OverflowError):
+        return False

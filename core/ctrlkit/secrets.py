@@ -18,7 +18,10 @@ MASK = "***"
 _SECRET_WORDS = r"api_?key|key|token|secret|password|passwd|passphrase|pass|authorization|auth|credentials?|cookie"
 _SECRET_NAME = re.compile(rf"(?:^|_)(?:{_SECRET_WORDS})$")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s@]+@")
+_URL_USERINFO = re.compile(r"(?<=://)[^/?#\s@]+@")
+"""A URL's credentials, whatever its scheme: found from the ``://`` after it, since a search from
+where a scheme could begin scanned a run like ``a.a.a.a`` once from each of its letters (quadratic).
+Each search ends at the next ``/``, so none crosses the ``://`` of another."""
 _QUERY_SECRET = re.compile(rf"(?i)([?&;](?:[a-z0-9]+[_-])*(?:{_SECRET_WORDS})=)"
                            r"[^&#;\s]+?(?=,[a-z][a-z0-9+.-]*://|[&#;\s]|$)")
 """A secret query parameter's value: up to the next parameter, fragment or space, or a comma that
@@ -48,7 +51,7 @@ def mask_secrets(value):
 
 def scrub_text(text: str) -> str:
     """``text`` with URL credentials, secret query parameters and bearer tokens replaced by ``***``."""
-    text = _URL_USERINFO.sub(rf"\1{MASK}@", text)
+    text = _URL_USERINFO.sub(f"{MASK}@", text)
     text = _QUERY_SECRET.sub(rf"\1{MASK}", text)
     return _BEARER.sub(rf"\1{MASK}", text)
 

@@ -37,7 +37,7 @@ HOSTILE = [
 ]
 # Characters that would move or hide text in a terminal or an editor: shown as U+FFFD instead.
 HIDDEN = ["\x1b[2J\x1b[31mred", "abc\u202edcba", "nul\x00byte"]
-BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
 
 
 def _render(text: str):

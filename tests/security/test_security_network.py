@@ -58,6 +58,12 @@ def echoed_forms(key: str) -> dict[str, str]:
         "HTML references": "".join(f"&#{ord(c)};" for c in key),
         "cut to a prefix": key[:12],
         "a suffix": key[-10:],
+        # round 3: the key's UTF-16 bytes, read as one byte a character (NULs between its
+        # characters), as JSON escapes of those bytes, or read in the wrong byte order
+        "UTF-16LE read as bytes": key.encode("utf-16-le").decode("latin-1"),
+        "UTF-16BE read as bytes": key.encode("utf-16-be").decode("latin-1"),
+        "UTF-16LE escapes": "".join(f"\\u{byte:04x}" for byte in key.encode("utf-16-le")),
+        "UTF-16 in the wrong byte order": key.encode("utf-16-le").decode("utf-16-be"),
     }
 
 
@@ -66,7 +72,8 @@ def leaks(text: str) -> list[str]:
     codes, HTML references and whitespace are undone (written apart from ctrlkit.redaction)."""
     plain = re.sub(r"\\+u([0-9a-fA-F]{4})", lambda m: chr(int(m[1], 16)), text)
     plain = urllib.parse.unquote(urllib.parse.unquote(html.unescape(plain)))
-    plain = re.sub(r"\\+[nrt]|\s+", "", plain)
+    plain = re.sub(r"\\+[nrt]|\s+|\x00", "", plain)
+    plain = "".join(chr(ord(c) >> 8) if ord(c) & 0xFF == 0 and 0x20 < ord(c) >> 8 < 0x7F else c for c in plain)
     return sorted({KEY[i : i + RUN] for i in range(len(KEY) - RUN + 1) for form in (text, plain)
                    if KEY[i : i + RUN] in form})
 
@@ -259,6 +266,23 @@ def test_a_key_echoed_in_any_form_in_an_error_is_masked(serve, form, as_json):
     assert "HTTP 400 Bad Request: bad request from key *** (see docs)" in message, message
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32"])
+@pytest.mark.parametrize("status", [400, 200], ids=["error", "malformed-answer"])
+def test_a_key_echoed_in_utf16_bytes_is_masked_in_the_error(serve, encoding, status):
+    # the body in UTF-16 (with a byte-order mark for "utf-16"), read by ctrlkit as UTF-8
+    body = "bad request from key ".encode() + KEY.encode(encoding) + b" (see docs)"
+    server = serve(lambda handler, _: handler.reply(status, body))
+    message = failure_of(backbone(server))
+    assert "from key " in message and "***" in message and "\x00" not in message, message
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_a_key_in_utf16_inside_an_answer_is_masked_in_the_summary(serve, encoding):
+    content = f"Summary. {KEY.encode(encoding).decode('latin-1')} End."  # JSON carries each NUL as \u0000
+    server = serve(lambda handler, body: handler.reply(200, completion(content)))
+    assert within(10, lambda: backbone(server).generate([ModelInput("doc")])) == ["Summary. *** End."]
+
+
 def test_a_key_echoed_in_the_reason_phrase_or_a_malformed_answer_is_masked(serve):
     spaced = " ".join(KEY)
 
@@ -285,6 +309,32 @@ def test_a_key_echoed_in_an_answer_never_becomes_part_of_the_summary(serve, form
     assert summaries == ["Summary. *** End."] and leaks(summaries[0]) == []
 
 
+HOSTILE_ANSWERS = {  # 1 MiB each, built to be slow for the patterns that mask the key
+    "backslashes": "\\" * (1 << 20),
+    "backslashes before u": ("\\" * 4000 + "u00") * 262,
+    "the key's prefixes": (KEY[:7] + "\\") * (1 << 17),
+    "a.a.a.": "a." * (1 << 19),
+    "percent codes": ("%25" * 300 + "z") * 1160,
+}
+
+
+@pytest.mark.parametrize("where", ["error", "malformed", "answer"])
+@pytest.mark.parametrize("name", sorted(HOSTILE_ANSWERS))
+def test_a_hostile_answer_cannot_hold_a_request_past_its_timeout(serve, name, where):
+    # round 3: masking such an answer took time quadratic in its length (a 60 KB answer held a
+    # run with timeout=3 for 150 s); the whole call now ends within the timeout, plus the linear
+    # time masking takes (well under one more timeout for 1 MiB)
+    text = HOSTILE_ANSWERS[name]
+    reply = {"error": (400, {"error": {"message": text}}), "malformed": (200, text.encode()),
+             "answer": (200, completion(text))}[where]
+    server = serve(lambda handler, body: handler.reply(*reply))
+    model = backbone(server, timeout=3.0, max_response_bytes=8 << 20)
+    if where == "answer":
+        assert within(6.0, lambda: model.generate([ModelInput("doc")])) == [text]
+    else:
+        failure_of(model, seconds=6.0)
+
+
 def test_fewer_than_8_characters_of_the_key_are_left_alone(serve):
     # each neighbour ends in a letter that is not hex, so no run of 8 arises across a space by chance
     answer = f"Summary about {KEY[:7]} tokens plus {KEY[9:16]}, written {KEY[-7:]}."
@@ -303,7 +353,7 @@ def _echoing_chat(handler, body):
     """Summaries and judge verdicts that quote the key (forms taken in turn); the judge's
     answer to the summary of "Paper 2" is unparseable, so it is recorded as a failure."""
     request = json.loads(body)
-    forms = list(echoed_forms(KEY).values())
+    forms = handler.server.forms
     prompt = request["messages"][-1]["content"]
     number = int(re.findall(r"Paper (\d+)", prompt)[-1])
     if any("label the focus" in m["content"] for m in request["messages"] if m["role"] == "system"):
@@ -316,8 +366,13 @@ def _echoing_chat(handler, body):
     handler.reply(200, completion(content))
 
 
-def test_an_echoed_key_reaches_no_file_through_summaries_or_judge_verdicts(serve, tmp_path):
+UTF16_FORMS = [form for name, form in echoed_forms(KEY).items() if "UTF-16" in name]
+
+
+@pytest.mark.parametrize("forms", [list(echoed_forms(KEY).values()), UTF16_FORMS * 2], ids=["any-form", "utf-16"])
+def test_an_echoed_key_reaches_no_file_through_summaries_or_judge_verdicts(serve, tmp_path, forms):
     server = serve(_echoing_chat)
+    server.forms = forms
     rows = [{"id": f"d{i}", "document": f"Paper {i} measures things.", "references": f"Paper {i} reports.",
              "controls": {"focus": "high"}} for i in range(5)]
     data = tmp_path / "docs.jsonl"

@@ -59,6 +59,8 @@ MAX_SECONDS = 86_400.0
 the clock arithmetic of a socket timeout or a sleep."""
 logger = logging.getLogger("ctrlkit")
 _DETAIL_CHARS = 200
+_MASKED_CHARS = 64 * 1024
+"""The most of a server's error text that is masked for an error line (which shows 200 characters)."""
 
 
 class OpenAIBackbone(Backbone):
@@ -285,8 +287,10 @@ class OpenAIBackbone(Backbone):
 
     def _shown(self, text: str, limit: int = _DETAIL_CHARS) -> str:
         """Server-supplied text fit for a one-line error: scrubbed of the key, THEN cut, since a
-        cut can leave most of a key that a search for the whole key no longer finds."""
-        text = " ".join(redact(text, self._api_key).split())
+        cut can leave most of a key that a search for the whole key no longer finds. Only its first
+        ``_MASKED_CHARS`` are masked and shown, so a huge hostile body costs little time: any part
+        of a key that crosses that cut and reaches the line is shorter than a masked run, or masked."""
+        text = " ".join(redact(text[:_MASKED_CHARS], self._api_key).split())
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
     def _error(self, index: int, what: str) -> CtrlkitError:

@@ -10,6 +10,7 @@ report as None and count, rather than to guess a score from.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
@@ -26,6 +27,9 @@ RETRIES = Option("retries", int, 2, "times an unparseable judge answer is asked 
                  minimum=0)
 _SHOWN_CHARS = 80
 logger = logging.getLogger("ctrlkit")
+MAX_BRACES = 64
+"""The most ``{`` of an answer from which a JSON object is looked for, after the whole answer and
+its fenced blocks."""
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _BARE_NUMBER = re.compile(r"\s*(?:[A-Za-z][A-Za-z ]{0,19}:\s*)?(\d+)\s*\.?\s*")
 
@@ -144,7 +148,8 @@ def report_failures(metric: str, failures: Sequence[dict], total: int) -> None:
 
 def json_object(answer: str) -> dict:
     """The JSON object an answer holds: the whole answer, a fenced ```json block, or the first
-    ``{...}`` inside surrounding prose (models often explain before or after)."""
+    ``{...}`` inside surrounding prose (models often explain before or after) that starts at one of
+    its first ``MAX_BRACES`` braces."""
     candidates = [answer.strip(), *(block.strip() for block in _FENCE.findall(answer))]
     for candidate in candidates:
         try:
@@ -154,7 +159,9 @@ def json_object(answer: str) -> dict:
         if isinstance(value, dict):
             return value
     decoder = json.JSONDecoder()
-    for match in re.finditer(r"\{", answer):
+    # only the first MAX_BRACES: each failed try costs time in the answer's length (the error's
+    # line number is counted from its start), so trying every brace of a hostile answer was quadratic
+    for match in itertools.islice(re.finditer(r"\{", answer), MAX_BRACES):
         try:
             value, _ = decoder.raw_decode(answer, match.start())
         except (ValueError, RecursionError):
