@@ -97,3 +97,14 @@ def test_a_limit_still_checks_the_field_mapping_and_duplicate_ids_of_what_it_rea
     assert len(_run(path, "jsonl", limit=5).samples) == 5  # the duplicate lies past what a limit of 5 reads
     with pytest.raises(ctrlkit.errors.DatasetError, match="duplicate id 'e0'"):
         _run(path, "jsonl")
+
+
+def test_evaluate_with_a_limit_reads_only_the_lines_it_needs(tmp_path):
+    path = write_jsonl(tmp_path / "data.jsonl", 20)
+    with open(path, "a") as file:
+        file.write("not json at all\n")
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("".join(json.dumps({"id": f"e{i}", "prediction": f"Council {i}."}) + "\n" for i in range(5)))
+    result = ctrlkit.evaluate(predictions=str(predictions), dataset="jsonl", data=path, metrics=["stats"],
+                              bootstrap=0, limit=5)
+    assert [sample["id"] for sample in result.samples] == [f"e{i}" for i in range(5)]
