@@ -62,6 +62,7 @@ bench: install $(VENV)/.test-installed
 	$(BIN)/python bench/bootstrap_speed.py
 	$(BIN)/python bench/lora_vs_full.py
 	$(BIN)/python bench/llamacpp_speed.py
+	$(BIN)/python bench/dataset_memory.py
 	$(BIN)/python bench/summary.py
 
 clean:

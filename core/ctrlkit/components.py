@@ -7,7 +7,7 @@ methods, so that listing components stays fast.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
 
 from .controls import apply_control
 from .errors import ConfigurationError, DatasetError, OptionError
@@ -303,11 +303,31 @@ class Dataset(Configurable):
 
     skipped: int = 0
     """Rows left out by the last ``load`` because they were invalid (``skip_invalid`` option)."""
+    counted: int = 0
+    """How many examples the last :meth:`iter_examples` went through, kept or not: after it is
+    exhausted, the number of usable examples of the split."""
+
+    def iter_examples(self, split: str | None, keep=None) -> Iterator[Example]:
+        """The examples of ``split`` one at a time, those whose position (0, 1, ... among the
+        usable examples) ``keep`` accepts (None: all), counting them all in ``counted``. A run
+        takes ``--limit N`` and ``--sample N`` through it, so that a dataset that reads its file
+        lazily (``jsonl``, ``csv``) holds only what is kept; this default reads ``load`` whole.
+        A caller that stops early closes the iterator (``contextlib.closing``): a dataset may
+        check, on closing, what the rows it read imply (a mapped field none of them holds)."""
+        self.counted = 0
+        for example in self.load(split):
+            index, self.counted = self.counted, self.counted + 1
+            if keep is None or keep(index):
+                yield example
 
     def build_examples(self, rows: Iterable, build) -> list[Example]:
         """``build(row)`` for each row. A row that raises DatasetError stops the load, or, when
         the dataset's ``skip_invalid`` option is on, is left out and counted in ``skipped``."""
-        examples, self.skipped = [], 0
+        return list(self.built_examples(rows, build))
+
+    def built_examples(self, rows: Iterable, build) -> Iterator[Example]:
+        """:meth:`build_examples` one example at a time (``skipped`` counts as they go)."""
+        self.skipped = 0
         for row in rows:
             try:
                 built = build(row)
@@ -316,8 +336,7 @@ class Dataset(Configurable):
                     raise
                 self.skipped += 1
                 continue
-            examples.extend(built if isinstance(built, list) else [built])
-        return examples
+            yield from (built if isinstance(built, list) else [built])
 
     def data_splits(self) -> tuple[str, ...]:
         """The splits the data given holds: ``splits``, or none when the ``path`` option is one

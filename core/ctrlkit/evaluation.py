@@ -10,7 +10,9 @@ and the rest of each example's ``meta`` is kept under ``given``.
 from __future__ import annotations
 
 import time
+from contextlib import closing
 from datetime import datetime, timezone
+from itertools import islice
 from typing import Any, Mapping, Sequence
 
 from .cache import scope as cache_scope
@@ -122,7 +124,8 @@ def evaluate(
     source = parts.dataset
     with timed(timings, "load_s"):
         chosen_split = split if split is not None else source.default_split
-        examples = admit_examples(source.load(chosen_split)[:limit], dataset)
+        with closing(source.iter_examples(chosen_split)) as streamed:  # --limit N reads the first N lines
+            examples = admit_examples(list(islice(streamed, limit)), dataset)
         given = read_predictions(predictions) if predictions else _dataset_predictions(examples, dataset)
     report_skipped(source, dataset)
     check_matched(given, examples, predictions or "predictions", dataset)

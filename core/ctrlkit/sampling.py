@@ -35,8 +35,13 @@ def check_sample(sample: int | None, limit: int | None) -> None:
 def draw_sample(examples: Sequence[Example], size: int, seed: int, dataset: str) -> list[Example]:
     """``size`` of ``examples`` drawn without replacement by ``sample_rng(seed)``, kept in the
     data's order; more than there are is refused (a clamped draw would silently be every example)."""
-    if size > len(examples):
-        raise OptionError(f"sample {size} is more than the {len(examples)} usable examples of dataset "
-                          f"'{dataset}'")
-    chosen = sorted(sample_rng(seed).sample(range(len(examples)), size))
-    return [examples[index] for index in chosen]
+    return [examples[index] for index in sample_indices(len(examples), size, seed, dataset)]
+
+
+def sample_indices(count: int, size: int, seed: int, dataset: str) -> list[int]:
+    """The positions, in order, of the ``size`` examples :func:`draw_sample` draws from ``count``:
+    what a run that streams its data keeps, having counted the examples in a first pass (the same
+    draw as from the whole list, holding only the drawn ones)."""
+    if size > count:
+        raise OptionError(f"sample {size} is more than the {count} usable examples of dataset '{dataset}'")
+    return sorted(sample_rng(seed).sample(range(count), size))

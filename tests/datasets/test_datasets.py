@@ -162,7 +162,7 @@ def test_jsonl_rejects_bytes_that_are_not_utf8(tmp_path):
 def test_csv_columns_become_references_and_controls(tmp_path):
     path = tmp_path / "data.csv"
     path.write_text('id,document,ref_a,ref_b,topic\n1,"A doc, with comma.",First,,sports\n2,Another.,X,Y,health\n')
-    dataset = ctrlkit.get_dataset("csv", path=str(path), reference_fields="ref_a,ref_b", control_fields="topic")
+    dataset = ctrlkit.get_dataset("csv", path=str(path), references_field="ref_a,ref_b", control_fields="topic")
     first, second = dataset.load(None)
     assert first.document == "A doc, with comma." and first.references == ["First"]
     assert second.references == ["X", "Y"] and second.controls == {"topic": "health"}
@@ -197,12 +197,12 @@ def test_csv_cells_of_any_size(tmp_path):
 
 
 @pytest.mark.parametrize("name, text, options, message", [
-    ("data.csv", "id,text,summary\n1,A doc.,A ref.\n", {"reference_fields": "summary"},
+    ("data.csv", "id,text,summary\n1,A doc.,A ref.\n", {"references_field": "summary"},
      "data.csv:2: column 'document' is missing (columns: id, text, summary); "
      "--set csv.document_field=COLUMN reads another"),
     ("data.csv", "id,document,summary\n1,A doc.,A ref.\n", {},
      "data.csv:2: column 'reference' is missing (columns: id, document, summary); "
-     "--set csv.reference_fields=COLUMN reads another"),
+     "--set csv.references_field=COLUMN reads another"),
     ("data.csv", "id,document,reference\n1,A doc.,A ref.\n", {"control_fields": "topic"},
      "data.csv:2: column 'topic' is missing (columns: id, document, reference); "
      "--set csv.control_fields=COLUMN reads another"),

@@ -335,6 +335,17 @@ def test_hf_refuses_columns_the_dataset_lacks_naming_those_it_has(saved):
         hf(saved, control_fields="topic=")
 
 
+def test_hf_refuses_an_id_column_the_dataset_lacks_and_reads_a_limit_lazily(saved):
+    """A mapped id column no row holds is named like the others (it used to give row numbers
+    without a word); a default ``id`` column may be absent."""
+    with pytest.raises(DatasetError, match=r"no column 'doc_id' .*; --set hf.id_field=COLUMN reads another$"):
+        hf(saved, id_field="doc_id").load("test")
+    dataset = ctrlkit.get_dataset("hf", path=str(saved), document_field="article", references_field="highlights")
+    assert [e.id for e in dataset.load("train")] == ["1"]
+    kept = list(hf(saved, skip_invalid=True).iter_examples("test", keep=lambda index: index == 1))
+    assert [e.id for e in kept] == ["b"]
+
+
 def test_hf_reads_data_files_through_load_dataset_with_split_slices(tmp_path, monkeypatch):
     datasets = pytest.importorskip("datasets", reason="the hf dataset needs the optional 'datasets' library")
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "cache"))  # not the user's cache

@@ -7,7 +7,9 @@ without touching controllers or metrics.
 from __future__ import annotations
 
 import time
+from contextlib import closing
 from dataclasses import replace
+from itertools import islice
 from typing import Any
 
 from ..api import backbone_name, get_executor
@@ -20,7 +22,8 @@ from ..intake import admit_examples
 from ..outputs import check_output, leaves_no_empty_folder
 from ..quiet import quietly
 from ..results import write_run
-from ..sampling import draw_sample
+from ..components import Dataset
+from ..sampling import draw_sample, sample_indices
 from ..topic_selection import keep_topics, report_held_out
 from ..topic_source import PICKING_VECTORIZER, pick_topics
 from ..types import Example
@@ -91,20 +94,51 @@ def arm_controllers(settings: RunSettings) -> list[str]:
 
 
 def read_examples(settings: RunSettings, parts: RunParts, record: RunRecord) -> list[Example]:
-    """The examples of the chosen split, of the topics asked for, up to ``limit``; the digests of
-    what the run reads are taken first (a file changed after this makes a sweep run the cell again)."""
+    """The examples of the chosen split, of the topics asked for, up to ``limit`` or the ``sample``
+    drawn; the digests of what the run reads are taken first (a file changed after this makes a
+    sweep run the cell again). A dataset that streams (``Dataset.iter_examples``) is read lazily
+    where the run needs nothing of the whole split: ``limit`` reads the first N examples, ``sample``
+    counts them in one pass and keeps the drawn ones in a second. Topics picked per document, a
+    model's held-out topics and ``only_topics`` need the whole split (its pool of gold topics, its
+    topic names): the split is then read whole, as is a dataset that does not stream."""
     source = parts.dataset
     record.digests = {"data_digest": data_digest(source.options.get("path")),
                       "topics_digest": data_digest(settings.topics), "backbone_digest": backbone_digest(parts.backbone),
                       "judge_digest": backbone_digest(parts.judge) if parts.judge is not None else None}
     record.split = settings.split if settings.split is not None else source.default_split
+    whole = (settings.only_topics or settings.topics_per_document
+             or (parts.backbone.saved_controller() or {}).get("holdout_topics")
+             or type(source).iter_examples is Dataset.iter_examples)
+    if not whole:
+        kept = _streamed(source, record.split, settings)
+        record.loaded = kept
+        return admit_examples(kept, settings.dataset)
     loaded = source.load(record.split)
     record.loaded = loaded
-    if not settings.only_topics:
-        return admit_examples(loaded[:settings.limit], settings.dataset)
-    chosen = keep_topics(loaded, settings.only_topics, dataset_and_split(settings.dataset, record.split))
-    record.n_other_topics = len(loaded) - len(chosen)
-    return admit_examples(chosen[:settings.limit], settings.dataset)
+    chosen = loaded
+    if settings.only_topics:
+        chosen = keep_topics(loaded, settings.only_topics, dataset_and_split(settings.dataset, record.split))
+        record.n_other_topics = len(loaded) - len(chosen)
+    examples = admit_examples(chosen[:settings.limit], settings.dataset)
+    if settings.sample is not None and examples:
+        examples = draw_sample(examples, settings.sample, settings.seed, settings.dataset)
+    return examples
+
+
+def _streamed(source: Dataset, split: str | None, settings: RunSettings) -> list[Example]:
+    """The first ``limit`` examples, or the ``sample`` drawn (the draw of ``draw_sample`` on the
+    whole list: counted in a first pass, kept in a second), or all, holding only those."""
+    def read(keep=None, limit=None):
+        with closing(source.iter_examples(split, keep)) as examples:
+            return list(islice(examples, limit))
+
+    if settings.sample is None:
+        return read(limit=settings.limit)
+    read(keep=lambda index: False)
+    if not source.counted:
+        return []
+    chosen = set(sample_indices(source.counted, settings.sample, settings.seed, settings.dataset))
+    return read(keep=chosen.__contains__)
 
 
 def prepare_examples(settings: RunSettings, parts: RunParts, record: RunRecord) -> list[Example]:
@@ -117,8 +151,6 @@ def prepare_examples(settings: RunSettings, parts: RunParts, record: RunRecord) 
     report_skipped(source, dataset)
     if not examples:
         raise CtrlkitError(f"dataset '{dataset}' gave no examples")
-    if settings.sample is not None:
-        examples = draw_sample(examples, settings.sample, settings.seed, dataset)
     per_document = settings.topics_per_document
     if per_document:
         with timed(record.timings, "topic_space_s"):

@@ -90,19 +90,31 @@ class HubDataset(Dataset):
         self.renames = parse_renames(self.options["control_fields"], "hf.control_fields")
 
     def load(self, split):
+        return list(self.iter_examples(split))
+
+    def iter_examples(self, split, keep=None):
+        """The rows one at a time (a ``datasets.Dataset`` is memory-mapped: ``--limit N`` reads N)."""
         if split is None:
             raise DatasetError(f"dataset '{self.name}' needs a split: --split NAME (e.g. test, or test[:100])")
         rows, label = self._rows(split)
         columns = set(rows.column_names)
         wanted = [(self.options["document_field"], "document_field"),
                   (self.options["references_field"], "references_field"),
-                  *((column, "control_fields") for _, column in self.renames)]
+                  *((column, "control_fields") for _, column in self.renames),
+                  *([(self.options["id_field"], "id_field")] if self.options["id_field"] != "id" else [])]
         for column, option in wanted:
             if column and column not in columns:
                 raise DatasetError(f"{label}: no column '{column}' (columns: {', '.join(sorted(columns))}); "
                                    f"--set {self.name}.{option}={'TARGET=' if option == 'control_fields' else ''}"
                                    "COLUMN reads another")
-        return self.build_examples(enumerate(rows, 1), lambda item: self._example(*item, label))
+        return self._kept(self.built_examples(enumerate(rows, 1), lambda item: self._example(*item, label)), keep)
+
+    def _kept(self, examples, keep):
+        self.counted = 0
+        for example in examples:
+            index, self.counted = self.counted, self.counted + 1
+            if keep is None or keep(index):
+                yield example
 
     def _rows(self, split):
         """The split's rows (a ``datasets.Dataset``) and how errors name it."""
