@@ -21,6 +21,7 @@ import pytest
 
 import ctrlkit
 from ctrlkit.report.render import POLICY, STYLE
+from ctrlkit.results import write_run
 
 from helpers.browser import CHROMIUM, chromium
 from helpers.chat_server import JsonHandler, serving
@@ -228,10 +229,9 @@ def _hostile_run(tmp_path: Path) -> Path:
     results["config"]["controller"] = PAYLOADS[0]
     results["config"]["dataset"] = PAYLOADS[4]
     results["metrics"][f"plugin{PAYLOADS[5]}"] = {PAYLOADS[1]: 0.5, PAYLOADS[3]: 0.25}
-    (folder / "results.json").write_text(json.dumps(results))
     for sample in samples:
         sample["scores"][f"plugin{PAYLOADS[8]}"] = {PAYLOADS[9]: 0.5}
-    (folder / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
+    write_run(folder, results, samples)  # the pair as a run writes it: results.json records the samples' digest
     (folder / "interference.json").write_text(json.dumps({
         "attributes": [PAYLOADS[4], PAYLOADS[10]], "values": [PAYLOADS[5], "rouge.rougeL"],
         "matrix": {PAYLOADS[4]: {PAYLOADS[5]: 0.5}, PAYLOADS[10]: {"rouge.rougeL": 1.0}},
