@@ -117,3 +117,16 @@ def test_a_metric_says_which_way_its_values_are_better():
     assert better("failed") == "lower" and better("unscored") is None and better("x", None) is None
     assert best([0.5, None, 0.25], "lower") == 0.25 and best([0.5, 0.5], "higher") is None
     assert best([0.5, 0.7], None) is None and best([0.5], "higher") is None
+
+
+def test_a_cell_of_one_bootstrap_group_says_its_interval_is_undefined_in_table_md(tmp_path):
+    """One example is one bootstrap group: resampling cannot vary it, so table.md says the interval
+    and the difference's interval are undefined rather than printing none beside a caption that
+    promises one."""
+    sweep(controllers=["none", "tag"], metrics=["stas"], limit=1, bootstrap=50, out=str(tmp_path), cache=False)
+    rows = [line for line in (tmp_path / "table.md").read_text(encoding="utf-8").splitlines()
+            if line.startswith("| sample")]
+    assert len(rows) == 2
+    assert all("[interval undefined: one group]" in row for row in rows)
+    tag_row = next(row for row in rows if "| tag |" in row)
+    assert "p=" in tag_row and tag_row.count("[interval undefined: one group]") == 4  # 2 values, each twice

@@ -12,7 +12,7 @@ from ..files import atomic_write_json, atomic_write_text
 from ..markdown import escape_markdown, markdown_table
 from ..metric_values import best, better, directions, is_count, label
 from ..statistics_text import describe_difference, describe_interval
-from ..results import SCHEMA_VERSION, value_text
+from ..results import SCHEMA_VERSION, UNDEFINED_INTERVAL, value_text
 from .compare import CONFIDENCE, DEFAULT_REFERENCE, Reference, blocks, reference_phrase
 from .tex import write_tex
 
@@ -59,6 +59,8 @@ def comparisons_record(rows: Sequence[dict], against: Reference, resamples: int,
 
 
 def _interval_text(found: dict | None) -> str:
+    if found and found.get("undefined"):
+        return UNDEFINED_INTERVAL
     if not found or found.get("low") is None or found.get("high") is None:
         return ""
     return describe_interval((found["low"], found["high"]))
@@ -68,7 +70,7 @@ def _difference_text(test: dict | None) -> str:
     """``+0.0040 [-0.0012, +0.0093] p=0.21 (Holm 0.63)``: the report's difference with its Holm p, or nothing."""
     if not test or test.get("difference") is None:
         return ""
-    text = describe_difference(test)
+    text = describe_difference(test) + (f" {UNDEFINED_INTERVAL}" if test.get("undefined") else "")
     if test.get("p_holm") is not None:
         text += f" (Holm {test['p_holm']:.3g})"
     return text
