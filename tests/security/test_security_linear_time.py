@@ -15,11 +15,12 @@ import time
 
 import pytest
 
+from ctrlkit.backbones.extractive import untagged
 from ctrlkit.markdown import escape_markdown, visible
 from ctrlkit.redaction import redact
 from ctrlkit.secrets import mask_secrets, scrub_text
 from ctrlkit.text import blocks
-from ctrlkit_metrics.judging import UnparseableAnswer, json_object
+from ctrlkit_metrics.judging import UnparseableAnswer, json_object, single_rating
 
 MIB = 1 << 20
 RATIO = 32
@@ -124,6 +125,12 @@ HOSTILE = {  # name -> a text of a given size built to be slow for some pattern
     "line breaks": _repeat("\n"),
     "JSON objects that never close": _repeat('{"a":1 '),
     "JSON keys that never close": _repeat('{"'),
+    # found by the attack after round 3: a fence, a number, or a [TAG] mark, then spaces, never closed
+    "a fence then spaces": lambda size: "```" + " " * (size - 3),
+    "fences then spaces": _repeat("```json" + " " * 200),
+    "a number then spaces": lambda size: "5" + " " * (size - 2) + "x",
+    "a tag then spaces": lambda size: "[TAG]" + " " * (size - 5),
+    "tags then spaces": _repeat("[TAG]" + " " * 100),
 }
 
 PASSES = {
@@ -134,6 +141,8 @@ PASSES = {
     "visible": visible,
     "blocks": blocks,
     "judge_answer": lambda text: _judged(text),
+    "judge_rating": lambda text: _rated(text),
+    "extractive_tags": untagged,
 }
 
 
@@ -141,6 +150,14 @@ def _judged(text):
     """The JSON object a judge's answer holds, found as the judge metrics find it, or None."""
     try:
         return json_object(text)
+    except UnparseableAnswer:
+        return None
+
+
+def _rated(text):
+    """The one rating a judge's answer gives (as the fm metric reads it), or None."""
+    try:
+        return single_rating(text, "rating", 5)
     except UnparseableAnswer:
         return None
 
@@ -155,7 +172,9 @@ def test_each_pass_over_outside_text_is_linear_on_worst_cases(name, text):
 @pytest.mark.parametrize("name, text", [
     *((name, text) for name in ("redact", "scrub_text")
       for text in ("backslashes", "a.a.a.", "the key spaced out", "percent 25s then no hex")),
-    ("judge_answer", "JSON objects that never close"), ("judge_answer", "JSON keys that never close")])
+    ("judge_answer", "JSON objects that never close"), ("judge_answer", "JSON keys that never close"),
+    ("judge_answer", "a fence then spaces"), ("judge_rating", "a number then spaces"),
+    ("extractive_tags", "a tag then spaces")])
 def test_the_worst_known_inputs_are_linear(name, text):
     # the fast subset of the above: the inputs that were quadratic before round 3
     assert_linear(PASSES[name], HOSTILE[text])

@@ -119,6 +119,31 @@ def test_a_live_claim_with_other_settings_refuses_and_the_same_settings_join(tmp
     assert "\n" not in str(caught.value) and sorted(p.name for p in out.iterdir()) == [".sweep.claim"]
 
 
+def test_overwrite_refuses_a_folder_a_running_sweep_holds_and_removes_nothing(tmp_path, private_cache):
+    """--overwrite while another sweep still runs there would delete its finished cells under it and
+    leave a folder of two sweeps (found by the attack after round 3): refused, nothing removed."""
+    import os
+    import socket
+
+    out = tmp_path / "s"
+    first = sweep(out=str(out), controllers=["none", "tag"], metrics=["stas"], limit=2)
+    claim = {"settings": {"controllers": ["none", "tag"], "metrics": ["stas"]}, "digests": {},
+             "holders": [[socket.gethostname(), os.getppid()]]}  # a live process: the sweep still running
+    (out / ".sweep.claim").write_text(json.dumps(claim))
+    kept = sorted(path.name for path in out.rglob("*"))
+    with pytest.raises(CtrlkitError, match="still running") as caught:
+        sweep(out=str(out), controllers=["tag"], metrics=["stas"], limit=2, options={"tag": {"top_n": 7}},
+              overwrite=True)
+    assert "\n" not in str(caught.value) and sorted(path.name for path in out.rglob("*")) == kept
+    assert len(first) == 2
+    # once that sweep is gone (its process dead), --overwrite replaces the folder
+    claim["holders"] = [[socket.gethostname(), 2**22 + 12345]]
+    (out / ".sweep.claim").write_text(json.dumps(claim))
+    rows = sweep(out=str(out), controllers=["tag"], metrics=["stas"], limit=2, options={"tag": {"top_n": 7}},
+                 overwrite=True)
+    assert [row["controller"] for row in rows] == ["tag"] and not (out / ".sweep.claim").exists()
+
+
 def test_a_link_planted_as_the_claim_is_refused_not_followed(tmp_path, private_cache):
     out, elsewhere = tmp_path / "s", tmp_path / "victim"
     out.mkdir()

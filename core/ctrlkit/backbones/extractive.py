@@ -11,14 +11,12 @@ the control.
 
 from __future__ import annotations
 
-import re
 
 from ..components import Backbone
 from ..options import Option
 from ..text import sentences
 from ..types import SEP, TAG
 
-_TAGGED = re.compile(re.escape(TAG) + r"\s*(.*?)\s*" + re.escape(TAG), re.DOTALL)
 
 
 class ExtractiveBackbone(Backbone):
@@ -54,8 +52,7 @@ class ExtractiveBackbone(Backbone):
         from .sentence_selection import select  # numpy and scikit-learn: loaded to summarize, not to list
 
         prefix, document = _split_prefix(source, self.separators)
-        tagged_terms = {term.lower() for term in _TAGGED.findall(document)}
-        document = _TAGGED.sub(r"\1", document).replace(TAG, " ")
+        tagged_terms, document = untagged(document)
         candidates = sentences(document)
         if guidance and self.options["guidance"] == "restrict":
             given = set(sentences(guidance))
@@ -73,3 +70,19 @@ def _split_prefix(source: str, separators) -> tuple[str, str]:
         return "", source
     position, separator = min(found)
     return source[:position], source[position + len(separator):]
+
+
+def untagged(document: str) -> tuple[set[str], str]:
+    """The terms between each pair of [TAG] marks (lower-cased, stripped), and the document with
+    each pair replaced by its stripped term and an unpaired mark by a space. One split, so linear in
+    the document: a pattern with a lazy body between two ``\\s*`` took cubic time on a mark that
+    never closes."""
+    parts = document.split(TAG)
+    terms, kept = set(), [parts[0]]
+    for i in range(1, len(parts)):
+        if i % 2 and i < len(parts) - 1:  # between an opening mark and its closing one
+            terms.add(parts[i].strip().lower())
+            kept.append(parts[i].strip())
+        else:
+            kept.append((" " if i % 2 else "") + parts[i])
+    return terms, "".join(kept)

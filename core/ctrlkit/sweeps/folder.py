@@ -51,9 +51,9 @@ def check_earlier_sweep(out_dir: Path, settings: dict, digests: dict, overwrite:
     """Refuse a sweep into ``out_dir`` when it holds one with other ``settings`` (secrets masked);
     with ``overwrite``, remove the earlier sweep's files instead. ``digests`` fingerprint the data
     (``{"data": {dataset: digest}, "topics": digest}``): a moved or copied file is the same data."""
-    if overwrite:
-        remove_earlier_sweep(out_dir)
+    if overwrite:  # claimed first: a sweep still running there is refused, not removed under it
         claim_folder(out_dir, settings, digests, replace=True)
+        remove_earlier_sweep(out_dir)
         return
     claim_folder(out_dir, settings, digests)
 
@@ -131,13 +131,17 @@ def _holders_alive(holders) -> bool:
 
 def claim_folder(out_dir: Path, settings: dict, digests: dict, replace: bool = False) -> None:
     """Claim ``out_dir`` for a sweep with ``settings`` (secrets masked) and ``digests``: refused in one
-    line when a sweep with other settings holds the claim (unless ``replace``, for --overwrite)."""
+    line when a sweep with other settings holds the claim, or with ``replace`` (--overwrite) when
+    any sweep still running holds it."""
     if not replace:
         _check_settings_file(out_dir, settings, digests)  # before making the folder or the claim
     with _locked_claim(out_dir) as handle:
         if not replace:  # again under the lock: a sweep may have finished its first cell meanwhile
             _check_settings_file(out_dir, settings, digests)
-        claim = None if replace else _read_claim(handle)
+        claim = _read_claim(handle)
+        if claim is not None and replace:
+            raise CtrlkitError(f"{out_dir} is held by a sweep that is still running; --overwrite would remove its "
+                               f"files under it: wait for it to end, or choose another --out")
         if claim is not None:
             changed = changed_settings(claim["settings"], claim.get("digests") or {}, settings, digests)
             if changed:

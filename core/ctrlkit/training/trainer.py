@@ -33,7 +33,7 @@ from ..backbones.hf_base import require_hf_libraries
 from ..errors import ConfigurationError, CtrlkitError
 from ..controls import apply_control, check_controls, uncontrolled
 from ..files import atomic_write_json, atomic_write_with, read_json, recover_folder, replace_folder
-from ..intake import admit_examples
+from ..intake import admit_examples, plain
 from ..engine.generation import fit_or_restore
 from ..engine.recording import report_uncontrolled
 from ..engine.assembly import assemble, with_data
@@ -56,10 +56,17 @@ CHECKPOINT = "checkpoint"
 def save_controller(directory: str | Path, controller, holdout_topics: list[str] | None = None) -> None:
     """The controller's state; ``holdout_topics``, the topics held out of training, when any, so
     that a run of the model can say which topics it never saw."""
-    saved = {"controller": controller.name, "state": controller.state()}
+    saved = {"controller": controller.name, "state": controller_state(controller)}
     if holdout_topics:
         saved["holdout_topics"] = holdout_topics
     atomic_write_json(Path(directory) / CONTROLLER_FILE, saved)
+
+
+def controller_state(controller) -> dict:
+    """The controller's ``state()`` as plain JSON data (numpy scalars made Python ones); state that
+    is not (an array, a set, bytes) is one line naming the controller and where, so that a
+    checkpoint never fails after the training work (training checks it before the first step)."""
+    return plain(controller.state(), f"controller '{controller.name}': state", error=ConfigurationError)
 
 
 @leaves_no_empty_folder
@@ -166,6 +173,7 @@ def _training_pairs(settings: TrainSettings, parts) -> tuple[list, list, dict]:
     fit_or_restore(steering, parts.backbone, source, parts.spaces.get(steering.topic_vectorizer), settings.seed,
                    settings.holdout_topics)
     steering.prepare(parts.backbone)
+    controller_state(steering)  # refused now, not at the first checkpoint after the work
     pairs = _pairs(steering, examples)
     left = uncontrolled(steering, examples)
     report_uncontrolled(left, len(examples), steering)

@@ -30,8 +30,9 @@ logger = logging.getLogger("ctrlkit")
 MAX_BRACES = 64
 """The most ``{`` of an answer from which a JSON object is looked for, after the whole answer and
 its fenced blocks."""
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
-_BARE_NUMBER = re.compile(r"\s*(?:[A-Za-z][A-Za-z ]{0,19}:\s*)?(\d+)\s*\.?\s*")
+# the spaces around an optional full stop are one run or two separated by the stop: two adjacent
+# \s* were quadratic on a number followed by many spaces and then anything else
+_BARE_NUMBER = re.compile(r"\s*(?:[A-Za-z][A-Za-z ]{0,19}:\s*)?(\d+)\s*(?:\.\s*)?")
 
 
 class UnparseableAnswer(ValueError):
@@ -150,7 +151,7 @@ def json_object(answer: str) -> dict:
     """The JSON object an answer holds: the whole answer, a fenced ```json block, or the first
     ``{...}`` inside surrounding prose (models often explain before or after) that starts at one of
     its first ``MAX_BRACES`` braces."""
-    candidates = [answer.strip(), *(block.strip() for block in _FENCE.findall(answer))]
+    candidates = [answer.strip(), *(block.strip() for block in fenced_blocks(answer))]
     for candidate in candidates:
         try:
             value = json.loads(candidate)
@@ -169,6 +170,14 @@ def json_object(answer: str) -> dict:
         if isinstance(value, dict):
             return value
     raise UnparseableAnswer("no JSON object in the answer")
+
+
+def fenced_blocks(answer: str) -> list[str]:
+    """The body of each block between a pair of ``` fences, less a ``json`` tag after the opening
+    one; a fence left open holds no block. One split, so linear: a pattern with a lazy body was
+    quadratic on an opening fence that never closes."""
+    parts = answer.split("```")
+    return [body[4:] if body[:4].lower() == "json" else body for body in parts[1:-1:2]]
 
 
 def integer(value: Any, what: str, low: int, high: int) -> int:
