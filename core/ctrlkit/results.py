@@ -14,17 +14,13 @@ from .markdown import visible
 from .metric_values import is_count, label
 from .plugins import plugin_versions
 from .report_files import remove_stale_report
-from .statistics_text import describe_difference, describe_interval
+from .statistics_text import UNDEFINED_INTERVAL, describe_difference, recorded_interval
 
 
 SCHEMA_VERSION = 1
 """The version of the records ctrlkit writes (results.json, sweep.json, table.json), each described
 by a JSON Schema in ``ctrlkit/json_schemas/``; it grows when a field changes meaning or is removed."""
 
-
-UNDEFINED_INTERVAL = "[interval undefined: one group]"
-"""What the table shows for an interval that is undefined (``undefined`` in results.json): the
-examples form one bootstrap group, so resampling cannot vary them."""
 
 def versions() -> dict:
     """Versions of Python, ctrlkit and every loaded plugin distribution, and ctrlkit's git commit."""
@@ -123,12 +119,8 @@ def format_table(results: dict) -> str:
 
 def _interval(holder: dict, metric: str, name: str) -> str:
     """`` [low, high]`` of the value's bootstrap interval in ``holder["intervals"]``, or nothing."""
-    found = ((holder.get("intervals") or {}).get(metric) or {}).get(name)
-    if found and found.get("undefined"):
-        return " " + UNDEFINED_INTERVAL
-    if not found or found.get("low") is None or found.get("high") is None:
-        return ""
-    return " " + describe_interval((found["low"], found["high"]))
+    text = recorded_interval(((holder.get("intervals") or {}).get(metric) or {}).get(name))
+    return " " + text if text else ""
 
 
 def _paired(results: dict, metric: str, name: str) -> str:

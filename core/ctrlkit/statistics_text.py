@@ -7,9 +7,24 @@ import math
 from typing import Mapping
 
 
+UNDEFINED_INTERVAL = "[interval undefined: one group]"
+"""What a table shows for an interval that is undefined (``undefined`` in results.json): the
+examples form one bootstrap group, so resampling cannot vary them."""
+
+
 def describe_interval(interval) -> str:
     """``[low, high]`` to 4 places, or nothing for a value without an interval."""
     return f"[{interval[0]:.4f}, {interval[1]:.4f}]" if interval else ""
+
+
+def recorded_interval(found: Mapping | None) -> str:
+    """A value's interval as results.json records it (``low``, ``high``, perhaps ``undefined``),
+    written for a table: :data:`UNDEFINED_INTERVAL`, ``[low, high]``, or nothing."""
+    if found and found.get("undefined"):
+        return UNDEFINED_INTERVAL
+    if not found or found.get("low") is None or found.get("high") is None:
+        return ""
+    return describe_interval((found["low"], found["high"]))
 
 
 def describe_difference(test: dict | None) -> str:

@@ -11,8 +11,8 @@ from typing import Any, Sequence
 from ..files import atomic_write_json, atomic_write_text
 from ..markdown import escape_markdown, markdown_table
 from ..metric_values import best, better, directions, is_count, label
-from ..statistics_text import describe_difference, describe_interval
-from ..results import SCHEMA_VERSION, UNDEFINED_INTERVAL, value_text
+from ..statistics_text import UNDEFINED_INTERVAL, describe_difference, recorded_interval
+from ..results import SCHEMA_VERSION, value_text
 from .compare import CONFIDENCE, DEFAULT_REFERENCE, Reference, blocks, reference_phrase
 from .tex import write_tex
 
@@ -56,14 +56,6 @@ def comparisons_record(rows: Sequence[dict], against: Reference, resamples: int,
             "seed": seed,
             "confidence": CONFIDENCE, "test": "paired bootstrap interval of the difference; paired permutation p",
             "correction": "holm", "family": "every (cell, metric value) comparison of the table", "tests": tests}
-
-
-def _interval_text(found: dict | None) -> str:
-    if found and found.get("undefined"):
-        return UNDEFINED_INTERVAL
-    if not found or found.get("low") is None or found.get("high") is None:
-        return ""
-    return describe_interval((found["low"], found["high"]))
 
 
 def _difference_text(test: dict | None) -> str:
@@ -135,7 +127,7 @@ def write_table(out_dir: Path, rows: Sequence[dict], comparisons: dict | None = 
             value = _value(row, column)
             text = value_text(value, is_count(column[1]))
             marked = value is not None and value == group_best[row["dataset"], row["backbone"]][name]
-            extra = " ".join(filter(None, (_interval_text(_found(row.get("intervals"), column)),
+            extra = " ".join(filter(None, (recorded_interval(_found(row.get("intervals"), column)),
                                            _difference_text(_found(row.get("paired"), column)))))
             cells.append((f"**{text}**" if marked else text) + (f" {extra}" if extra else ""))
         body.append([escape_markdown(row[key]) for key in ("dataset", "backbone", "controller")] + cells)
