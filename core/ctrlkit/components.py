@@ -198,6 +198,11 @@ class Metric(Configurable):
     None: neither (they are not ranked). Some names say it for any metric: ``mad``, ``failed``,
     ``..._gap`` are lower; counts (``n_...``) and ``gold_...`` are not ranked
     (:mod:`ctrlkit.metric_values`)."""
+    scores_each_example_alone: bool = False
+    """True when ``check`` and the per-example values of an example do not depend on the other
+    examples scored with it, and every corpus value is recomputed by ``aggregate`` or is a count:
+    ``ctrlkit evaluate`` may then score a large file a chunk of examples at a time, in bounded
+    memory. False (the safe default) scores all the examples at once."""
 
     def use_judge(self, judge: "Backbone") -> None:
         """Receive the judge backbone (called before ``compute`` when ``needs_judge``)."""

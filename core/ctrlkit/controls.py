@@ -73,19 +73,44 @@ def scored_indices(metric, examples: Sequence[Example]) -> list[int]:
 def check_controls(component, examples: Sequence[Example], dataset: str, strict: bool = False) -> None:
     """Refuse, before any work, a control that no example carries, or with ``strict`` one that
     any example lacks (for a ``reads_any`` component: all of its controls at once)."""
-    kind = "metric" if hasattr(component, "compute") else "controller"
-    if getattr(component, "reads_any", False) and component.reads:  # one requirement: any of them
-        needs = [(f"one of the controls {', '.join(component.reads)}", "any",
-                  lambda example: carries_needed(component, example))]
-    else:
-        needs = [(f"control '{attribute}'", "it", lambda example, attribute=attribute: carries(example, attribute))
-                 for attribute in component.reads]
-    for what, found, carried in needs:
-        lacking = [example.id for example in examples if not carried(example)]
-        if lacking and len(lacking) == len(examples):
-            raise ConfigurationError(f"{kind} '{component.name}' reads {what}, but no example of dataset "
-                                     f"'{dataset}' has {found}")
-        if lacking and strict:
-            more = f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else ""
-            raise ConfigurationError(f"{kind} '{component.name}' reads {what}, but example "
-                                     f"'{lacking[0]}'{more} of dataset '{dataset}' has none (strict controls)")
+    tally = ControlTally(component)
+    tally.add(examples)
+    tally.refuse(dataset, strict)
+
+
+class ControlTally:
+    """What :func:`check_controls` checks, counted over examples given a chunk at a time (``add``),
+    so that a large evaluation checks them without holding them; ``refuse`` raises as it does."""
+
+    def __init__(self, component):
+        self.component = component
+        if getattr(component, "reads_any", False) and component.reads:  # one requirement: any of them
+            self.needs = [(f"one of the controls {', '.join(component.reads)}", "any",
+                           lambda example: carries_needed(component, example))]
+        else:
+            self.needs = [(f"control '{attribute}'", "it",
+                           lambda example, attribute=attribute: carries(example, attribute))
+                          for attribute in component.reads]
+        self.examples = 0
+        self.lacking = [0] * len(self.needs)
+        self.first_lacking: list[str | None] = [None] * len(self.needs)
+
+    def add(self, examples: Sequence[Example]) -> None:
+        self.examples += len(examples)
+        for need, (_, _, carried) in enumerate(self.needs):
+            for example in examples:
+                if not carried(example):
+                    self.lacking[need] += 1
+                    if self.first_lacking[need] is None:
+                        self.first_lacking[need] = example.id
+
+    def refuse(self, dataset: str, strict: bool = False) -> None:
+        kind = "metric" if hasattr(self.component, "compute") else "controller"
+        for (what, found, _), lacking, first in zip(self.needs, self.lacking, self.first_lacking):
+            if lacking and lacking == self.examples:
+                raise ConfigurationError(f"{kind} '{self.component.name}' reads {what}, but no example of dataset "
+                                         f"'{dataset}' has {found}")
+            if lacking and strict:
+                more = f" (and {lacking - 1} more)" if lacking > 1 else ""
+                raise ConfigurationError(f"{kind} '{self.component.name}' reads {what}, but example "
+                                         f"'{first}'{more} of dataset '{dataset}' has none (strict controls)")

@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Callable, Iterable, Iterator
 
@@ -49,21 +50,62 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
 
 
 def _write_and_replace(path: Path, data: bytes | Callable[[IO[bytes]], None]) -> None:
+    with _replacing(path) as file:
+        if callable(data):
+            data(file)
+        else:
+            file.write(data)
+
+
+@contextmanager
+def _replacing(path: Path) -> Iterator[IO[bytes]]:
+    """A binary file that replaces ``path`` when the block ends without an error; on an error it
+    is removed and ``path`` left as it was."""
     # mkstemp opens with O_CREAT | O_EXCL under a random name: never a file or link someone planted
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600; results are for sharing
         with os.fdopen(handle, "wb") as file:
-            if callable(data):
-                data(file)
-            else:
-                file.write(data)
+            yield file
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, path)  # replaces a link at ``path``; never writes where it points
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def atomic_stream(path: str | Path) -> Iterator["_NamingFailures"]:
+    """A binary file to write ``path`` in pieces (a samples.jsonl scored chunk by chunk), made
+    atomic as :func:`atomic_write_bytes` makes a whole write: ``path`` is replaced only when the
+    block ends without an error. A failure of the disk is one CtrlkitError naming the file."""
+    path = Path(path)
+    writing = False
+    try:
+        with removed_if_left_empty(missing_folders(path.parent)):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with _replacing(path) as file:
+                writing = True
+                yield _NamingFailures(file, path)
+                writing = False
+    except OSError as exc:
+        if writing:  # raised by the block's own work (reading its input), not by this file
+            raise
+        raise CtrlkitError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+class _NamingFailures:
+    """A binary file whose failed write is one CtrlkitError naming ``path``."""
+
+    def __init__(self, file: IO[bytes], path: Path):
+        self.file, self.path = file, path
+
+    def write(self, data: bytes) -> int:
+        try:
+            return self.file.write(data)
+        except OSError as exc:
+            raise CtrlkitError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
 
 def atomic_write_with(path: str | Path, write: Callable[[IO[bytes]], None]) -> None:
@@ -197,30 +239,59 @@ def read_text_file(path: str | Path, where: str) -> tuple[str, str]:
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
     """``(line number, object)`` for each non-blank line; errors name the file and line (one
     nested over ``intake.MAX_DEPTH`` deep too)."""
-    from .intake import check_nesting, too_deep
+    for number, _, record in read_jsonl_offsets(path):
+        yield number, record
 
+
+def read_jsonl_offsets(path: str | Path) -> Iterator[tuple[int, int, dict]]:
+    """:func:`read_jsonl` with where each line starts in the file: ``(line number, offset, object)``,
+    so that a line can be read again alone (:func:`read_jsonl_line`)."""
     path = Path(path)
     if not path.is_file():
         raise DatasetError(f"{path}: no such file")
+    offset = 0
     with open(path, "rb") as file:
         for number, raw in enumerate(file, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise DatasetError(f"{path}:{number}: not valid UTF-8") from None
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{path}:{number}: invalid JSON ({exc.msg})") from None
-            except RecursionError:  # nesting deeper than the parser's stack
-                raise too_deep(f"{path}:{number}", DatasetError) from None
-            except ValueError as exc:  # an integer of over 4300 digits
-                raise DatasetError(f"{path}:{number}: invalid JSON ({exc})") from None
-            if not isinstance(record, dict):
-                raise DatasetError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
-            yield number, check_nesting(record, f"{path}:{number}", DatasetError)
+            line = _decoded(raw, path, number)
+            if line.strip():
+                yield number, offset, _parsed_line(line, path, number)
+            offset += len(raw)
+
+
+def read_jsonl_line(path: str | Path, offset: int, number: int) -> dict:
+    """The object on the line ``number`` of ``path`` that starts at byte ``offset``, checked as
+    :func:`read_jsonl` checks it."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as file:
+            file.seek(offset)
+            raw = file.readline()
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return _parsed_line(_decoded(raw, path, number), path, number)
+
+
+def _decoded(raw: bytes, path: Path, number: int) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise DatasetError(f"{path}:{number}: not valid UTF-8") from None
+
+
+def _parsed_line(line: str, path: Path, number: int) -> dict:
+    from .intake import check_nesting, too_deep
+
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path}:{number}: invalid JSON ({exc.msg})") from None
+    except RecursionError:  # nesting deeper than the parser's stack
+        raise too_deep(f"{path}:{number}", DatasetError) from None
+    except ValueError as exc:  # an integer of over 4300 digits
+        raise DatasetError(f"{path}:{number}: invalid JSON ({exc})") from None
+    if not isinstance(record, dict):
+        raise DatasetError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
+    return check_nesting(record, f"{path}:{number}", DatasetError)
 
 
 def read_json(path: str | Path, expected: type | tuple[type, ...], error: type[CtrlkitError] = CtrlkitError,

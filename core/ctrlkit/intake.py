@@ -201,10 +201,13 @@ def _fields(counts: Counter) -> str:
     return ", ".join(f"{name}: {n}" for name, n in sorted(counts.items()))
 
 
-def admit_examples(examples: Sequence[Example], dataset: str) -> list[Example]:
+def admit_examples(examples: Sequence[Example], dataset: str, intake: "Intake | None" = None) -> list[Example]:
     """Every example of a dataset (ours or a plugin's) cleaned, with one warning for the lot; a
-    document over ``MAX_DOCUMENT_CHARS`` characters is refused before any work, naming it."""
-    intake = Intake(f"dataset '{dataset}'")
+    document over ``MAX_DOCUMENT_CHARS`` characters is refused before any work, naming it. Given an
+    ``intake``, the cleaning is counted there and its caller reports it (examples admitted a chunk
+    at a time)."""
+    reporting = intake is None
+    intake = intake or Intake(f"dataset '{dataset}'")
     for example in examples:
         for name in ("controls", "meta"):
             where = f"dataset '{dataset}': example '{example.id}': {name}"
@@ -212,7 +215,8 @@ def admit_examples(examples: Sequence[Example], dataset: str) -> list[Example]:
                 raise DatasetError(f"{where} is {_kind(getattr(example, name))}, not a dict")
             setattr(example, name, plain(getattr(example, name), where, error=DatasetError))
     cleaned = [intake.example(example) for example in examples]
-    intake.report()
+    if reporting:
+        intake.report()
     for example in cleaned:
         if len(example.document) > MAX_DOCUMENT_CHARS:
             raise DatasetError(f"dataset '{dataset}': the document of example '{example.id}' has "

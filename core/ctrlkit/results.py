@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import platform
 import subprocess
+from array import array
+from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Iterator, Sequence
 
-import hashlib
-
-from .files import atomic_write_bytes, atomic_write_json, jsonl_bytes
+from .files import atomic_stream, atomic_write_json, jsonl_bytes
 from .markdown import visible
 from .metric_values import is_count, label
 from .plugins import plugin_versions
@@ -52,17 +55,85 @@ SAMPLES_DIGEST = "samples_digest"
 """The field of results.json holding the ``sha256:...`` of the samples.jsonl written with it."""
 
 
-def write_run(out: str | Path, results: dict, samples: list[dict]) -> None:
+def write_run(out: str | Path, results: dict, samples: Sequence[dict]) -> None:
     """samples.jsonl, then results.json recording its digest (``samples_digest``, also set in
     ``results``), in ``out``; a report written there from earlier ones is removed. A failure between
     the two writes leaves an earlier results.json whose digest does not match the new samples, which
     :func:`mismatched_samples` tells."""
-    out = Path(out)
-    data = jsonl_bytes(samples)
-    atomic_write_bytes(out / "samples.jsonl", data)
-    results[SAMPLES_DIGEST] = "sha256:" + hashlib.sha256(data).hexdigest()
-    atomic_write_json(out / "results.json", results)
+    with samples_written(out) as written:
+        written.add(samples)
+    finish_run(out, results, written)
+
+
+class SamplesWriter:
+    """Writes samples.jsonl a few lines at a time (``add``), hashing what it writes; ``file`` is
+    None to keep the lines in ``kept`` instead (an evaluation with no output folder)."""
+
+    def __init__(self, file=None):
+        self.file = file
+        self.kept: list[dict] = []
+        self.offsets = array("q", [0])  # where each line starts, and the end: a SamplesFile's index
+        self.digest = hashlib.sha256()
+
+    def add(self, rows: Sequence[dict]) -> None:
+        if self.file is None:
+            self.kept.extend(rows)
+            return
+        for row in rows:
+            data = jsonl_bytes([row])
+            self.digest.update(data)
+            self.file.write(data)
+            self.offsets.append(self.offsets[-1] + len(data))
+
+
+@contextmanager
+def samples_written(out: str | Path | None) -> Iterator[SamplesWriter]:
+    """A :class:`SamplesWriter` of ``out``'s samples.jsonl, which is replaced (atomically) when the
+    block ends without an error; with ``out`` None, one that keeps the lines."""
+    if out is None:
+        yield SamplesWriter()
+        return
+    with atomic_stream(Path(out) / "samples.jsonl") as file:
+        yield SamplesWriter(file)
+
+
+def finish_run(out: str | Path, results: dict, written: SamplesWriter) -> None:
+    """results.json in ``out``, recording the digest of the samples ``written`` there (also set in
+    ``results``); a report written there from earlier ones is removed."""
+    results[SAMPLES_DIGEST] = "sha256:" + written.digest.hexdigest()
+    atomic_write_json(Path(out) / "results.json", results)
     remove_stale_report(out, "the folder's earlier results")
+
+
+class SamplesFile(Sequence):
+    """The samples of a run as a sequence read from its samples.jsonl a line at a time, so that an
+    evaluation of a million predictions does not hold them all; valid while that file is the one
+    written (``offsets`` are where its lines start)."""
+
+    def __init__(self, path: str | Path, offsets: Sequence[int]):
+        import numpy as np
+
+        self.path = Path(path)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("sample index out of range")
+        with open(self.path, "rb") as file:
+            file.seek(int(self.offsets[index]))
+            return json.loads(file.read(int(self.offsets[index + 1] - self.offsets[index])))
+
+    def __iter__(self) -> Iterator[dict]:
+        with open(self.path, "rb") as file:
+            for line in file:
+                yield json.loads(line)
 
 
 def mismatched_samples(folder: str | Path, results: dict) -> str | None:

@@ -150,6 +150,39 @@ def check_metric(metric, predictions: Sequence[str] | None = None, examples: Seq
                 f"metric '{name}' returned {len(result.details)} details for {len(predictions)} predictions")
     _expect(examples == examples_before, f"metric '{name}' changed the examples it scored")
     _check_aggregate(metric, name, result, predictions, examples)
+    if getattr(metric, "scores_each_example_alone", False):
+        _check_alone(metric, name, result, predictions, examples)
+
+
+def _check_alone(metric, name, result, predictions, examples) -> None:
+    """What a metric declaring ``scores_each_example_alone`` promises (``ctrlkit evaluate`` scores a
+    large file in chunks on it): the two halves of the examples, each scored apart, get the
+    per-example values and parts they got scored together, and every corpus value but a count is
+    one that ``aggregate`` recomputes."""
+    import numpy as np
+
+    from .bootstrap import as_parts
+    from .metric_values import is_count
+
+    half = len(examples) // 2
+    if not half:
+        return
+    halves = [metric.compute(predictions[:half], examples[:half]), metric.compute(predictions[half:], examples[half:])]
+    for what, whole, apart in (("values", result.per_example, [h.per_example for h in halves]),
+                               ("parts", result.aggregation_parts(), [h.aggregation_parts() for h in halves])):
+        for value_name, values in whole.items():
+            joined = as_parts({value_name: [*apart[0].get(value_name, ()), *apart[1].get(value_name, ())]})
+            together = as_parts({value_name: values})
+            _expect(joined[value_name].shape == together[value_name].shape and
+                    bool(np.allclose(joined[value_name], together[value_name], rtol=1e-9, atol=1e-12, equal_nan=True)),
+                    f"metric '{name}' declares scores_each_example_alone, but its '{value_name}' {what} differ when "
+                    "each half of the examples is scored apart")
+    recomputed = metric.aggregate(as_parts(result.aggregation_parts()), np.ones((1, len(examples))))
+    for value_name in result.corpus:
+        _expect(value_name in recomputed or is_count(value_name),
+                f"metric '{name}' declares scores_each_example_alone, but its corpus value '{value_name}' is "
+                "neither recomputed by its aggregate nor a count (n_..., failed, ...): it cannot be gathered "
+                "over chunks of examples")
 
 
 def _check_aggregate(metric, name, result, predictions, examples) -> None:

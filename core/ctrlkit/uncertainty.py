@@ -52,7 +52,7 @@ def corpus_intervals(metrics: Sequence, scores: "Scores", groups: "np.ndarray", 
     found = {}
     for metric in metrics:
         positions, parts = scores.parts.get(metric.name, ([], {}))
-        if positions:
+        if len(positions):
             values = unless_failing(intervals, metric, parts, groups[positions], resamples, seed, CONFIDENCE)
             if values is not None:
                 found[metric.name] = _recorded(values, scores.corpus[metric.name])
@@ -64,12 +64,14 @@ def paired_differences(metrics: Sequence, run: "Scores", baseline: "Scores", gro
                        seed: int, bar: Progress) -> dict[str, dict]:
     """``{metric: {value: {"difference", "low", "high", "se", "p"}}}``: the run minus its baseline
     on the examples both scored (:func:`ctrlkit.bootstrap.paired`)."""
+    import numpy as np
+
     from .bootstrap import paired
     found = {}
     for metric in metrics:
         positions, parts = run.parts.get(metric.name, ([], {}))
         base_positions, base_parts = baseline.parts.get(metric.name, ([], {}))
-        if positions and positions == base_positions:
+        if len(positions) and np.array_equal(positions, base_positions):
             values = unless_failing(paired, metric, parts, base_parts, groups[positions], resamples, seed,
                                     CONFIDENCE)
             if values is not None:

@@ -110,6 +110,38 @@ def test_builtin_metrics_conform(name):
     check_metric(name, predictions=[example.document[:200] for example in EXAMPLES], examples=EXAMPLES)
 
 
+class _RelativeLength(Metric):
+    """Declares it scores each example alone, but divides by the mean length of those scored with it."""
+
+    scores_each_example_alone = True
+
+    def compute(self, predictions, examples):
+        lengths = [len(p.split()) for p in predictions]
+        mean = sum(lengths) / len(lengths)
+        return MetricResult(per_example={"relative": [n / mean for n in lengths]}, corpus={"n_scored": len(lengths)})
+
+
+class _Spread(Metric):
+    """Declares it scores each example alone, with a corpus value its aggregate does not recompute."""
+
+    scores_each_example_alone = True
+
+    def compute(self, predictions, examples):
+        lengths = [float(len(p.split())) for p in predictions]
+        return MetricResult(per_example={"words": lengths}, corpus={"words": sum(lengths) / len(lengths),
+                                                                     "spread": max(lengths) - min(lengths)})
+
+
+@pytest.mark.parametrize("metric, broken", [(_RelativeLength, "its 'relative' values differ when each half"),
+                                            (_Spread, "its corpus value 'spread' is neither recomputed")])
+def test_check_metric_catches_a_false_promise_to_score_each_example_alone(metric, broken):
+    found = metric()
+    found.name = metric.__name__
+    predictions = [" ".join(["word"] * (3 + i)) for i in range(len(EXAMPLES))]
+    with pytest.raises(AssertionError, match=broken):
+        check_metric(found, predictions=predictions, examples=EXAMPLES)
+
+
 def test_metrics_conform_on_the_default_sample_examples():
     check_metric("stas")
     check_metric("rouge")

@@ -7,7 +7,7 @@ import random
 import sys
 
 from ..components import Backbone
-from ..controls import carries, check_controls
+from ..controls import ControlTally, carries
 from ..errors import ConfigurationError
 from ..topics import TopicSpace
 from .scoring import scoring_indices
@@ -37,25 +37,60 @@ def check_metrics(scorers, examples, source, dataset, strict_controls: bool = Fa
     """Refuse, before any work, metrics that need what the examples lack. A metric checks the
     examples it will score: those carrying the controls it reads (with ``unreferenced``, as
     :func:`.scoring.scoring_indices` says)."""
+    tally = MetricTally(scorers, unreferenced)
+    tally.add(examples)
+    tally.refuse(scorers, dataset, strict_controls)
     for scorer in scorers:
-        check_controls(scorer, examples, dataset, strict_controls)
-        scoring = [examples[i] for i in scoring_indices(scorer, examples, unreferenced)]
-        if scorer.needs_references and unreferenced and not scoring:
-            raise ConfigurationError(f"metric '{scorer.name}' needs references, but none of the {len(examples)} "
-                                     "examples has one for its picked topic (a picked topic that is no gold topic "
-                                     "of its document has none); score with metrics that need no references")
-        if scorer.needs_references:
-            _check_references(scorer, scoring, dataset)
         scorer.use_dataset(source)
-        scorer.check(scoring)
+    check_scored(scorers, examples, unreferenced)
 
 
-def _check_references(metric, examples, dataset) -> None:
-    lacking = [example.id for example in examples if not example.references]
-    if lacking:
-        more = f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else ""
-        raise ConfigurationError(f"metric '{metric.name}' needs references, but example '{lacking[0]}'{more} "
-                                 f"of dataset '{dataset}' has none")
+def check_scored(scorers, examples, unreferenced: bool = False) -> None:
+    """Each metric's own ``check`` of the examples it will score."""
+    for scorer in scorers:
+        scorer.check([examples[i] for i in scoring_indices(scorer, examples, unreferenced)])
+
+
+class MetricTally:
+    """The controls and references :func:`check_metrics` requires, counted over examples given a
+    chunk at a time (``add``), so that a large evaluation checks them without holding them."""
+
+    def __init__(self, scorers, unreferenced: bool = False):
+        self.unreferenced = unreferenced
+        self.examples = 0
+        self.controls = {scorer.name: ControlTally(scorer) for scorer in scorers}
+        self.scoring = {scorer.name: 0 for scorer in scorers}
+        self.unreferenced_scored = {scorer.name: 0 for scorer in scorers}
+        self.first_unreferenced: dict[str, str] = {}
+        self.scorers = list(scorers)
+
+    def add(self, examples) -> None:
+        self.examples += len(examples)
+        for scorer in self.scorers:
+            self.controls[scorer.name].add(examples)
+            scoring = [examples[i] for i in scoring_indices(scorer, examples, self.unreferenced)]
+            self.scoring[scorer.name] += len(scoring)
+            if scorer.needs_references:
+                lacking = [example.id for example in scoring if not example.references]
+                self.unreferenced_scored[scorer.name] += len(lacking)
+                if lacking:
+                    self.first_unreferenced.setdefault(scorer.name, lacking[0])
+
+    def refuse(self, scorers, dataset: str, strict_controls: bool = False) -> None:
+        """Raise the first problem of ``scorers`` (those of the tally a run keeps)."""
+        for scorer in scorers:
+            self.controls[scorer.name].refuse(dataset, strict_controls)
+            if scorer.needs_references and self.unreferenced and not self.scoring[scorer.name]:
+                raise ConfigurationError(f"metric '{scorer.name}' needs references, but none of the {self.examples} "
+                                         "examples has one for its picked topic (a picked topic that is no gold "
+                                         "topic of its document has none); score with metrics that need no "
+                                         "references")
+            lacking = self.unreferenced_scored[scorer.name]
+            if lacking:
+                more = f" (and {lacking - 1} more)" if lacking > 1 else ""
+                raise ConfigurationError(f"metric '{scorer.name}' needs references, but example "
+                                         f"'{self.first_unreferenced[scorer.name]}'{more} of dataset '{dataset}' "
+                                         "has none")
 
 
 def check_topics(component, space: TopicSpace, examples) -> None:

@@ -9,6 +9,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Sequence
 
 from ..controls import uncontrolled
 from ..results import SCHEMA_VERSION, format_table, versions
@@ -22,10 +23,12 @@ logger = logging.getLogger("ctrlkit")
 
 @dataclass
 class RunResult:
-    """``results`` is what results.json holds; ``samples`` one dict per example (samples.jsonl)."""
+    """``results`` is what results.json holds; ``samples`` one dict per example (samples.jsonl): a
+    list, or for an evaluation written to a folder a :class:`ctrlkit.results.SamplesFile` that
+    reads them from there a line at a time."""
 
     results: dict
-    samples: list[dict]
+    samples: Sequence[dict]
 
     @property
     def metrics(self) -> dict:

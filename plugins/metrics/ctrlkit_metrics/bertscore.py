@@ -32,6 +32,10 @@ class BertScore(Metric):
     non-empty references of the examples scored together, as with ``score(..., idf=True)``.
     """
 
+    @property
+    def scores_each_example_alone(self) -> bool:
+        return not self.options["idf"]  # idf weights come from the references scored together
+
     needs_references = True
     options = (
         Option("model", str, "", "bert-score model name or path; empty: the local all-MiniLM-L6-v2"),

@@ -13,6 +13,8 @@ class EntitySuccess(Metric):
     an ``aliases`` control, the full name and those names only. Else 0.0. Corpus: the mean.
     """
 
+    scores_each_example_alone = True
+
     reads = ("entity",)
 
     def check(self, examples):

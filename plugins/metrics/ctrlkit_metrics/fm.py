@@ -210,6 +210,8 @@ class FacetMetric(Metric):
     paper's baseline): the same under the name ``vanilla`` (rating / 4), details the rating.
     """
 
+    scores_each_example_alone = True
+
     name = "fm"
     needs_judge = True
     needs_references = True

@@ -56,6 +56,8 @@ class Focus(Metric):
     ``failed`` is recomputed for a subset (:meth:`aggregate`).
     """
 
+    scores_each_example_alone = True
+
     name = "focus"
     reads = ("focus",)
     options = (

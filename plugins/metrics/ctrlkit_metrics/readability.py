@@ -18,6 +18,8 @@ class Readability(Metric):
     value is recomputed from them for a subset (:meth:`aggregate`).
     """
 
+    scores_each_example_alone = True
+
     def check(self, examples):
         for example in examples:
             level = example.controls.get("readability")

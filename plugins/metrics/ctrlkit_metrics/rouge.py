@@ -25,6 +25,8 @@ class Rouge(Metric):
     boundaries (as the CNN/DailyMail evaluation scripts do). The numbers are rouge-score's
     exactly; pairs are scored in parallel worker processes when there are many of them."""
 
+    scores_each_example_alone = True
+
     needs_references = True
     options = (
         Option("types", str, "rouge1,rouge2,rougeL,rougeLsum", "comma-separated ROUGE types"),

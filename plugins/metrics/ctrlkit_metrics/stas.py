@@ -14,6 +14,8 @@ class Stas(Metric):
     where people judged a topic strongly present; both are recomputed for a subset (:meth:`aggregate`).
     """
 
+    scores_each_example_alone = True
+
     reads = ("topic",)
     options = (Option("vectorizer", str, "tfidf", "topic vectorizer: tfidf, embedding, or a plugin's"),)
 

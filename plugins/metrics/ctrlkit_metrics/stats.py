@@ -18,6 +18,8 @@ class Stats(Metric):
     so tables mark no best value for them.
     """
 
+    scores_each_example_alone = True
+
     higher_is_better = None
 
     def compute(self, predictions, examples):
