@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from array import array
 from contextlib import closing, nullcontext
 from datetime import datetime, timezone
 from itertools import islice
@@ -20,6 +21,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from .bootstrap import GroupCodes
 from .cache import scope as cache_scope
 from .controls import carries
+from .digest import hash64
 from .errors import ConfigurationError, CtrlkitError
 from .intake import Intake, admit_examples
 from .engine.assembly import DEFAULT_METRICS, assemble, default_metrics, judge_options
@@ -50,6 +52,7 @@ class Survey:
     def __init__(self, metrics, source, dataset: str, index: PredictionIndex | None):
         self.dataset, self.index = dataset, index
         self.count = 0
+        self.ids = array("Q")  # a hash of each id, so the second read is known to give the same examples
         self.without_prediction = 0
         self.first_without: str | None = None
         self.tally = MetricTally(metrics)
@@ -62,6 +65,7 @@ class Survey:
     def add(self, chunk: list) -> None:
         self.count += len(chunk)
         ids = [example.id for example in chunk]
+        self.ids.extend(hash64(identifier) for identifier in ids)
         if self.index is not None:
             found = self.index.find(ids)
             lacking = [identifier for identifier, has in zip(ids, found) if not has]
@@ -81,6 +85,16 @@ class Survey:
                     break
         if self.held is not None:
             self.held = self.held + chunk if self.count <= scored_chunks.CHUNK_EXAMPLES else None
+
+    def check_same(self, start: int, chunk: list) -> None:
+        """Refuse a second read of the examples that does not give the first one's, in its order."""
+        if start + len(chunk) > self.count or any(
+                self.ids[start + i] != hash64(example.id) for i, example in enumerate(chunk)):
+            self.refuse_changed()
+
+    def refuse_changed(self) -> None:
+        raise CtrlkitError(f"dataset '{self.dataset}' changed while it was evaluated (a second read gave other "
+                           "examples than the first); nothing was written; evaluate it again")
 
     def refuse_mismatch(self, source: str) -> None:
         """Refuse, in one line, predictions whose id is no example's and examples that have no
@@ -182,7 +196,7 @@ def evaluate(
         chunks = chunks_of(source, chosen_split, limit, dataset, Intake(f"dataset '{dataset}'"), size)
     with samples_written(out) as written:
         with timed(timings, "score_s"), cache_scope():  # a broken cache is reported once, as in a run
-            scores = _scored_in_chunks(parts, chunks, index, groups, written, survey.count > size, progress)
+            scores = _scored_in_chunks(parts, chunks, index, survey, groups, written, survey.count > size, progress)
         with timed(timings, "bootstrap_s"):
             uncertainty = intervals_of(parts.metrics, {"run": scores}, groups, bootstrap, seed, progress)
         timings["total_s"] = time.perf_counter() - started
@@ -210,7 +224,7 @@ def evaluate(
     return RunResult(results, SamplesFile(Path(out) / "samples.jsonl", written.offsets))
 
 
-def _scored_in_chunks(parts, chunks, index, groups, written, several: bool, progress: bool):
+def _scored_in_chunks(parts, chunks, index, survey: Survey, groups, written, several: bool, progress: bool):
     """Check, score and write each chunk of examples; the :class:`Scores` of them all. With
     ``several`` chunks, progress counts examples and a judge's cut prompts are reported once for
     all its metrics; with one, as a run shows and reports them (per metric)."""
@@ -223,6 +237,7 @@ def _scored_in_chunks(parts, chunks, index, groups, written, several: bool, prog
             (truncation_reported(parts.judge, asking, judge=True) if several and parts.judge is not None and judging
              else nullcontext()):
         for chunk in chunks:
+            survey.check_same(start, chunk)
             for component in parts.space_users():
                 check_topics(component, parts.spaces[component.topic_vectorizer], chunk)
             check_scored(parts.metrics, chunk)
@@ -236,6 +251,8 @@ def _scored_in_chunks(parts, chunks, index, groups, written, several: bool, prog
             written.add(evaluation_samples(chunk, given, texts, scores, groups[start:start + len(chunk)]))
             start += len(chunk)
             bar.update(len(chunk))
+    if start != survey.count:
+        survey.refuse_changed()
     return gathered.total()
 
 

@@ -226,3 +226,34 @@ def test_two_ids_sharing_an_index_hash_are_an_error_never_a_wrong_match(monkeypa
     with pytest.raises(ctrlkit.DatasetError) as caught:
         evaluate(predictions=path, metrics=["rouge"], limit=3, bootstrap=0)
     assert "share one index hash; give one of them another id" in str(caught.value)
+
+
+class _Shifting(ctrlkit.Dataset):
+    """Gives other examples on each read, as a file rewritten during an evaluation would."""
+
+    reads = 0
+
+    def load(self, split=None):
+        type(self).reads += 1
+        first = 0 if type(self).reads == 1 else 1
+        return [ctrlkit.Example(id=f"e{i}", document=f"document {i} with words", references=["words"])
+                for i in range(first, first + 20)]
+
+
+def test_a_dataset_that_changes_between_its_two_reads_is_one_line_and_nothing_is_written(monkeypatch, tmp_path,
+                                                                                         throwaway_plugins):
+    class Plugin:
+        @ctrlkit.hookimpl
+        def register_datasets(self, register):
+            register("shifting", _Shifting)
+
+    throwaway_plugins(Plugin(), "shifting-dataset")
+    with open(tmp_path / "p.jsonl", "w") as file:
+        file.writelines(json.dumps({"id": f"e{i}", "prediction": "words"}) + "\n" for i in range(20))
+    monkeypatch.setattr(scored_chunks, "CHUNK_EXAMPLES", 7)
+    with pytest.raises(ctrlkit.CtrlkitError) as caught:
+        evaluate(predictions=str(tmp_path / "p.jsonl"), dataset="shifting", metrics=["rouge"], limit=20,
+                 bootstrap=0, out=str(tmp_path / "out"))
+    assert str(caught.value) == ("dataset 'shifting' changed while it was evaluated (a second read gave other examples "
+                                 "than the first); nothing was written; evaluate it again")
+    assert not (tmp_path / "out").exists()
