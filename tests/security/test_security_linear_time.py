@@ -135,6 +135,10 @@ HOSTILE = {  # name -> a text of a given size built to be slow for some pattern
     # still open after that attack: a CCSBench length of a number, spaces and no 'words'
     "a number then spaces then a w": lambda size: "5" + " " * (size - 3) + "wx",
     "digits then a dash": lambda size: "1" * (size - 3) + "-50",
+    "html references of zeros": _repeat("&#" + "0" * 60),
+    "html hex references of many digits": _repeat("&#x" + "f" * 60),
+    "html references of zeros, no semicolon, then the key": _repeat("&#000" + KEY[:3]),
+    "tag characters": _repeat("\U000e0041\u2061" + KEY[:3]),
 }
 
 PASSES = {
@@ -176,7 +180,8 @@ def test_each_pass_over_outside_text_is_linear_on_worst_cases(name, text):
 
 @pytest.mark.parametrize("name, text", [
     *((name, text) for name in ("redact", "scrub_text")
-      for text in ("backslashes", "a.a.a.", "the key spaced out", "percent 25s then no hex")),
+      for text in ("backslashes", "a.a.a.", "the key spaced out", "percent 25s then no hex",
+                   "html references of zeros", "html hex references of many digits", "tag characters")),
     ("judge_answer", "JSON objects that never close"), ("judge_answer", "JSON keys that never close"),
     ("judge_answer", "a fence then spaces"), ("judge_rating", "a number then spaces"),
     ("extractive_tags", "a tag then spaces"),
