@@ -145,27 +145,84 @@ def _umask() -> int:
 
 
 def to_json(data, **options) -> str:
-    """Strict JSON of ``data`` (no NaN, encodable as UTF-8): a lone surrogate becomes U+FFFD and
-    a NaN or infinity null. A last guard: text and numbers are cleaned, and counted, where they
-    enter (``ctrlkit.intake``); this one makes sure that writing after the work never fails."""
+    """Strict JSON of ``data`` (no NaN, encodable as UTF-8). JSON data is written as it is, with
+    these conversions only: a lone surrogate becomes U+FFFD, a NaN or infinity null, a numpy
+    scalar or 0-d array the Python value it holds, a tuple a list, and a dict key that is a number,
+    true/false or null its JSON text (as Python's json writes them). Anything else (a set, bytes,
+    a Path, a Decimal, a complex number, a tuple as a key, an object, an integer of over 4,300
+    digits, nesting over ``intake.MAX_DEPTH``) is one CtrlkitError naming the field, and nothing
+    is written. Refused rather than turned into text: a results file is read back and compared
+    (a sweep's settings, ``report``), and a value written as some other type (a set as a string,
+    a Decimal as a rounded float) would read back as a different value without a word, while an
+    object's text may hold what it should not (a key). Values from plugins and data are made
+    plain where they enter (``ctrlkit.intake``), so this is a last guard against ctrlkit's own
+    mistakes, which the generation cache makes cheap to rerun."""
     from .intake import Intake
 
-    return json.dumps(Intake("output").value(data, "output"), ensure_ascii=False, allow_nan=False, **options)
+    try:
+        return json.dumps(Intake("output").value(data, "output"), ensure_ascii=False, allow_nan=False, **options)
+    except (TypeError, ValueError):
+        raise CtrlkitError(f"{unwritable(data)}; nothing was written") from None
+
+
+def unwritable(data, where: str = "the value") -> str:
+    """Where in ``data`` the first value that :func:`to_json` cannot write is, and what it is
+    (``"field metrics.x is a set, not JSON data"``), found without recursion."""
+    stack = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        shown = "field " + ".".join(path) if path else where
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, (str, int, float, bool)) and key is not None:
+                    return f"{shown} has a key of type {type(key).__name__}, not text"
+            stack.extend((item, (*path, str(key))) for key, item in reversed(value.items()))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((item, (*path[:-1], f"{path[-1]}[{i}]") if path else (f"[{i}]",))
+                         for i, item in reversed(list(enumerate(value))))
+        elif isinstance(value, int) and not isinstance(value, bool):
+            if value.bit_length() > 14_000:  # over 4,214 digits: at or near the 4,300 Python writes
+                return f"{shown} is an integer of about {int(value.bit_length() * 0.30103) + 1} digits, too long to write"
+        elif not (value is None or isinstance(value, (str, float, bool)) or _numpy_scalar(value)):
+            return f"{shown} is {_kind(value)}, not JSON data (text, a number, true/false, null, a list or an object)"
+    return f"{where} cannot be written as JSON"
+
+
+def _numpy_scalar(value) -> bool:
+    return getattr(value, "shape", None) == () and callable(getattr(value, "item", None))
+
+
+def _kind(value) -> str:
+    name = type(value).__name__
+    return f"an {name}" if name.lstrip("_")[:1].lower() in "aeiou" else f"a {name}"
 
 
 def atomic_write_json(path: str | Path, data) -> None:
-    atomic_write_text(path, to_json(data, indent=2) + "\n")
+    """``data`` as strict JSON (:func:`to_json`) in ``path``, atomically; a value that cannot be
+    written is one CtrlkitError naming the file and the field, with the old file left as it was."""
+    try:
+        text = to_json(data, indent=2)
+    except CtrlkitError as exc:
+        raise CtrlkitError(f"cannot write {path}: {exc}") from None
+    atomic_write_text(path, text + "\n")
 
 
-def jsonl_bytes(rows: Iterable[dict]) -> bytes:
-    """The bytes :func:`atomic_write_jsonl` writes for ``rows`` (one strict JSON object a line)."""
+def jsonl_bytes(rows: Iterable[dict], name: str = "JSONL") -> bytes:
+    """The bytes :func:`atomic_write_jsonl` writes for ``rows`` (one strict JSON object a line); a
+    row that cannot be written is one CtrlkitError naming ``name``, the line and the field."""
     from .intake import replace_surrogates
 
-    return replace_surrogates("".join(to_json(row) + "\n" for row in rows)).encode("utf-8")
+    lines = []
+    for number, row in enumerate(rows, 1):
+        try:
+            lines.append(to_json(row) + "\n")
+        except CtrlkitError as exc:
+            raise CtrlkitError(f"cannot write {name} line {number}: {exc}") from None
+    return replace_surrogates("".join(lines)).encode("utf-8")
 
 
 def atomic_write_jsonl(path: str | Path, rows: Iterable[dict]) -> None:
-    atomic_write_bytes(path, jsonl_bytes(rows))
+    atomic_write_bytes(path, jsonl_bytes(rows, str(path)))
 
 
 MAX_TEXT_FILE_BYTES = 1 << 20

@@ -188,8 +188,9 @@ class Intake:
             return None
         if isinstance(value, dict):
             return {self.text(key, name): self.value(item, name, depth + 1) for key, item in value.items()}
-        if isinstance(value, (list, tuple)):
-            return type(value)(self.value(item, name, depth + 1) for item in value)
+        if isinstance(value, (list, tuple)):  # a named tuple, or another subclass, as a list
+            kind = type(value) if type(value) in (list, tuple) else list
+            return kind(self.value(item, name, depth + 1) for item in value)
         return value
 
     def example(self, example: Example) -> Example:
