@@ -138,6 +138,109 @@ def replace_folder(folder: str | Path, build: Callable[[Path], None]) -> None:
     shutil.rmtree(aside, ignore_errors=True)
 
 
+FILES_ASIDE = ".files.old"
+"""The folder :func:`replace_files` sets old files aside in, inside the folder it writes."""
+_JOURNAL = ".names"
+LOADED_FIRST = ("config.json", "adapter_config.json")
+"""The files a model loader reads first, without which a folder holds no model (Hugging Face's
+and peft's): set aside first and moved in last, so that while files are swapped the folder holds
+no loadable model rather than a half one."""
+
+
+def replace_files(folder: str | Path, build: Callable[[Path], None], first: Iterable[str] = LOADED_FIRST) -> None:
+    """Write the files ``build`` makes into ``folder`` (a trained model saved into ``--out``,
+    beside other files) so that a reader finds the old set or the new one, never a mix.
+
+    ``build`` fills a fresh temporary folder inside ``folder``. Files equal to those already there
+    are left alone; when one file changed (a model saved again: its weights), it is renamed over
+    the old one, atomically. When several did, each old one is renamed aside into
+    ``FILES_ASIDE`` (the names in its journal, the ``first`` ones first) and each new one moved
+    in (the ``first`` ones last), so a reader sees no model while they move, and a kill at any
+    moment is undone by :func:`recover_files` (the old set put back). A failure (a full disk) is
+    one CtrlkitError naming the folder, with the old files as they were."""
+    folder = Path(folder)
+    recover_files(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        temporary = Path(tempfile.mkdtemp(dir=folder, prefix=".files.", suffix=".tmp"))
+    except OSError as exc:
+        raise CtrlkitError(f"cannot write {folder}: {exc.strerror or exc}") from None
+    try:
+        build(temporary)
+        names = sorted(os.listdir(temporary))
+        changed = [name for name in names if not _same_file(temporary / name, folder / name)]
+        if len(changed) == 1:
+            os.replace(temporary / changed[0], folder / changed[0])
+        elif changed:
+            loaded_first = [name for name in first if name in names]
+            moving = loaded_first + [name for name in changed if name not in loaded_first]
+            aside = folder / FILES_ASIDE
+            os.mkdir(aside)  # never an existing folder or a planted link: recover_files removed those
+            atomic_write_text(aside / _JOURNAL, "\n".join(moving) + "\n")
+            for name in moving:
+                if os.path.lexists(folder / name):
+                    os.rename(folder / name, aside / name)
+            for name in reversed(moving):
+                os.rename(temporary / name, folder / name)
+            shutil.rmtree(aside)
+    except BaseException as exc:
+        recover_files(folder)
+        shutil.rmtree(temporary, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise CtrlkitError(f"cannot write {folder}: {exc.strerror or exc}") from None
+        raise
+    shutil.rmtree(temporary, ignore_errors=True)
+
+
+def recover_files(folder: str | Path) -> bool:
+    """Undo a :func:`replace_files` that a kill interrupted: when files were set aside and not
+    every new one was moved in, the new ones moved in are removed and the old ones put back (True);
+    when every new one was, the old ones go. Temporary folders a kill left go too."""
+    folder = Path(folder)
+    aside = folder / FILES_ASIDE
+    put_back = False
+    try:
+        if not folder.is_dir():
+            return False
+        pending = [path for path in folder.glob(".files.*.tmp") if path.is_dir() and not path.is_symlink()]
+        if aside.is_symlink() or (aside.exists() and not aside.is_dir()):
+            aside.unlink()
+        elif aside.is_dir():
+            journal = aside / _JOURNAL
+            moving = journal.read_text(encoding="utf-8").split() if journal.is_file() else []
+            waiting = {name for path in pending for name in os.listdir(path)}
+            if any(name in waiting for name in moving):  # a kill before the last new file was in
+                for name in moving:
+                    if os.path.lexists(aside / name):
+                        os.replace(aside / name, folder / name)
+                    elif name not in waiting and os.path.lexists(folder / name):
+                        os.unlink(folder / name)  # new, with no old one to put back
+                put_back = True
+            shutil.rmtree(aside)
+        for path in folder.glob(".files.*.tmp"):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+    except OSError as exc:
+        raise CtrlkitError(f"cannot recover the files of {folder} from {aside}: {exc.strerror or exc}") from None
+    return put_back
+
+
+_COMPARED_BYTES = 64 << 20
+"""Files up to this size are compared byte for byte to leave equal ones alone; larger ones (a
+model's weights) are taken as changed."""
+
+
+def _same_file(new: Path, old: Path) -> bool:
+    if old.is_symlink() or not old.is_file() or not new.is_file():
+        return False
+    size = new.stat().st_size
+    if size != old.stat().st_size or size > _COMPARED_BYTES:
+        return False
+    return new.read_bytes() == old.read_bytes()
+
+
 def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
