@@ -19,19 +19,11 @@ import bisect
 import functools
 import re
 
-from .secrets import MASK
+from .secrets import IGNORABLE, MASK
 MIN_RUN = 8
 """The fewest consecutive characters of a secret that are masked: long enough that ordinary
 text never holds a run of a random key by chance."""
 
-IGNORABLE = ((0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
-             (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
-             (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
-             (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
-"""Unicode's default-ignorable code points (DerivedCoreProperties.txt, Unicode 15), as ranges: a
-text shows nothing for them (soft hyphen, joiners, invisible operators U+2061-2064, the combining
-grapheme joiner U+034F, Hangul fillers, variation selectors, tag characters U+E0000-E007F, ...),
-so one between a key's characters hides the key from a plain search and not from a reader."""
 _INVISIBLE = ("+"  # a space in form encoding
               "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a"
               "\x1b\x7f"  # NUL above all: UTF-16 and UTF-32 read as one byte a character put NULs between
