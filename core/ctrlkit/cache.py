@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from .errors import CtrlkitError
 from .files import to_json
 from .intake import check_nesting
 
@@ -208,7 +209,11 @@ class Cache:
         lone surrogate is stored as U+FFFD and a NaN as null (``files.to_json``)."""
         if self._recorded is None and (self.off or not self.writable):
             return
-        self.put_stored({cache_key(key_parts): to_json(value)})
+        try:
+            stored = to_json(value)
+        except CtrlkitError as exc:
+            raise CtrlkitError(f"cannot store a value in the cache: {exc}") from None
+        self.put_stored({cache_key(key_parts): stored})
 
     def put_stored(self, stored: dict[str, str]) -> None:
         """Store values as stored (``{key: JSON text}``, keys already hashed), in one transaction."""

@@ -180,6 +180,109 @@ def replace_folder(folder: str | Path, build: Callable[[Path], None]) -> None:
     shutil.rmtree(aside, ignore_errors=True)
 
 
+FILES_ASIDE = ".files.old"
+"""The folder :func:`replace_files` sets old files aside in, inside the folder it writes."""
+_JOURNAL = ".names"
+LOADED_FIRST = ("config.json", "adapter_config.json")
+"""The files a model loader reads first, without which a folder holds no model (Hugging Face's
+and peft's): set aside first and moved in last, so that while files are swapped the folder holds
+no loadable model rather than a half one."""
+
+
+def replace_files(folder: str | Path, build: Callable[[Path], None], first: Iterable[str] = LOADED_FIRST) -> None:
+    """Write the files ``build`` makes into ``folder`` (a trained model saved into ``--out``,
+    beside other files) so that a reader finds the old set or the new one, never a mix.
+
+    ``build`` fills a fresh temporary folder inside ``folder``. Files equal to those already there
+    are left alone; when one file changed (a model saved again: its weights), it is renamed over
+    the old one, atomically. When several did, each old one is renamed aside into
+    ``FILES_ASIDE`` (the names in its journal, the ``first`` ones first) and each new one moved
+    in (the ``first`` ones last), so a reader sees no model while they move, and a kill at any
+    moment is undone by :func:`recover_files` (the old set put back). A failure (a full disk) is
+    one CtrlkitError naming the folder, with the old files as they were."""
+    folder = Path(folder)
+    recover_files(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        temporary = Path(tempfile.mkdtemp(dir=folder, prefix=".files.", suffix=".tmp"))
+    except OSError as exc:
+        raise CtrlkitError(f"cannot write {folder}: {exc.strerror or exc}") from None
+    try:
+        build(temporary)
+        names = sorted(os.listdir(temporary))
+        changed = [name for name in names if not _same_file(temporary / name, folder / name)]
+        if len(changed) == 1:
+            os.replace(temporary / changed[0], folder / changed[0])
+        elif changed:
+            loaded_first = [name for name in first if name in names]
+            moving = loaded_first + [name for name in changed if name not in loaded_first]
+            aside = folder / FILES_ASIDE
+            os.mkdir(aside)  # never an existing folder or a planted link: recover_files removed those
+            atomic_write_text(aside / _JOURNAL, "\n".join(moving) + "\n")
+            for name in moving:
+                if os.path.lexists(folder / name):
+                    os.rename(folder / name, aside / name)
+            for name in reversed(moving):
+                os.rename(temporary / name, folder / name)
+            shutil.rmtree(aside)
+    except BaseException as exc:
+        recover_files(folder)
+        shutil.rmtree(temporary, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise CtrlkitError(f"cannot write {folder}: {exc.strerror or exc}") from None
+        raise
+    shutil.rmtree(temporary, ignore_errors=True)
+
+
+def recover_files(folder: str | Path) -> bool:
+    """Undo a :func:`replace_files` that a kill interrupted: when files were set aside and not
+    every new one was moved in, the new ones moved in are removed and the old ones put back (True);
+    when every new one was, the old ones go. Temporary folders a kill left go too."""
+    folder = Path(folder)
+    aside = folder / FILES_ASIDE
+    put_back = False
+    try:
+        if not folder.is_dir():
+            return False
+        pending = [path for path in folder.glob(".files.*.tmp") if path.is_dir() and not path.is_symlink()]
+        if aside.is_symlink() or (aside.exists() and not aside.is_dir()):
+            aside.unlink()
+        elif aside.is_dir():
+            journal = aside / _JOURNAL
+            moving = journal.read_text(encoding="utf-8").split() if journal.is_file() else []
+            waiting = {name for path in pending for name in os.listdir(path)}
+            if any(name in waiting for name in moving):  # a kill before the last new file was in
+                for name in moving:
+                    if os.path.lexists(aside / name):
+                        os.replace(aside / name, folder / name)
+                    elif name not in waiting and os.path.lexists(folder / name):
+                        os.unlink(folder / name)  # new, with no old one to put back
+                put_back = True
+            shutil.rmtree(aside)
+        for path in folder.glob(".files.*.tmp"):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+    except OSError as exc:
+        raise CtrlkitError(f"cannot recover the files of {folder} from {aside}: {exc.strerror or exc}") from None
+    return put_back
+
+
+_COMPARED_BYTES = 64 << 20
+"""Files up to this size are compared byte for byte to leave equal ones alone; larger ones (a
+model's weights) are taken as changed."""
+
+
+def _same_file(new: Path, old: Path) -> bool:
+    if old.is_symlink() or not old.is_file() or not new.is_file():
+        return False
+    size = new.stat().st_size
+    if size != old.stat().st_size or size > _COMPARED_BYTES:
+        return False
+    return new.read_bytes() == old.read_bytes()
+
+
 def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
@@ -187,27 +290,84 @@ def _umask() -> int:
 
 
 def to_json(data, **options) -> str:
-    """Strict JSON of ``data`` (no NaN, encodable as UTF-8): a lone surrogate becomes U+FFFD and
-    a NaN or infinity null. A last guard: text and numbers are cleaned, and counted, where they
-    enter (``ctrlkit.intake``); this one makes sure that writing after the work never fails."""
+    """Strict JSON of ``data`` (no NaN, encodable as UTF-8). JSON data is written as it is, with
+    these conversions only: a lone surrogate becomes U+FFFD, a NaN or infinity null, a numpy
+    scalar or 0-d array the Python value it holds, a tuple a list, and a dict key that is a number,
+    true/false or null its JSON text (as Python's json writes them). Anything else (a set, bytes,
+    a Path, a Decimal, a complex number, a tuple as a key, an object, an integer of over 4,300
+    digits, nesting over ``intake.MAX_DEPTH``) is one CtrlkitError naming the field, and nothing
+    is written. Refused rather than turned into text: a results file is read back and compared
+    (a sweep's settings, ``report``), and a value written as some other type (a set as a string,
+    a Decimal as a rounded float) would read back as a different value without a word, while an
+    object's text may hold what it should not (a key). Values from plugins and data are made
+    plain where they enter (``ctrlkit.intake``), so this is a last guard against ctrlkit's own
+    mistakes, which the generation cache makes cheap to rerun."""
     from .intake import Intake
 
-    return json.dumps(Intake("output").value(data, "output"), ensure_ascii=False, allow_nan=False, **options)
+    try:
+        return json.dumps(Intake("output").value(data, "output"), ensure_ascii=False, allow_nan=False, **options)
+    except (TypeError, ValueError):
+        raise CtrlkitError(f"{unwritable(data)}; nothing was written") from None
+
+
+def unwritable(data, where: str = "the value") -> str:
+    """Where in ``data`` the first value that :func:`to_json` cannot write is, and what it is
+    (``"field metrics.x is a set, not JSON data"``), found without recursion."""
+    stack = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        shown = "field " + ".".join(path) if path else where
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, (str, int, float, bool)) and key is not None:
+                    return f"{shown} has a key of type {type(key).__name__}, not text"
+            stack.extend((item, (*path, str(key))) for key, item in reversed(value.items()))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((item, (*path[:-1], f"{path[-1]}[{i}]") if path else (f"[{i}]",))
+                         for i, item in reversed(list(enumerate(value))))
+        elif isinstance(value, int) and not isinstance(value, bool):
+            if value.bit_length() > 14_000:  # over 4,214 digits: at or near the 4,300 Python writes
+                return f"{shown} is an integer of about {int(value.bit_length() * 0.30103) + 1} digits, too long to write"
+        elif not (value is None or isinstance(value, (str, float, bool)) or _numpy_scalar(value)):
+            return f"{shown} is {_kind(value)}, not JSON data (text, a number, true/false, null, a list or an object)"
+    return f"{where} cannot be written as JSON"
+
+
+def _numpy_scalar(value) -> bool:
+    return getattr(value, "shape", None) == () and callable(getattr(value, "item", None))
+
+
+def _kind(value) -> str:
+    name = type(value).__name__
+    return f"an {name}" if name.lstrip("_")[:1].lower() in "aeiou" else f"a {name}"
 
 
 def atomic_write_json(path: str | Path, data) -> None:
-    atomic_write_text(path, to_json(data, indent=2) + "\n")
+    """``data`` as strict JSON (:func:`to_json`) in ``path``, atomically; a value that cannot be
+    written is one CtrlkitError naming the file and the field, with the old file left as it was."""
+    try:
+        text = to_json(data, indent=2)
+    except CtrlkitError as exc:
+        raise CtrlkitError(f"cannot write {path}: {exc}") from None
+    atomic_write_text(path, text + "\n")
 
 
-def jsonl_bytes(rows: Iterable[dict]) -> bytes:
-    """The bytes :func:`atomic_write_jsonl` writes for ``rows`` (one strict JSON object a line)."""
+def jsonl_bytes(rows: Iterable[dict], name: str = "JSONL") -> bytes:
+    """The bytes :func:`atomic_write_jsonl` writes for ``rows`` (one strict JSON object a line); a
+    row that cannot be written is one CtrlkitError naming ``name``, the line and the field."""
     from .intake import replace_surrogates
 
-    return replace_surrogates("".join(to_json(row) + "\n" for row in rows)).encode("utf-8")
+    lines = []
+    for number, row in enumerate(rows, 1):
+        try:
+            lines.append(to_json(row) + "\n")
+        except CtrlkitError as exc:
+            raise CtrlkitError(f"cannot write {name} line {number}: {exc}") from None
+    return replace_surrogates("".join(lines)).encode("utf-8")
 
 
 def atomic_write_jsonl(path: str | Path, rows: Iterable[dict]) -> None:
-    atomic_write_bytes(path, jsonl_bytes(rows))
+    atomic_write_bytes(path, jsonl_bytes(rows, str(path)))
 
 
 MAX_TEXT_FILE_BYTES = 1 << 20

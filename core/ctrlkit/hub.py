@@ -42,10 +42,14 @@ def hub_unreachable() -> str | None:
     if setting:
         return setting
     endpoint = os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT
-    target = urllib.parse.urlsplit(endpoint)
-    proxy = _proxy(target.scheme, target.hostname or "")
-    where = urllib.parse.urlsplit(proxy) if proxy else target
-    host, port = where.hostname, where.port or (443 if where.scheme == "https" else 80)
+    try:  # urllib's error for a malformed IPv6 host quotes it: not shown, as a proxy may hold a password
+        target = urllib.parse.urlsplit(endpoint)
+        proxy = _proxy(target.scheme, target.hostname or "")
+        where = urllib.parse.urlsplit(proxy) if proxy else target
+        host, port = where.hostname, where.port or (443 if where.scheme == "https" else 80)
+    except ValueError:
+        return "the endpoint ($HF_ENDPOINT) or its proxy is not a well-formed URL (a host in brackets that is " \
+               "not an IPv6 address, or a port that is not a number from 1 to 65535)"
     if not host:
         return f"the endpoint {endpoint!r} names no host"
     shown = f"{'proxy ' if proxy else ''}{host}:{port}"

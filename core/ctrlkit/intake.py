@@ -16,7 +16,7 @@ each counted, and reported in one warning line per source. A document over
 Values a plugin hands over (a dataset's controls and meta, a metric's numbers and details, a
 controller's features) are made plain where they enter (:func:`plain`): a numpy scalar or 0-d
 array becomes the Python number, bool or text it holds, and anything that is not JSON-like data
-(an object, a complex number, an array, nesting over ``MAX_DEPTH``) is refused in one line naming
+(an object, a complex number, an array, nesting over ``MAX_DEPTH``, an integer no float holds) is refused in one line naming
 the plugin and the field, before any work is written.
 """
 
@@ -107,11 +107,33 @@ def scalar(value: Any) -> Any:
     return value
 
 
+def beyond_float(value: Any) -> str:
+    """What is wrong with an int that no float holds (``"is an integer of about 5001 digits,
+    ..."``), or "" for any other value. Such an int is no score, count or setting, fails any mean,
+    and past 4,300 digits Python refuses to write it as text: found only when results are written,
+    it would lose the work done."""
+    if type(value) is not int:
+        return ""
+    if value.bit_length() <= 1024:
+        try:
+            float(value)
+            return ""
+        except OverflowError:
+            pass
+    return (f"is an integer of about {int(value.bit_length() * 0.30103) + 1} digits, beyond the largest "
+            f"float (about 1.8e308)")
+
+
 def plain(value: Any, where: str, depth: int = 0, error: type[CtrlkitError] = CtrlkitError) -> Any:
     """``value`` as plain JSON-like data (str, int, float, bool, None, lists and dicts with text
-    keys), numpy scalars made Python ones; anything else is a :class:`CtrlkitError` naming
-    ``where`` (``"metric 'x': details[3]"``) and what was found (an ``error``)."""
+    keys), numpy scalars made Python ones; anything else, or an int no float holds
+    (:func:`beyond_float`), is a :class:`CtrlkitError` naming ``where`` (``"metric 'x':
+    details[3]"``) and what was found (an ``error``)."""
     value = scalar(value)
+    if type(value) is int and value.bit_length() > 53:
+        problem = beyond_float(value)
+        if problem:
+            raise error(f"{where} {problem}")
     if value is None or type(value) in (str, int, float, bool):
         return value
     if depth >= MAX_DEPTH:
@@ -166,8 +188,9 @@ class Intake:
             return None
         if isinstance(value, dict):
             return {self.text(key, name): self.value(item, name, depth + 1) for key, item in value.items()}
-        if isinstance(value, (list, tuple)):
-            return type(value)(self.value(item, name, depth + 1) for item in value)
+        if isinstance(value, (list, tuple)):  # a named tuple, or another subclass, as a list
+            kind = type(value) if type(value) in (list, tuple) else list
+            return kind(self.value(item, name, depth + 1) for item in value)
         return value
 
     def example(self, example: Example) -> Example:

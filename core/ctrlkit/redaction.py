@@ -19,16 +19,18 @@ import bisect
 import functools
 import re
 
-from .secrets import MASK
+from .secrets import IGNORABLE, MASK
 MIN_RUN = 8
 """The fewest consecutive characters of a secret that are masked: long enough that ordinary
 text never holds a run of a random key by chance."""
 
-_INVISIBLE = ("+\u00ad\u200b\u200c\u200d\u200e\u200f\u2060\ufeff"  # '+' is a space in form encoding
+_INVISIBLE = ("+"  # a space in form encoding
               "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a"
-              "\x1b\x7f")  # NUL above all: UTF-16 and UTF-32 read as one byte a character put NULs between
+              "\x1b\x7f"  # NUL above all: UTF-16 and UTF-32 read as one byte a character put NULs between
+              + "".join(chr(code) for low, high in IGNORABLE for code in range(low, high + 1)))
+_INVISIBLE_SET = frozenset(_INVISIBLE)
 _DROP_INVISIBLE = dict.fromkeys(map(ord, _INVISIBLE))
-_SWALLOWED = frozenset(_INVISIBLE) - {"+"}
+_SWALLOWED = _INVISIBLE_SET - {"+"}
 """Invisible characters next to a masked run, masked with it (a key in UTF-16 leaves no stray NUL)."""
 _SWAPPED = {ord(char) << 8: ord(char) for char in map(chr, range(0x21, 0x7f))}
 """UTF-16 read in the wrong byte order turns each ASCII character c into chr(ord(c) << 8) (``s``,
@@ -49,12 +51,17 @@ _ESCAPES = r"""
       | x(?P<byte>[0-9A-Fa-f]{2})                   # \x73
       | (?P<escape>[nrtfbv/])                       # \n, \t: a break; \/: a slash
     )
-  | &\#(?P<decimal>[0-9]{1,7});                     # &#115;
-  | &\#[xX](?P<hexadecimal>[0-9A-Fa-f]{1,6});       # &#x73;
+  | &\#0*(?P<decimal>[0-9]{1,8})[0-9]*;?            # &#115; &#115 &#0000000115;
+  | &\#[xX]0*(?P<hexadecimal>[0-9A-Fa-f]{1,7})[0-9A-Fa-f]*;?  # &#x73; &#x73 &#x0000073;
 """
+# An HTML reference is read as a browser reads it: every digit, with or without the semicolon. Its
+# group keeps the significant digits up to one more than any code point has, so a longer number
+# is out of range and decodes to nothing; the pattern cannot fail after its group, so each
+# reference is scanned once.
 _ESCAPE = re.compile(_ESCAPES, re.VERBOSE)
 _GAP = "[" + "".join(f"\\u{code:04x}" for code in range(0x10000)
-               if code != 0x3000 and (chr(code).isspace() or chr(code) in _INVISIBLE)) + "]+"
+               if code != 0x3000 and (chr(code).isspace() or chr(code) in _INVISIBLE_SET)) \
+       + "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in IGNORABLE if low > 0xFFFF) + "]+"
 """Whitespace and invisible characters (one class: a quick scan); not U+3000, an ideographic space,
 which is also what ``0`` becomes in UTF-16 read in the wrong byte order."""
 _UNIT = re.compile(_ESCAPES + rf"""
@@ -189,7 +196,7 @@ def _character(kind: str, value: str) -> str:
         char = chr(int(value, 10 if kind == "decimal" else 16)).translate(_SWAPPED)
     except (ValueError, OverflowError):
         return ""
-    return "" if char.isspace() or char in _INVISIBLE else char
+    return "" if char.isspace() or char in _INVISIBLE_SET else char
 
 
 def _stands_for_nothing(unit: re.Match) -> bool:

@@ -27,7 +27,17 @@ _QUERY_SECRET = re.compile(rf"(?i)([?&;](?:[a-z0-9]+[_-])*(?:{_SECRET_WORDS})=)"
 """A secret query parameter's value: up to the next parameter, fragment or space, or a comma that
 begins another URL, as in a list of endpoints (``?api_key=KEY,http://other/v1``), which masking
 keeps whole, however often it is masked."""
-_BEARER = re.compile(r"\b([Bb]earer\s+)[A-Za-z0-9._~+/=-]{8,}")
+IGNORABLE = ((0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+             (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+             (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+             (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
+"""Unicode's default-ignorable code points (DerivedCoreProperties.txt, Unicode 15), as ranges: a
+text shows nothing for them (soft hyphen, joiners, invisible operators U+2061-2064, the combining
+grapheme joiner U+034F, Hangul fillers, variation selectors, tag characters U+E0000-E007F, ...),
+so one between a secret's characters hides it from a plain search and not from a reader."""
+_INVISIBLE_CLASS = "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in IGNORABLE)
+_BEARER = re.compile(rf"\b([Bb]earer[\s{_INVISIBLE_CLASS}]+)[A-Za-z0-9._~+/={_INVISIBLE_CLASS}-]{{8,}}")
+"""A bearer token, invisible characters between its characters included (a token is one run)."""
 
 
 def is_secret(name: str) -> bool:

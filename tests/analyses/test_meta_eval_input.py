@@ -15,6 +15,8 @@ from ctrlkit.analyses.meta_evaluation import meta_evaluate
 from ctrlkit.cli import cli
 from ctrlkit.errors import CtrlkitError
 
+from helpers import invoke_ctrlkit
+
 
 def _rows(scale=1.0, human_scale=1.0, inputs=6, systems=4, seed=1):
     generator = random.Random(seed)
@@ -109,3 +111,52 @@ def test_one_input_resampled_alone_has_an_undefined_interval_not_a_zero_width_on
     # drawing the systems too gives a spread again
     both = meta_evaluate(rows, "given.human", levels=["summary"], resample="both", resamples=50)
     assert both["correlations"]["scores.m"]["summary"]["pearson"]["low"] is not None
+
+
+def _with_non_finite(rows):
+    rows = [json.loads(json.dumps(row)) for row in rows]
+    rows[0]["given"]["human"] = float("nan")
+    rows[1]["scores"]["m"] = float("inf")
+    rows[2]["scores"]["m"] = float("-inf")
+    rows[5]["scores"]["m"] = float("nan")
+    return rows
+
+
+def test_nan_and_infinite_scores_are_left_out_and_counted_per_field_in_one_warning(caplog):
+    # after round 3 they were dropped without a word
+    rows = _with_non_finite(_rows())
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        found = meta_evaluate(rows, "given.human", resamples=50)
+    lines = [record.getMessage() for record in caplog.records if "NaN or infinite" in record.getMessage()]
+    assert lines == ["ctrlkit: meta-eval: left out 4 NaN or infinite score(s), as missing "
+                     "(in given.human: 1, scores.m: 3)"]
+    assert found["settings"]["non_finite"] == {"given.human": 1, "scores.m": 3}
+    # left out as a missing score is: the same correlations as with those scores absent
+    absent = _with_non_finite(_rows())
+    del absent[0]["given"]["human"]
+    for number in (1, 2, 5):
+        del absent[number]["scores"]["m"]
+    expected = meta_evaluate(absent, "given.human", resamples=50)
+    assert found["correlations"] == expected["correlations"]
+    assert found["correlations"]["scores.m"]["global"]["left_out"] == 4
+
+
+def test_finite_scores_give_no_warning_and_no_count(caplog):
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        found = meta_evaluate(_rows(), "given.human", resamples=0)
+    assert "non_finite" not in found["settings"]
+    assert not [record for record in caplog.records if "NaN" in record.getMessage()]
+
+
+def test_the_command_says_how_many_non_finite_scores_each_field_held(tmp_path):
+    path = tmp_path / "samples.jsonl"
+    rows = _with_non_finite(_rows())
+    rows[3]["scores"]["other"] = float("inf")
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))  # NaN and Infinity, as Python writes them
+    result = invoke_ctrlkit("meta-eval", str(path), "--human", "given.human", "--resamples", "0",
+                            "--score", "scores.m", "--score", "scores.other", "--out", str(tmp_path / "meta.json"))
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "NaN or infinite" in line]
+    assert lines == ["ctrlkit: meta-eval: left out 5 NaN or infinite score(s), as missing "
+                     "(in given.human: 1, scores.m: 3, scores.other: 1)"], result.stderr
+    assert json.loads((tmp_path / "meta.json").read_text())["settings"]["non_finite"]["scores.other"] == 1

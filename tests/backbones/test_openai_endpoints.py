@@ -289,7 +289,55 @@ def test_a_malformed_base_url_is_refused_before_any_request(base_url, refusal):
     assert time.monotonic() - started < 5  # refused, not retried
 
 
+@pytest.mark.parametrize("base_url, refusal", [
+    ("http://[::1/v1", "has a '[' or ']' in its host other than around one IPv6 address"),
+    ("http://[::1:8000/v1", "has a '[' or ']' in its host other than around one IPv6 address"),
+    ("http://[zz]:80/", "has a host in brackets that is not an IPv6 address"),
+    ("http://[hunter2-secret]/v1", "has a host in brackets that is not an IPv6 address"),
+    ("http://user:hunter2-secret@[zz]:80/", "has a host in brackets that is not an IPv6 address"),
+    ("http://user:hunter2-secret@[::1/v1", "has a '[' or ']' in its host other than around one IPv6 address"),
+    ("http://[1.2.3.4]/v1", "has a host in brackets that is not an IPv6 address"),
+    ("http://[v1.hunter2-secret]/v1", "has a host in brackets that is not an IPv6 address"),
+    ("http://[]/v1", "has a host in brackets that is not an IPv6 address"),
+    ("http://hunter2-secret[::1]/v1", "has a '[' or ']' in its host other than around one IPv6 address"),
+    ("http://[::1]hunter2-secret/v1", "has something other than ':PORT' after the ']' of its IPv6 address"),
+    ("http://[::1]]/v1", "has a '[' or ']' in its host other than around one IPv6 address"),
+    ("http://]::1[/v1", "has a '[' or ']' in its host other than around one IPv6 address"),
+    ("http://[[::1]]/v1", "has a '[' or ']' in its host other than around one IPv6 address"),
+    ("http://[fe80::1%25hunter2 secret]/v1", "has an IPv6 zone after '%25' that is not letters"),
+    ("http://[::1]:hunter2-secret/v1", "has a port that is not a number from 1 to 65535"),
+    ("http://127.0.0.1:9/v1,https://[hunter2-secret]:443/v1", "has a host in brackets that is not an IPv6 address "
+                                                               "(item 2 of 2); no request was sent"),
+])
+def test_a_malformed_ipv6_base_url_is_one_line_naming_the_option_and_quoting_nothing(base_url, refusal):
+    # after round 3 urllib's own ValueError reached the user through a generic "cannot be created"
+    # line that quoted the host ('zz' does not appear to be an IPv4 or IPv6 address)
+    with pytest.raises(ConfigurationError) as refused:
+        ctrlkit.get_backbone("openai:m", base_url=base_url, max_retries=5)
+    message = str(refused.value)
+    assert message.startswith("backbone 'openai': base_url (--set openai.base_url or $OPENAI_BASE_URL) "), message
+    assert refusal in message and "\n" not in message, message
+    assert "hunter2" not in message and "zz" not in message and "1.2.3.4" not in message, message
+
+
+def test_a_malformed_hub_endpoint_or_proxy_is_said_in_words_quoting_nothing(monkeypatch):
+    from ctrlkit.hub import hub_unreachable
+
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "http_proxy", "HTTP_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    for endpoint, proxy in (("http://[hunter2]/", None), ("http://[::1/", None), ("http://[::1]:99999/", None),
+                            ("http://127.0.0.1:9", "http://user:hunter2@[zz]:3128")):
+        monkeypatch.setenv("HF_ENDPOINT", endpoint)
+        if proxy:
+            monkeypatch.setenv("http_proxy", proxy)
+        why = hub_unreachable()
+        assert why.startswith("the endpoint ($HF_ENDPOINT) or its proxy is not a well-formed URL"), why
+        assert "hunter2" not in why and "zz" not in why
+
+
 @pytest.mark.parametrize("base_url", ["http://127.0.0.1:9/v1", "https://api.example.com/v1", "http://[::1]:8000/v1",
+                                      "http://[::1]/v1", "http://[2001:db8::1]:8080/v1", "http://[::ffff:127.0.0.1]:9/v1",
+                                      "http://[fe80::1%25eth0]:8000/v1", "http://[::1]:8000/v1?q=[x]",
                                       "http://my_host.internal:8000", "http://localhost/", "http://example.com./v1",
                                       "http://xn--bcher-kva.example/v1", "http://10.0.0.1:65535/v1"])
 def test_a_well_formed_base_url_is_accepted(base_url):

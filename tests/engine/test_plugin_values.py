@@ -70,6 +70,12 @@ BAD = {
     "object-detail": lambda n: MetricResult(per_example={}, corpus={}, details=[{"x": object()}] * n),
     "array-per-example": lambda n: MetricResult(per_example={"score": [np.zeros(2)] * n}, corpus={}),
     "raises": lambda n: 1 / 0,
+    # integers no float holds: past 4,300 digits Python cannot even write them as text
+    "huge-int-corpus": lambda n: MetricResult(per_example={}, corpus={"score": 10 ** 5000}),
+    "huge-int-per-example": lambda n: MetricResult(per_example={"score": [1] * (n - 1) + [-10 ** 5000]}, corpus={}),
+    "huge-int-detail": lambda n: MetricResult(per_example={}, corpus={}, details=[{"x": [10 ** 5000]}] * n),
+    "beyond-float-int-corpus": lambda n: MetricResult(per_example={}, corpus={"score": 10 ** 400}),
+    "numpy-object-huge-int": lambda n: MetricResult(per_example={}, corpus={"score": np.array(10 ** 5000)}),
     "raises-long": lambda n: (_ for _ in ()).throw(RuntimeError("first line\nsecond line " + "x" * 5000)),
 }
 
@@ -177,3 +183,44 @@ def test_a_dataset_value_that_is_neither_number_nor_text_is_refused_naming_the_f
     example = Example(id="e2", document="A text.", meta={"c": 1j})
     with pytest.raises(CtrlkitError, match=r"meta\.c"):
         admit_examples([example], "odd")
+
+
+HUGE = {"past the digit limit": 10 ** 5000, "negative": -10 ** 5000, "beyond the largest float": 10 ** 400,
+        "2 ** 1024": 2 ** 1024}
+
+
+@pytest.mark.parametrize("size", sorted(HUGE))
+def test_an_integer_no_float_holds_is_refused_where_it_enters_naming_the_field(size):
+    """An int over 4,300 digits passed the plain-value check and failed the write after all the
+    work (Python will not turn it into text); one beyond the largest float fails any mean. Refused
+    where it enters, in one line naming the plugin and the field: a dataset's controls and meta, a
+    controller's features, a controller's saved state."""
+    from ctrlkit.engine.generation import _plain_input
+    from ctrlkit.intake import admit_examples, plain
+    from ctrlkit.types import ModelInput
+
+    huge = HUGE[size]
+    for field, example in (("controls.length", Example(id="e0", document="A text.", controls={"length": huge})),
+                           (r"meta.scores\[1\]", Example(id="e0", document="A text.", meta={"scores": [1, huge]}))):
+        with pytest.raises(CtrlkitError) as caught:
+            admit_examples([example], "odd")
+        message = str(caught.value)
+        assert "\n" not in message and len(message) < 300, message[:300]
+        assert __import__("re").search(rf"dataset 'odd': example 'e0': {field} is an integer of about \d+ digits",
+                                       message), message
+
+    class Named:
+        name = "odd"
+
+    with pytest.raises(CtrlkitError, match=r"controller 'odd', example 'e0': features\.n is an integer"):
+        _plain_input(ModelInput(source="A text.", features={"n": huge}), Named, Example(id="e0", document="A text."))
+    with pytest.raises(CtrlkitError, match=r"^state\.k is an integer of about"):
+        plain({"k": huge}, "state")
+
+
+def test_the_largest_integer_a_float_holds_is_still_a_plain_value():
+    from ctrlkit.intake import plain
+
+    largest = int(float.fromhex("0x1.fffffffffffffp+1023"))
+    assert plain({"a": [largest, -largest, 2 ** 63, 0]}, "x") == {"a": [largest, -largest, 2 ** 63, 0]}
+    assert json.loads(json.dumps(largest)) == largest

@@ -20,6 +20,7 @@ from ctrlkit.markdown import escape_markdown, visible
 from ctrlkit.redaction import redact
 from ctrlkit.secrets import mask_secrets, scrub_text
 from ctrlkit.text import blocks
+from ctrlkit_datasets.ccsbench import _length_fits
 from ctrlkit_metrics.judging import UnparseableAnswer, json_object, single_rating
 
 MIB = 1 << 20
@@ -131,6 +132,13 @@ HOSTILE = {  # name -> a text of a given size built to be slow for some pattern
     "a number then spaces": lambda size: "5" + " " * (size - 2) + "x",
     "a tag then spaces": lambda size: "[TAG]" + " " * (size - 5),
     "tags then spaces": _repeat("[TAG]" + " " * 100),
+    # still open after that attack: a CCSBench length of a number, spaces and no 'words'
+    "a number then spaces then a w": lambda size: "5" + " " * (size - 3) + "wx",
+    "digits then a dash": lambda size: "1" * (size - 3) + "-50",
+    "html references of zeros": _repeat("&#" + "0" * 60),
+    "html hex references of many digits": _repeat("&#x" + "f" * 60),
+    "html references of zeros, no semicolon, then the key": _repeat("&#000" + KEY[:3]),
+    "tag characters": _repeat("\U000e0041\u2061" + KEY[:3]),
 }
 
 PASSES = {
@@ -143,6 +151,7 @@ PASSES = {
     "judge_answer": lambda text: _judged(text),
     "judge_rating": lambda text: _rated(text),
     "extractive_tags": untagged,
+    "ccsbench_length": _length_fits,
 }
 
 
@@ -171,10 +180,13 @@ def test_each_pass_over_outside_text_is_linear_on_worst_cases(name, text):
 
 @pytest.mark.parametrize("name, text", [
     *((name, text) for name in ("redact", "scrub_text")
-      for text in ("backslashes", "a.a.a.", "the key spaced out", "percent 25s then no hex")),
+      for text in ("backslashes", "a.a.a.", "the key spaced out", "percent 25s then no hex",
+                   "html references of zeros", "html hex references of many digits", "tag characters")),
     ("judge_answer", "JSON objects that never close"), ("judge_answer", "JSON keys that never close"),
     ("judge_answer", "a fence then spaces"), ("judge_rating", "a number then spaces"),
-    ("extractive_tags", "a tag then spaces")])
+    ("extractive_tags", "a tag then spaces"),
+    ("ccsbench_length", "a number then spaces"), ("ccsbench_length", "a number then spaces then a w"),
+    ("ccsbench_length", "digits then a dash")])
 def test_the_worst_known_inputs_are_linear(name, text):
     # the fast subset of the above: the inputs that were quadratic before round 3
     assert_linear(PASSES[name], HOSTILE[text])

@@ -64,7 +64,23 @@ def echoed_forms(key: str) -> dict[str, str]:
         "UTF-16BE read as bytes": key.encode("utf-16-be").decode("latin-1"),
         "UTF-16LE escapes": "".join(f"\\u{byte:04x}" for byte in key.encode("utf-16-le")),
         "UTF-16 in the wrong byte order": key.encode("utf-16-le").decode("utf-16-be"),
+        # after round 3: invisible characters the masking did not know, and HTML references as
+        # browsers read them (no semicolon, any number of leading zeros)
+        "invisible operators between": "\u2061".join(key),
+        "tag characters between": "".join(c + chr(0xE0000 + ord(c)) for c in key),
+        "HTML references without semicolons": "".join(f"&#{ord(c)}" for c in key),
+        "HTML references zero-padded": "".join(f"&#{ord(c):010d};" for c in key),
+        "HTML hex references without semicolons": "".join(f"&#x{ord(c):x}" for c in key),
     }
+
+
+IGNORABLE = [(0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+             (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+             (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+             (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF)]
+"""Unicode 15's Default_Ignorable_Code_Point ranges (DerivedCoreProperties.txt): characters a
+text shows nothing for."""
+_IGNORED = re.compile("[" + "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in IGNORABLE) + "]")
 
 
 def leaks(text: str) -> list[str]:
@@ -72,7 +88,7 @@ def leaks(text: str) -> list[str]:
     codes, HTML references and whitespace are undone (written apart from ctrlkit.redaction)."""
     plain = re.sub(r"\\+u([0-9a-fA-F]{4})", lambda m: chr(int(m[1], 16)), text)
     plain = urllib.parse.unquote(urllib.parse.unquote(html.unescape(plain)))
-    plain = re.sub(r"\\+[nrt]|\s+|\x00", "", plain)
+    plain = _IGNORED.sub("", re.sub(r"\\+[nrt]|\s+|\x00", "", plain))
     plain = "".join(chr(ord(c) >> 8) if ord(c) & 0xFF == 0 and 0x20 < ord(c) >> 8 < 0x7F else c for c in plain)
     return sorted({KEY[i : i + RUN] for i in range(len(KEY) - RUN + 1) for form in (text, plain)
                    if KEY[i : i + RUN] in form})
@@ -103,6 +119,37 @@ def test_masking_covers_exactly_the_runs_of_8_or_more_characters_of_the_key():
                 covered[i : i + run] = [True] * run
         expected = re.sub(r"1+", "***", "".join("1" if c else ch for c, ch in zip(covered, text)))
         assert redact(text, key) == expected, (text, key)
+
+
+@pytest.mark.parametrize("code", sorted({code for low, high in IGNORABLE for code in (low, (low + high) // 2, high)}
+                                         | set(range(0xE0020, 0xE0080, 7)) | set(range(0xFE00, 0xFE10))),
+                         ids=lambda code: f"U+{code:04X}")
+def test_a_key_with_an_ignorable_character_between_its_characters_is_masked(code):
+    # U+2061-2064, U+034F and the tag characters were missed after round 3; every default-ignorable
+    # code point is checked, between each two characters, doubled, and at the run's edges
+    char = chr(code)
+    assert redact(f"key {char.join(KEY)} end", KEY) == "key *** end"
+    assert redact(f"key {(char * 2).join(KEY[:20])}!", KEY) == "key ***!"
+    assert char not in redact(f"key {char}{KEY}{char} end", KEY)
+
+
+@pytest.mark.parametrize("reference", ["&#{};", "&#{}", "&#0000000{};", "&#00000000000000000000{}", "&#x{:x}",
+                                       "&#X{:X};", "&#x00000{:x};", "&#x0000000000{:x}"])
+def test_a_key_as_html_references_without_semicolons_or_padded_with_zeros_is_masked(reference):
+    spelled = "".join(reference.format(ord(c)) for c in KEY)
+    assert redact(f"key {spelled} end", KEY) == "key *** end"
+    mixed = "".join(reference.format(ord(c)) if i % 3 == 0 else c for i, c in enumerate(KEY) if not c.isdigit())
+    assert "***" in redact(mixed, "".join(c for c in KEY if not c.isdigit()))
+
+
+def test_an_html_reference_past_any_code_point_stands_for_no_character():
+    # browsers read every digit: &#1150 is one character (U+047E), not 's' then '0'; and a
+    # number with more digits than any code point has is no character at all
+    assert redact("&#1150" + KEY[1:], KEY) == "&#1150***"
+    assert redact("&#x73a" + KEY[1:], KEY) == "&#x73a***"
+    for nothing in ("&#0000000000000000000000;", "&#99999999;", "&#1150000000000000000000", "&#x110000",
+                    "&#x" + "f" * 40 + ";"):
+        assert redact(KEY[:7] + nothing + KEY[7:], KEY) == "***", nothing
 
 
 # ------------------------------------------------------------------------------ hostile servers

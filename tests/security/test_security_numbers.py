@@ -180,3 +180,64 @@ def test_the_library_refuses_counts_the_command_line_refuses(tmp_path, call, cou
     with pytest.raises(ctrlkit.CtrlkitError, match=said):
         calls[call]()
     assert not (out / "results.json").exists()
+
+
+# ------------------------------------------------------------------ what to_json refuses (after round 3)
+
+class _Opaque:
+    def __repr__(self):
+        return "Opaque(api_key=sk-should-never-be-written)"
+
+
+_UNWRITABLE = {  # value -> the words of the one line naming it
+    "set": ({1, 2}, "metrics.x is a set, not JSON data"),
+    "frozenset": (frozenset({"a"}), "metrics.x is a frozenset"),
+    "bytes": (b"abc", "metrics.x is a bytes"),
+    "bytearray": (bytearray(b"abc"), "metrics.x is a bytearray"),
+    "Path": (__import__("pathlib").Path("/tmp/x"), "metrics.x is a PosixPath"),
+    "Decimal": (__import__("decimal").Decimal("1.1"), "metrics.x is a Decimal"),
+    "complex": (1 + 2j, "metrics.x is a complex"),
+    "object": (_Opaque(), "metrics.x is an _Opaque"),
+    "datetime": (__import__("datetime").date(2026, 1, 1), "metrics.x is a date"),
+    "a set in a list": ([1, [2, {3}]], r"metrics.x[1][1] is a set"),
+    "a tuple key": ({(1, 2): 3}, "metrics.x has a key of type tuple, not text"),
+    "huge int": (10 ** 5000, "metrics.x is an integer of about 5001 digits"),
+    "a generator": ((i for i in range(3)), "metrics.x is a generator"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_UNWRITABLE))
+def test_a_value_json_cannot_hold_is_one_line_naming_file_and_field_and_the_old_file_stays(tmp_path, kind):
+    # files.to_json promised it never fails; it raised TypeError or ValueError tracebacks
+    value, words = _UNWRITABLE[kind]
+    target = tmp_path / "results.json"
+    target.write_text('{"old": true}\n')
+    with pytest.raises(ctrlkit.CtrlkitError) as refused:
+        atomic_write_json(target, {"metrics": {"x": value}, "n": 1})
+    message = str(refused.value)
+    assert message.startswith(f"cannot write {target}: field ") and words in message, message
+    assert "\n" not in message and "sk-should-never" not in message
+    assert target.read_text() == '{"old": true}\n' and sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
+    with pytest.raises(ctrlkit.CtrlkitError, match=rf"^cannot write {tmp_path / 'samples.jsonl'} line 3: field "):
+        atomic_write_jsonl(tmp_path / "samples.jsonl", [{"a": 1}, {"a": 2}, {"metrics": {"x": value}}])
+    assert not (tmp_path / "samples.jsonl").exists()
+    with pytest.raises(ctrlkit.CtrlkitError, match=r"^cannot store a value in the cache: field "):
+        Cache("unwritable_test").put({"prompt": kind}, {"metrics": {"x": value}})
+
+
+def test_to_json_converts_what_it_says_and_nothing_else():
+    from collections import namedtuple
+
+    from ctrlkit.files import to_json
+
+    import numpy as np
+
+    pair = namedtuple("pair", "a b")
+    written = json.loads(to_json({"t": (1, 2), "n": pair(1, "x"), "np": np.float32(0.5), "i": np.int64(3),
+                                  "nan": float("nan"), "s": "a\ud800", 1: "one", 2.5: "half", None: "n"}))
+    assert written == {"t": [1, 2], "n": [1, "x"], "np": 0.5, "i": 3, "nan": None, "s": "a\ufffd", "1": "one",
+                       "2.5": "half", "null": "n"}
+    loop = []
+    loop.append(loop)
+    with pytest.raises(ctrlkit.CtrlkitError, match="nested over 100 levels"):
+        to_json({"loop": loop})

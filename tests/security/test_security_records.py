@@ -149,6 +149,19 @@ def test_masking_twice_is_masking_once(text):
     assert scrub_text(scrub_text(text)) == scrub_text(text) and "sk-" not in scrub_text(text)
 
 
+@pytest.mark.parametrize("invisible", ["\u2061", "\u034f", "\U000e0041", "\u200b", "\ufe0f", "\u3164", "\u00ad"],
+                         ids=lambda char: f"U+{ord(char):04X}")
+def test_a_secret_in_a_recorded_text_with_invisible_characters_between_its_characters_is_masked(invisible):
+    # a bearer token spelled with an invisible character between its characters ended the token's
+    # run after 3 characters, too short to be taken for a token, and was recorded whole
+    token = invisible.join("sk-abcdefghijklmn")
+    assert scrub_text(f"Authorization: Bearer {token} end") == "Authorization: Bearer *** end"
+    assert scrub_text(f"Authorization: Bearer{invisible} {token}").endswith("***")
+    assert scrub_text(f"https://me:{token}@h/v1") == "https://***@h/v1"
+    assert scrub_text(f"http://h/v1?api_key={token}&n=1") == "http://h/v1?api_key=***&n=1"
+    assert scrub_text(scrub_text(f"Bearer {token}")) == scrub_text(f"Bearer {token}")
+
+
 def test_scrub_text_leaves_ordinary_text_alone():
     text = "Summarize the bearer bond market in 3 sentences; see https://example.org/page?id=4."
     assert scrub_text(text) == text

@@ -189,3 +189,195 @@ def test_a_controller_state_of_numpy_scalars_is_saved_plain_and_an_array_is_one_
     with pytest.raises(ConfigurationError):
         save_controller(tmp_path / "other", _ArrayStateController({"vector": np.zeros(3)}))
     assert not (tmp_path / "other" / CONTROLLER_FILE).exists()
+
+
+# ------------------------------------------------------------ the model train writes into --out (after round 3)
+
+MODEL_FILES = ("config.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+               "model.safetensors.index.json", "tokenizer.json")
+
+
+class _VersionedModel:
+    """A model whose save writes five files, each saying which version it is, the way
+    save_pretrained writes a sharded model: one file after the other. ``fail_after`` files, it
+    fails as a full disk does."""
+
+    def __init__(self, version, fail_after=None, same_tokenizer=True):
+        self.version, self.fail_after, self.same_tokenizer = version, fail_after, same_tokenizer
+
+    def save(self, directory):
+        for count, name in enumerate(MODEL_FILES):
+            if count == self.fail_after:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            shared = name in ("config.json", "tokenizer.json") and self.same_tokenizer
+            (Path(directory) / name).write_text("same" if shared else f"version {self.version}")
+
+    # what _evaluate calls
+    def train_mode(self, on):
+        pass
+
+    def loss(self, inputs, targets, max_tokens):
+        return SimpleNamespace(item=lambda: 1.0 / self.version)
+
+
+def _model_version(out: Path):
+    """The version of the model a loader would find in ``out``: None without config.json, else
+    the one version every file holds (a mix fails the test: a half model that loads)."""
+    if not (out / "config.json").exists():
+        return None
+    versions = {(out / name).read_text() for name in MODEL_FILES if name not in ("config.json", "tokenizer.json")}
+    missing = [name for name in MODEL_FILES if not (out / name).exists()]
+    assert len(versions) == 1 and not missing, (sorted(versions), missing)
+    return versions.pop()
+
+
+def test_a_failure_while_saving_the_best_model_keeps_the_old_one_whole(tmp_path):
+    # before: save_pretrained wrote into --out directly, and a failure (or a kill) after two of its
+    # files left version 2's config and first shard beside version 1's second shard: a model that loads
+    out = tmp_path / "out"
+    out.mkdir()
+    state = {"eval_losses": [], "best_eval": None, "bad_evals": 0}
+    pairs = [(None, "reference")]
+    trainer._evaluate(_VersionedModel(1), pairs, 1, 8, state, 0, out)
+    assert _model_version(out) == "version 1"
+    with pytest.raises(CtrlkitError) as caught:
+        trainer._evaluate(_VersionedModel(2, fail_after=3, same_tokenizer=False), pairs, 1, 8, state, 0, out)
+    assert "\n" not in str(caught.value) and "No space left" in str(caught.value) and str(out) in str(caught.value)
+    assert _model_version(out) == "version 1"
+    assert sorted(path.name for path in out.iterdir()) == sorted(MODEL_FILES)  # no temporary folder left
+
+
+def test_saving_a_model_again_swaps_only_what_changed_in_one_rename_each_reader_sees_one_version(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    files.replace_files(out, _VersionedModel(1).save)
+    seen, renames = [], []
+    real_rename, real_replace = os.rename, os.replace
+
+    def watching(real):
+        def call(source, target):
+            real(source, target)
+            renames.append(Path(target).name)
+            seen.append(_model_version(out))  # a reader at this moment: one version, or no model
+        return call
+
+    monkeypatch.setattr(os, "rename", watching(real_rename))
+    monkeypatch.setattr(os, "replace", watching(real_replace))
+    files.replace_files(out, _VersionedModel(2).save)  # the weights changed: three files
+    assert set(seen) <= {"version 1", "version 2", None} and seen[-1] == "version 2"
+    moved = [name for name in renames if name in MODEL_FILES]
+    assert moved[0] == "config.json" and moved[-1] == "config.json"  # out first, in last
+    assert sorted(moved) == sorted(["config.json"] * 2 + [name for name in MODEL_FILES if "model" in name] * 2)
+    seen.clear(), renames.clear()
+    files.replace_files(out, _VersionedModel(2).save)  # nothing changed: nothing moves
+    assert [name for name in renames if name in MODEL_FILES] == []
+
+    def one_changed(directory):  # a model saved again whose weights are one file: one rename, atomic
+        for name in MODEL_FILES:
+            shutil.copy(out / name, Path(directory) / name)
+        (Path(directory) / MODEL_FILES[1]).write_text("retrained")
+
+    monkeypatch.undo()
+    renames.clear()
+    monkeypatch.setattr(os, "replace", lambda source, target: (renames.append(Path(target).name),
+                                                               real_replace(source, target))[1])
+    monkeypatch.setattr(os, "rename", lambda source, target: (renames.append(Path(target).name),
+                                                              real_rename(source, target))[1])
+    files.replace_files(out, one_changed)
+    assert renames == [MODEL_FILES[1]]  # no aside folder, no journal: one atomic rename
+    monkeypatch.undo()
+    assert (out / MODEL_FILES[1]).read_text() == "retrained"
+    assert sorted(path.name for path in out.iterdir()) == sorted(MODEL_FILES)
+
+
+def test_a_planted_link_as_the_aside_folder_is_not_written_through(tmp_path):
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    (out / files.FILES_ASIDE).symlink_to(elsewhere, target_is_directory=True)
+    files.replace_files(out, _VersionedModel(1).save)
+    files.replace_files(out, _VersionedModel(2, same_tokenizer=False).save)
+    assert list(elsewhere.iterdir()) == [] and _model_version(out) == "version 2"
+
+
+MODEL_KILLER = textwrap.dedent("""
+    import errno, os, shutil, sys
+    sys.path[:0] = [sys.argv[3]]
+    from test_checkpoint_files import _VersionedModel
+    from ctrlkit.files import replace_files
+    from pathlib import Path
+    out, kill_at = Path(sys.argv[1]), int(sys.argv[2])
+    calls = [0]
+    def killing(real):
+        def call(*args, **kwargs):
+            calls[0] += 1
+            if calls[0] == kill_at:
+                os._exit(9)  # a kill: no cleanup runs
+            return real(*args, **kwargs)
+        return call
+    os.rename, os.replace, shutil.rmtree, os.unlink, os.mkdir = (
+        killing(f) for f in (os.rename, os.replace, shutil.rmtree, os.unlink, os.mkdir))
+    replace_files(out, _VersionedModel(2, same_tokenizer=False).save)
+    print("CALLS", calls[0])
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("first", [True, False], ids=["first-save", "saved-again"])
+def test_a_kill_at_any_step_of_saving_the_model_leaves_the_old_or_the_new_never_half(tmp_path, first):
+    script = tmp_path / "killer.py"
+    script.write_text(MODEL_KILLER)
+    out = tmp_path / "out"
+
+    def killed_at(kill_at, folder):
+        return subprocess.run([sys.executable, str(script), str(folder), str(kill_at), str(Path(__file__).parent)],
+                              capture_output=True, text=True, timeout=120)
+
+    def fresh():
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        (out / "training-notes.txt").write_text("not the model's")
+        if not first:
+            files.replace_files(out, _VersionedModel(1, same_tokenizer=False).save)
+
+    fresh()
+    whole = killed_at(10 ** 6, out)
+    steps = int(whole.stdout.split()[-1])
+    assert steps >= 6, whole.stderr
+    for kill_at in range(1, steps + 1):
+        fresh()
+        killed = killed_at(kill_at, out)
+        assert killed.returncode == 9, killed.stderr
+        before = _model_version(out)  # a reader before anything recovers: no mix
+        assert before in ({None, "version 2"} if first else {None, "version 1", "version 2"}), kill_at
+        files.recover_files(out)  # what train does first
+        after = _model_version(out)
+        assert after in ((None, "version 2") if first else ("version 1", "version 2")), kill_at
+        if before is not None:
+            assert after == before, kill_at
+        assert sorted(path.name for path in out.iterdir()) == sorted(
+            ["training-notes.txt", *(MODEL_FILES if after else ())]), kill_at
+
+
+def test_train_writes_its_final_model_through_a_temporary_folder_and_a_kill_there_leaves_no_half_model(
+        tiny_bart, tmp_path, monkeypatch):
+    from transformers import AutoModelForSeq2SeqLM
+
+    out = tmp_path / "m"
+    real_rename = os.rename
+
+    def killed_moving_the_config_in(source, target):
+        if Path(target) == out / "config.json" and ".files." in str(source):
+            raise SystemExit("killed")  # the last step of the swap: every other file is in already
+        return real_rename(source, target)
+
+    monkeypatch.setattr(os, "rename", killed_moving_the_config_in)
+    monkeypatch.setattr(files, "recover_files", lambda folder: False)  # a kill runs no clean-up
+    with pytest.raises(SystemExit):
+        trainer.train(backbone=f"hf:{tiny_bart}", out=str(out), split="test", limit=4, batch_size=2, max_steps=2)
+    monkeypatch.undo()
+    assert not (out / "config.json").exists()  # no model to load, rather than weights without their config
+    assert (out / files.FILES_ASIDE).is_dir()
+    record = trainer.train(backbone=f"hf:{tiny_bart}", out=str(out), split="test", limit=4, batch_size=2, max_steps=2)
+    assert record["steps"] == 2 and not (out / files.FILES_ASIDE).exists()
+    assert not [path.name for path in out.iterdir() if path.name.startswith(".files.")]
+    AutoModelForSeq2SeqLM.from_pretrained(out)  # whole

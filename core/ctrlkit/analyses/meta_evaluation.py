@@ -29,6 +29,7 @@ so that a p at its floor 1 / (1 + permutations) is printed as the bound it is
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
@@ -51,6 +52,7 @@ P_VALUES = {
     "summary": "permutation test: metric scores shuffled among the systems within each input",
     "system": "permutation test: metric scores shuffled among the systems within each input",
 }
+logger = logging.getLogger("ctrlkit")
 _CHUNK_CELLS = 1_000_000
 """Resamples are correlated in chunks of at most this many pairwise cells (memory)."""
 
@@ -192,6 +194,7 @@ def meta_evaluate(rows: Iterable[dict], human: str, scores: Sequence[str] | None
     if not paths:
         raise CtrlkitError("no metric scores found under 'scores'; name them with --score PATH")
     _refuse_huge_integers(rows, [human, *paths])
+    non_finite = _non_finite(rows, [human, *paths])
     if not any(_is_number(lookup(row, human)) for row in rows):
         raise CtrlkitError(f"no row has a number at '{human}'")
 
@@ -206,6 +209,8 @@ def meta_evaluate(rows: Iterable[dict], human: str, scores: Sequence[str] | None
                                     f"(name them with --input-key and --system-key)")
         asked, resample = ["global"], "rows"
     levels = asked or list(LEVELS)
+    if non_finite:
+        settings["non_finite"] = non_finite
     settings.update(levels=levels, inputs=len(grid.inputs), systems=len(grid.systems), resample=resample,
                     resamples=resamples, seed=seed, confidence=CONFIDENCE, interval="percentile bootstrap",
                     p_values={level: P_VALUES[level] for level in levels})
@@ -391,6 +396,21 @@ def _refuse_huge_integers(rows: list[dict], paths: Sequence[str]) -> None:
             if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1024:
                 raise CtrlkitError(f"row {number}: '{path}' is an integer of about {int(value.bit_length() * 0.30103)} "
                                    f"digits, beyond the largest float (about 1.8e308)")
+
+
+def _non_finite(rows: list[dict], paths: Sequence[str]) -> dict[str, int]:
+    """How many NaN or infinite values each path holds (JSON as Python reads it allows ``NaN`` and
+    ``Infinity``). They are no score: left out of every correlation as a missing score is, and
+    said in one warning line, as ``run`` says of the NaN it replaces with null in data."""
+    counts = {}
+    for path in dict.fromkeys(paths):
+        found = sum(1 for row in rows if isinstance(value := lookup(row, path), float) and not math.isfinite(value))
+        if found:
+            counts[path] = found
+    if counts:
+        logger.warning("ctrlkit: meta-eval: left out %d NaN or infinite score(s), as missing (in %s)",
+                       sum(counts.values()), ", ".join(f"{path}: {n}" for path, n in counts.items()))
+    return counts
 
 
 def _is_number(value) -> bool:

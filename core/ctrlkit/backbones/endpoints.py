@@ -10,6 +10,7 @@ seconds: it is asked only after every endpoint that is not, and a success ends i
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import threading
 import time
@@ -23,6 +24,8 @@ from ..secrets import scrub_text
 FAILURES_BEFORE_COOLDOWN = 2
 _LABEL = re.compile(r"[A-Za-z0-9_-]{1,63}")
 """One label of a host name (RFC 1123, with ``_``, which some internal names hold)."""
+_ZONE = re.compile(r"[A-Za-z0-9._~-]{1,64}")
+"""An IPv6 zone (``fe80::1%25eth0``: the interface, as RFC 6874 writes it in a URL)."""
 
 
 @dataclass(eq=False)
@@ -56,7 +59,13 @@ def base_urls(value: str, owner: str) -> list[str]:
         at = f" (item {number} of {len(items)})" if len(items) > 1 else ""
         if not item:
             raise ConfigurationError(f"{where} has an empty item{at}; separate endpoints with one comma each")
-        parts = urllib.parse.urlsplit(item)
+        problem = _bracketed(item)  # before urllib, whose error for a bad one quotes the host
+        if problem:
+            raise ConfigurationError(f"{where} {problem}{at}; no request was sent")
+        try:
+            parts = urllib.parse.urlsplit(item)
+        except ValueError:  # shown without urllib's words, which may quote the URL
+            raise ConfigurationError(f"{where} is not a well-formed URL{at}; no request was sent") from None
         if parts.scheme.lower() not in ("http", "https"):  # urllib would also open file:, ftp: and data: URLs
             got = parts.scheme + ":" if parts.scheme else "no scheme"
             raise ConfigurationError(f"{where} must start with http:// or https://, got {got}{at}")
@@ -73,6 +82,32 @@ def base_urls(value: str, owner: str) -> list[str]:
             raise ConfigurationError(f"{where} lists the same endpoint twice (items {roots.index(root) + 1} and "
                                      f"{number} of {len(items)}); list each server once")
     return items
+
+
+def _bracketed(item: str) -> str:
+    """What is wrong with the brackets of a URL's host, or "": a host in brackets is an IPv6
+    address (a zone after ``%25`` allowed), alone or followed by ``:PORT``; a bracket anywhere else
+    in the host is refused. Shown without the URL or the host, which may hold a secret."""
+    scheme, separator, rest = item.partition("://")
+    if not separator:
+        return ""
+    authority = rest[: min((rest.find(end) % (len(rest) + 1) for end in "/?#"))]
+    host = authority.rpartition("@")[2]  # credentials are refused after this, without quoting them
+    if "[" not in host and "]" not in host:
+        return ""
+    close = host.find("]")
+    if not host.startswith("[") or close < 0 or host.count("[") != 1 or host.count("]") != 1:
+        return "has a '[' or ']' in its host other than around one IPv6 address ('http://[::1]:8000/v1')"
+    if host[close + 1 :] and not host[close + 1 :].startswith(":"):
+        return "has something other than ':PORT' after the ']' of its IPv6 address"
+    address, _, zone = host[1:close].partition("%25")
+    try:
+        ipaddress.IPv6Address(address)
+    except ValueError:
+        return "has a host in brackets that is not an IPv6 address"
+    if "%25" in host[1:close] and not _ZONE.fullmatch(zone):
+        return "has an IPv6 zone after '%25' that is not letters, digits, '.', '_', '~' or '-'"
+    return ""
 
 
 def _malformed(item: str, parts: urllib.parse.SplitResult) -> str:

@@ -9,7 +9,7 @@ from typing import Mapping, Sequence
 from ..components import Backbone
 from ..controls import scored_indices
 from ..errors import CtrlkitError
-from ..intake import plain, scalar
+from ..intake import beyond_float, plain, scalar
 from ..metric_values import is_count, number
 from ..progress import Progress
 from ..topic_source import ranks
@@ -136,6 +136,8 @@ def _plain_result(result, name: str, n: int) -> MetricResult:
 
     def one(value, field: str):
         value = scalar(value)
+        if beyond_float(value):
+            raise CtrlkitError(f"{where}: {field} {beyond_float(value)}")
         if value is None or type(value) in (int, float):
             return value
         if type(value) is bool:

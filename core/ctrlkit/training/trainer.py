@@ -32,7 +32,8 @@ from ..backbones.adapters import peft_settings
 from ..backbones.hf_base import require_hf_libraries
 from ..errors import ConfigurationError, CtrlkitError
 from ..controls import apply_control, check_controls, uncontrolled
-from ..files import atomic_write_json, atomic_write_with, read_json, recover_folder, replace_folder
+from ..files import (atomic_write_json, atomic_write_with, read_json, recover_files, recover_folder, replace_files,
+                     replace_folder)
 from ..intake import admit_examples, plain
 from ..engine.generation import fit_or_restore
 from ..engine.recording import report_uncontrolled
@@ -95,6 +96,8 @@ def train(settings: TrainSettings | None = None, /, **fields: Any) -> dict:
                             prefix_length=settings.prefix_length)
     check_output(out_dir)
     checkpoint = out_dir / CHECKPOINT
+    if recover_files(out_dir) and settings.progress:
+        say(f"train: the model in {out_dir} was being replaced when training stopped; the one before is back")
     if recover_folder(checkpoint) and settings.progress:
         say(f"train: {checkpoint} was being replaced when training stopped; resuming from the copy set aside")
     resuming = (checkpoint / "trainer_state.json").is_file()
@@ -130,8 +133,8 @@ def train(settings: TrainSettings | None = None, /, **fields: Any) -> dict:
                   initial=loop.state["step"]) as bar:
         loop.run(pairs, eval_pairs, bar)
 
-    if not eval_pairs:
-        model.save(out_dir)
+    if not eval_pairs:  # through a temporary folder: a kill while saving leaves no half model to load
+        replace_files(out_dir, model.save)
     # with an eval split, out_dir already holds the best model (saved by _evaluate)
     save_controller(out_dir, steering, settings.holdout_topics)
     state = loop.state
@@ -353,7 +356,7 @@ def _evaluate(model, pairs, batch_size, max_target_tokens, state, patience, out_
     state["eval_losses"].append(round(loss, 6))
     if state["best_eval"] is None or loss < state["best_eval"]:
         state["best_eval"], state["bad_evals"] = loss, 0
-        model.save(out_dir)
+        replace_files(out_dir, model.save)
     else:
         state["bad_evals"] += 1
     return bool(patience) and state["bad_evals"] >= patience

@@ -345,7 +345,19 @@ def _one_line(exc: Exception) -> str:
 
 _CLOSED = re.compile(r"(\d+)\s*(?:-|–|—|to)\s*(\d+)")
 _OPEN = re.compile(r"(\d+)\s*\+|(?:>=?|≥|over|above|more than)\s*(\d+)")
-_WORDS = re.compile(r"\s*words?$")
+_MOST_DIGITS = 99
+"""The longest number a length may spell: more digits is no length (and Python refuses to read
+an integer of over 4,300 digits)."""
+
+
+def _without_words(text: str) -> str:
+    """``text`` without a trailing ``word`` or ``words`` and the spaces before it. Plain string
+    steps, in time linear in the text: a pattern searched for it from every position scanned a
+    run of spaces once from each of its spaces (quadratic)."""
+    for unit in ("words", "word"):
+        if text.endswith(unit):
+            return text[: -len(unit)].rstrip()
+    return text
 
 
 def _whole(value) -> int | None:
@@ -357,7 +369,7 @@ def _whole(value) -> int | None:
     if isinstance(value, str):
         text = value.strip()
         if re.fullmatch(r"\d+", text):
-            return int(text) if len(text) < 100 else None
+            return int(text) if len(text) <= _MOST_DIGITS else None
         try:
             value = float(text)
         except ValueError:
@@ -372,8 +384,10 @@ def _range_bin(value) -> int | None:
     ``201+``, ``200+``, ``>200``, ``over 200`` the top bin; else None."""
     if not isinstance(value, str):
         return None
-    text = _WORDS.sub("", value.strip().lower())
+    text = _without_words(value.strip().lower())
     closed, opened = _CLOSED.fullmatch(text), _OPEN.fullmatch(text)
+    if any(len(number) > _MOST_DIGITS for match in (closed, opened) if match for number in match.groups("")):
+        return None
     if closed:
         low, high = int(closed[1]), int(closed[2])
         top = high // BIN_WORDS - 1
