@@ -352,13 +352,14 @@ def atomic_write_json(path: str | Path, data) -> None:
     atomic_write_text(path, text + "\n")
 
 
-def jsonl_bytes(rows: Iterable[dict], name: str = "JSONL") -> bytes:
+def jsonl_bytes(rows: Iterable[dict], name: str = "JSONL", first_line: int = 1) -> bytes:
     """The bytes :func:`atomic_write_jsonl` writes for ``rows`` (one strict JSON object a line); a
-    row that cannot be written is one CtrlkitError naming ``name``, the line and the field."""
+    row that cannot be written is one CtrlkitError naming ``name``, the line (the first row's is
+    ``first_line``) and the field."""
     from .intake import replace_surrogates
 
     lines = []
-    for number, row in enumerate(rows, 1):
+    for number, row in enumerate(rows, first_line):
         try:
             lines.append(to_json(row) + "\n")
         except CtrlkitError as exc:

@@ -69,8 +69,8 @@ class SamplesWriter:
     """Writes samples.jsonl a few lines at a time (``add``), hashing what it writes; ``file`` is
     None to keep the lines in ``kept`` instead (an evaluation with no output folder)."""
 
-    def __init__(self, file=None):
-        self.file = file
+    def __init__(self, file=None, name: str = "samples.jsonl"):
+        self.file, self.name = file, name
         self.kept: list[dict] = []
         self.offsets = array("q", [0])  # where each line starts, and the end: a SamplesFile's index
         self.digest = hashlib.sha256()
@@ -80,7 +80,7 @@ class SamplesWriter:
             self.kept.extend(rows)
             return
         for row in rows:
-            data = jsonl_bytes([row])
+            data = jsonl_bytes([row], self.name, first_line=len(self.offsets))
             self.digest.update(data)
             self.file.write(data)
             self.offsets.append(self.offsets[-1] + len(data))
@@ -94,7 +94,7 @@ def samples_written(out: str | Path | None) -> Iterator[SamplesWriter]:
         yield SamplesWriter()
         return
     with atomic_stream(Path(out) / "samples.jsonl") as file:
-        yield SamplesWriter(file)
+        yield SamplesWriter(file, str(Path(out) / "samples.jsonl"))
 
 
 def finish_run(out: str | Path, results: dict, written: SamplesWriter) -> None:
