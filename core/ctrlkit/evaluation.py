@@ -33,7 +33,7 @@ from .engine.scored_chunks import ScoredChunks, chunk_size
 from .engine.scoring import intervals_of, score
 from .engine.truncation import truncation_reported
 from .outputs import check_output, leaves_no_empty_folder
-from .prediction_index import PredictionIndex
+from .prediction_index import PredictionIndex, shown_id
 from .progress import Progress
 from .quiet import quietly
 from .results import SCHEMA_VERSION, SamplesFile, finish_run, samples_written, versions
@@ -52,7 +52,7 @@ class Survey:
     def __init__(self, metrics, source, dataset: str, index: PredictionIndex | None):
         self.dataset, self.index = dataset, index
         self.count = 0
-        self.ids = array("Q")  # a hash of each id, so the second read is known to give the same examples
+        self.fingerprints = array("Q")  # of each example, so the second read is known to give the same ones
         self.without_prediction = 0
         self.first_without: str | None = None
         self.tally = MetricTally(metrics)
@@ -65,14 +65,14 @@ class Survey:
     def add(self, chunk: list) -> None:
         self.count += len(chunk)
         ids = [example.id for example in chunk]
-        self.ids.extend(hash64(identifier) for identifier in ids)
+        self.fingerprints.extend(fingerprint(example) for example in chunk)
         if self.index is not None:
             found = self.index.find(ids)
             lacking = [identifier for identifier, has in zip(ids, found) if not has]
         else:
             lacking = [example.id for example in chunk if not isinstance(example.meta.get("prediction"), str)]
             if lacking:
-                raise CtrlkitError(f"dataset '{self.dataset}' gives no prediction for example '{lacking[0]}'; "
+                raise CtrlkitError(f"dataset '{self.dataset}' gives no prediction for example '{shown_id(lacking[0])}'; "
                                    "pass --predictions FILE")
         self.without_prediction += len(lacking)
         self.first_without = self.first_without or (lacking[0] if lacking else None)
@@ -89,7 +89,7 @@ class Survey:
     def check_same(self, start: int, chunk: list) -> None:
         """Refuse a second read of the examples that does not give the first one's, in its order."""
         if start + len(chunk) > self.count or any(
-                self.ids[start + i] != hash64(example.id) for i, example in enumerate(chunk)):
+                self.fingerprints[start + i] != fingerprint(example) for i, example in enumerate(chunk)):
             self.refuse_changed()
 
     def refuse_changed(self) -> None:
@@ -103,12 +103,17 @@ class Survey:
         unknown, first_unknown = self.index.unused() if self.index is not None else (0, None)
         if unknown:
             problems.append(f"{_count(unknown, 'prediction')} with an id that is no example of dataset "
-                            f"'{self.dataset}' (first: id '{first_unknown}')")
+                            f"'{self.dataset}' (first: id '{shown_id(first_unknown)}')")
         if self.without_prediction:
             problems.append(f"{_count(self.without_prediction, 'example')} with no prediction "
-                            f"(first: id '{self.first_without}')")
+                            f"(first: id '{shown_id(self.first_without)}')")
         if problems:
             raise CtrlkitError(f"{source}: {'; '.join(problems)}")
+
+
+def fingerprint(example) -> int:
+    """A 64-bit hash of what an example is scored on: its id, document and references."""
+    return hash64("\x00".join((example.id, example.document, *example.references)))
 
 
 def _count(n: int, noun: str) -> str:
@@ -228,7 +233,7 @@ def _scored_in_chunks(parts, chunks, index, survey: Survey, groups, written, sev
     """Check, score and write each chunk of examples; the :class:`Scores` of them all. With
     ``several`` chunks, progress counts examples and a judge's cut prompts are reported once for
     all its metrics; with one, as a run shows and reports them (per metric)."""
-    gathered = ScoredChunks(parts.metrics)
+    gathered = ScoredChunks(parts.metrics, several)
     judging = [metric.name for metric in parts.metrics if metric.needs_judge]
     asking = (f"judge of metric{'s' if len(judging) > 1 else ''} " + ", ".join(f"'{name}'" for name in judging) +
               ", the given predictions")

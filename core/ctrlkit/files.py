@@ -65,14 +65,28 @@ def _replacing(path: Path) -> Iterator[IO[bytes]]:
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600; results are for sharing
-        with os.fdopen(handle, "wb") as file:
+        file = os.fdopen(handle, "wb")
+        try:
             yield file
             file.flush()
             os.fsync(file.fileno())
+        except BaseException:
+            _close_failed(file)
+            raise
+        file.close()
         os.replace(temporary, path)  # replaces a link at ``path``; never writes where it points
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _close_failed(file: IO[bytes]) -> None:
+    """Close a file whose writing failed: the flush closing tries again would fail the same way (a
+    full disk) and hide why the block failed."""
+    try:
+        file.close()
+    except OSError:
+        pass
 
 
 @contextmanager
@@ -409,7 +423,7 @@ def read_jsonl_offsets(path: str | Path) -> Iterator[tuple[int, int, dict]]:
     so that a line can be read again alone (:func:`read_jsonl_line`)."""
     path = Path(path)
     if not path.is_file():
-        raise DatasetError(f"{path}: no such file")
+        raise DatasetError(f"{path}: {'not a regular file' if path.exists() else 'no such file'}")
     offset = 0
     with open(path, "rb") as file:
         for number, raw in enumerate(file, 1):
@@ -433,8 +447,9 @@ def read_jsonl_line(path: str | Path, offset: int, number: int) -> dict:
 
 
 def _decoded(raw: bytes, path: Path, number: int) -> str:
+    """A line's text; the first line's byte order mark (some editors write one) is dropped."""
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig" if number == 1 else "utf-8")
     except UnicodeDecodeError:
         raise DatasetError(f"{path}:{number}: not valid UTF-8") from None
 

@@ -9,6 +9,7 @@ hash shared by two ids (odds of about 1 in 3.7 x 10^7 among a million) is an err
 
 from __future__ import annotations
 
+import os
 from array import array
 from typing import Iterable
 
@@ -30,6 +31,7 @@ class PredictionIndex:
 
     def __init__(self, path: str):
         self.path = path
+        self.state = _file_state(path)
         hashes, offsets, lines = array("Q"), array("q"), array("q")
         intake = Intake(path)
         for line, offset, record in read_jsonl_offsets(path):
@@ -56,16 +58,18 @@ class PredictionIndex:
         repeats = []
         for at in same:
             first, second = self._record(at), self._record(at + 1)
-            if first["id"] == second["id"]:
+            if str(first["id"]) == str(second["id"]):  # 1 and "1" are one id, as the index keys it
                 repeats.append((max(self.lines[at], self.lines[at + 1]), second["id"]))
             else:
-                raise DatasetError(f"{self.path}: ids {str(first['id'])!r} and {str(second['id'])!r} share one "
-                                   "index hash; give one of them another id")
+                raise DatasetError(f"{self.path}: ids {shown_id(first['id'])!r} and {shown_id(second['id'])!r} share "
+                                   "one index hash; give one of them another id")
         if repeats:
             line, identifier = min(repeats)
-            raise DatasetError(f"{self.path}:{line}: duplicate id '{identifier}'")
+            raise DatasetError(f"{self.path}:{line}: duplicate id '{shown_id(identifier)}'")
 
     def _record(self, at: int) -> dict:
+        if _file_state(self.path) != self.state:
+            raise DatasetError(f"{self.path} changed while it was evaluated; nothing was written; evaluate it again")
         record = read_jsonl_line(self.path, int(self.offsets[at]), int(self.lines[at]))
         return checked_prediction(record, self.path, int(self.lines[at]), Intake(self.path))
 
@@ -79,13 +83,13 @@ class PredictionIndex:
 
     def records(self, identifiers: list[str]) -> list[dict]:
         """The cleaned line of each id (every one must have a line: :meth:`find` said so)."""
-        at = np.searchsorted(self.hashes, id_hashes(identifiers))
+        at = np.minimum(np.searchsorted(self.hashes, id_hashes(identifiers)), len(self.hashes) - 1)
         records = []
         for identifier, position in zip(identifiers, at):
             record = self._record(position)
             if str(record["id"]) != identifier:
-                raise DatasetError(f"{self.path}: ids {identifier!r} and {str(record['id'])!r} share one index hash; "
-                                   "give one of them another id")
+                raise DatasetError(f"{self.path}: ids {shown_id(identifier)!r} and {shown_id(record['id'])!r} share one "
+                                   "index hash; give one of them another id")
             records.append(record)
         return records
 
@@ -96,6 +100,12 @@ class PredictionIndex:
             return 0, None
         first = left[np.argmin(self.lines[left])]
         return len(left), str(self._record(first)["id"])
+
+
+def shown_id(identifier) -> str:
+    """An id as a message quotes it: cut to 80 characters (a 1 MB id must not make a 1 MB line)."""
+    text = str(identifier)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def checked_prediction(record: dict, path: str, line: int, intake: Intake) -> dict:
@@ -111,3 +121,12 @@ def checked_prediction(record: dict, path: str, line: int, intake: Intake) -> di
         raise DatasetError(f"{path}:{line}: field 'prediction' must be a string, got "
                            f"{'null' if record['prediction'] is None else type(record['prediction']).__name__}")
     return record
+
+
+def _file_state(path: str) -> tuple:
+    """What tells that a file was replaced or changed: its inode, size and modification time."""
+    try:
+        found = os.stat(path)
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return found.st_ino, found.st_size, found.st_mtime_ns

@@ -3,11 +3,11 @@
 A hostile or careless server can echo an API key in an error or even in an answer: verbatim,
 broken across lines or spaced out (whitespace, ``+`` or invisible characters between any two
 characters), JSON-escaped (``\\n``, ``\\u0073``), percent-encoded (once or twice), as HTML
-character references, or cut short. ``redact`` undoes those forms, then masks every run
-of the text that spells ``MIN_RUN`` or more consecutive characters of the secret (the whole
-secret when it is shorter), so a prefix left at the end of a message cut for length is masked
-too. Call it before cutting anything: cutting first can leave most of a key with only its tail
-missing, which a search for the whole key does not find.
+character references (escaped twice too: ``&amp;#115;``), or cut short. ``redact`` undoes those
+forms, then masks every run of the text that spells ``MIN_RUN`` or more consecutive characters of
+the secret (the whole secret when it is shorter), so a prefix left at the end of a message cut for
+length is masked too. Call it before cutting anything: cutting first can leave most of a key with
+only its tail missing, which a search for the whole key does not find.
 
 What no masking can catch: a server that re-encodes the key on purpose (base64, reversed,
 other separators). It holds the key already; this guards against keys copied by accident.
@@ -51,8 +51,8 @@ _ESCAPES = r"""
       | x(?P<byte>[0-9A-Fa-f]{2})                   # \x73
       | (?P<escape>[nrtfbv/])                       # \n, \t: a break; \/: a slash
     )
-  | &\#0*(?P<decimal>[0-9]{1,8})[0-9]*;?            # &#115; &#115 &#0000000115;
-  | &\#[xX]0*(?P<hexadecimal>[0-9A-Fa-f]{1,7})[0-9A-Fa-f]*;?  # &#x73; &#x73 &#x0000073;
+  | &(?:amp;)*\#0*(?P<decimal>[0-9]{1,8})[0-9]*;?   # &#115; &#115 &#0000000115; &amp;#115; (escaped twice)
+  | &(?:amp;)*\#[xX]0*(?P<hexadecimal>[0-9A-Fa-f]{1,7})[0-9A-Fa-f]*;?  # &#x73; &#x73 &#x0000073;
 """
 # An HTML reference is read as a browser reads it: every digit, with or without the semicolon. Its
 # group keeps the significant digits up to one more than any code point has, so a longer number
@@ -176,7 +176,7 @@ class _Decoded:
 
 def _plain(text: str) -> str:
     """What ``_Decoded(text).text`` is, without the map back to the original (faster)."""
-    if "%" in text or "\\" in text or "&#" in text:
+    if "%" in text or "\\" in text or "&#" in text or "&amp;" in text:
         text = _ESCAPE.sub(_decode, text)
     return "".join(_unswapped(text).split()).translate(_DROP_INVISIBLE)
 

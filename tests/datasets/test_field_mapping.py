@@ -127,3 +127,18 @@ def test_a_run_with_a_field_no_line_holds_is_one_line(tmp_path):
                             "--set", "jsonl.references_field=summry")
     assert result.returncode != 0
     assert "summry" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_jsonl_file_with_a_byte_order_mark_reads_and_a_folder_is_not_a_file(tmp_path):
+    import ctrlkit
+
+    data, predictions = tmp_path / "data.jsonl", tmp_path / "p.jsonl"
+    data.write_bytes(b"\xef\xbb\xbf" + json.dumps({"id": "a", "document": "x y z", "references": ["x y"]}).encode()
+                     + b"\n")
+    predictions.write_bytes(b"\xef\xbb\xbf" + json.dumps({"id": "a", "prediction": "x y"}).encode() + b"\n")
+    result = ctrlkit.evaluate(predictions=str(predictions), dataset="jsonl", data=str(data), metrics=["rouge"],
+                              bootstrap=0)
+    assert result.metrics["rouge"]["rouge1"] == 1.0
+    with pytest.raises(ctrlkit.DatasetError) as caught:
+        ctrlkit.evaluate(predictions=str(tmp_path), dataset="jsonl", data=str(data), metrics=["rouge"], bootstrap=0)
+    assert str(caught.value) == f"{tmp_path}: not a regular file"

@@ -129,7 +129,7 @@ class _SwitchingParts(ctrlkit.Metric):
         values = {"words": [len(p.split()) for p in predictions]}
         if any("3" in example.id for example in examples):
             values["extra"] = [1.0] * len(predictions)
-        return ctrlkit.MetricResult(per_example=values, corpus={name: 1.0 for name in values})
+        return ctrlkit.MetricResult(per_example=values, corpus={name: sum(v) / len(v) for name, v in values.items()})
 
 
 class _CorpusOnly(ctrlkit.Metric):
@@ -138,11 +138,23 @@ class _CorpusOnly(ctrlkit.Metric):
     scores_each_example_alone = True
 
     def compute(self, predictions, examples):
-        return ctrlkit.MetricResult(per_example={"words": [len(p.split()) for p in predictions]},
-                                    corpus={"words": 1.0, "spread": 2.0})
+        words = [len(p.split()) for p in predictions]
+        return ctrlkit.MetricResult(per_example={"words": words}, corpus={"words": sum(words) / len(words), "spread": 2.0})
+
+
+class _Maximum(ctrlkit.Metric):
+    """Breaks its promise: a corpus value (the maximum) that its aggregate (the mean) does not give."""
+
+    scores_each_example_alone = True
+
+    def compute(self, predictions, examples):
+        words = [float(len(p.split())) for p in predictions]
+        return ctrlkit.MetricResult(per_example={"words": words}, corpus={"words": max(words)})
 
 
 @pytest.mark.parametrize("name, metric, expected", [
+    ("maximum", _Maximum, "metric 'maximum': its corpus value 'words' is 11.0 on a chunk of 7 examples, but its "
+                          "aggregate gives 8.0 from the same parts"),
     ("switching", _SwitchingParts, "metric 'switching' gave the parts words for one chunk of examples and extra, words for another"),
     ("corpus-only", _CorpusOnly, "metric 'corpus-only': its corpus value 'spread' is neither recomputed by its aggregate nor a count"),
 ])
@@ -154,7 +166,7 @@ def test_a_metric_that_breaks_the_chunk_promise_is_one_line(monkeypatch, tmp_pat
             register(name, metric)
 
     throwaway_plugins(Plugin(), "chunk-promise")
-    examples = [ctrlkit.Example(id=f"e{i}", document=f"document {i} words", references=["x"]) for i in range(20)]
+    examples = [ctrlkit.Example(id=f"e{i}", document=" ".join(["word"] * (5 + i)), references=["x"]) for i in range(20)]
     with open(tmp_path / "data.jsonl", "w") as file:
         file.writelines(json.dumps({"id": e.id, "document": e.document, "references": e.references}) + "\n"
                         for e in examples)
@@ -257,3 +269,50 @@ def test_a_dataset_that_changes_between_its_two_reads_is_one_line_and_nothing_is
     assert str(caught.value) == ("dataset 'shifting' changed while it was evaluated (a second read gave other examples "
                                  "than the first); nothing was written; evaluate it again")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_predictions_file_rewritten_during_the_evaluation_is_one_line(monkeypatch, tmp_path):
+    from ctrlkit import evaluation
+
+    examples = ctrlkit.get_dataset("sample").load("test")[:20]
+    predictions = _predictions(tmp_path / "p.jsonl", examples)
+    refuse = evaluation.Survey.refuse_mismatch
+
+    def rewritten(survey, source):  # between the first read and the scoring, as a second job would
+        refuse(survey, source)
+        _predictions(tmp_path / "p.jsonl", list(reversed(examples)), words=12)
+
+    monkeypatch.setattr(evaluation.Survey, "refuse_mismatch", rewritten)
+    monkeypatch.setattr(scored_chunks, "CHUNK_EXAMPLES", 7)
+    with pytest.raises(ctrlkit.DatasetError) as caught:
+        evaluate(predictions=predictions, metrics=["rouge"], limit=20, bootstrap=0, out=str(tmp_path / "out"))
+    assert str(caught.value) == f"{predictions} changed while it was evaluated; nothing was written; evaluate it again"
+    assert not (tmp_path / "out").exists()
+
+
+class _Shrinking(ctrlkit.Dataset):
+    """Has fewer examples on its second read, as a file cut while a run samples it."""
+
+    reads = 0
+
+    def load(self, split=None):
+        type(self).reads += 1
+        return [ctrlkit.Example(id=f"e{i}", document=f"document {i} with words", references=["words"])
+                for i in range(20 if type(self).reads == 1 else 12)]
+
+    def iter_examples(self, split, keep=None):  # a dataset that streams: a sample reads it twice
+        return super().iter_examples(split, keep)
+
+
+def test_a_dataset_that_shrinks_while_a_run_samples_it_is_one_line(throwaway_plugins):
+    class Plugin:
+        @ctrlkit.hookimpl
+        def register_datasets(self, register):
+            register("shrinking", _Shrinking)
+
+    throwaway_plugins(Plugin(), "shrinking-dataset")
+    with pytest.raises(ctrlkit.CtrlkitError) as caught:
+        ctrlkit.run(dataset="shrinking", controller="none", backbone="extractive", metrics=["rouge"], sample=10,
+                    bootstrap=0, cache=False)
+    assert str(caught.value) == ("dataset 'shrinking' changed while it was read (the sample counted 20 examples, the "
+                                 "second read 12); run it again")

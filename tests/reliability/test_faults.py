@@ -186,6 +186,54 @@ def test_a_full_disk_leaves_the_previous_results_intact_and_no_temporary_files(p
     assert sorted(p.name for p in out.iterdir()) == ["results.json", "samples.jsonl"]
 
 
+class _FullDisk:
+    """A file on a disk that fills after ``room`` bytes: a write past it fails, and so does the flush
+    that closing the file tries again (where the error of the write was once lost)."""
+
+    def __init__(self, handle, room, fdopen):
+        self.file, self.room = fdopen(handle, "wb", buffering=0), room
+
+    def write(self, data):
+        if len(data) > self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.room -= len(data)
+        return self.file.write(data)
+
+    def flush(self):
+        if self.room <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def fileno(self):
+        return self.file.fileno()
+
+    def close(self):
+        self.file.close()
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_a_disk_that_fills_while_samples_are_streamed_is_one_line_naming_the_file(private_cache, tmp_path,
+                                                                                  monkeypatch):
+    from ctrlkit import files
+    from ctrlkit.engine import scored_chunks
+
+    out = tmp_path / "eval"
+    examples = ctrlkit.get_dataset("sample").load("test")[:20]
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text("".join(json.dumps({"id": e.id, "prediction": e.references[0]}) + "\n" for e in examples))
+    arguments = dict(predictions=str(predictions), metrics=["rouge"], limit=20, bootstrap=0, out=str(out))
+    ctrlkit.evaluate(**arguments)
+    before = {name: (out / name).read_bytes() for name in ("results.json", "samples.jsonl")}
+    monkeypatch.setattr(scored_chunks, "CHUNK_EXAMPLES", 7)
+    fdopen = os.fdopen
+    monkeypatch.setattr(files.os, "fdopen", lambda handle, mode: _FullDisk(handle, 3000, fdopen))
+    with pytest.raises(CtrlkitError) as failure:
+        ctrlkit.evaluate(**arguments)
+    _one_line(str(failure.value))
+    assert str(failure.value) == f"cannot write {out / 'samples.jsonl'}: No space left on device"
+    assert {name: (out / name).read_bytes() for name in before} == before
+    assert sorted(p.name for p in out.iterdir()) == ["results.json", "samples.jsonl"]
+
+
 def test_results_json_that_cannot_be_replaced_is_one_line_and_leaves_no_temporary_files(private_cache, tmp_path):
     out = tmp_path / "run"
     (out / "results.json").mkdir(parents=True)  # a folder in the way: os.replace fails, root or not

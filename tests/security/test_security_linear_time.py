@@ -138,6 +138,8 @@ HOSTILE = {  # name -> a text of a given size built to be slow for some pattern
     "html references of zeros": _repeat("&#" + "0" * 60),
     "html hex references of many digits": _repeat("&#x" + "f" * 60),
     "html references of zeros, no semicolon, then the key": _repeat("&#000" + KEY[:3]),
+    "html references escaped again and again, never closed": lambda size: "&" + "amp;" * ((size - 1) // 4),
+    "html escaped ampersands, each unclosed": _repeat("&amp;&amp;#x"),
     "tag characters": _repeat("\U000e0041\u2061" + KEY[:3]),
 }
 

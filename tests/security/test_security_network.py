@@ -134,7 +134,8 @@ def test_a_key_with_an_ignorable_character_between_its_characters_is_masked(code
 
 
 @pytest.mark.parametrize("reference", ["&#{};", "&#{}", "&#0000000{};", "&#00000000000000000000{}", "&#x{:x}",
-                                       "&#X{:X};", "&#x00000{:x};", "&#x0000000000{:x}"])
+                                       "&#X{:X};", "&#x00000{:x};", "&#x0000000000{:x}",
+                                       "&amp;#{};", "&amp;amp;#x{:x};"])  # escaped twice, three times
 def test_a_key_as_html_references_without_semicolons_or_padded_with_zeros_is_masked(reference):
     spelled = "".join(reference.format(ord(c)) for c in KEY)
     assert redact(f"key {spelled} end", KEY) == "key *** end"

@@ -166,3 +166,30 @@ def test_a_cell_whose_samples_are_not_those_of_its_results_runs_again(tmp_path, 
     again = sweep(out=str(out), controllers=["tag"], metrics=["stas"], limit=3)
     assert again[0]["reused"] is False and "is not the samples.jsonl written with" in caplog.text
     assert samples.read_text().splitlines() == lines
+
+
+@pytest.mark.parametrize("planted", ["cells", "cells/sample--extractive--none"])
+def test_a_link_planted_as_a_cell_folder_is_refused_and_nothing_is_written_through_it(tmp_path, private_cache,
+                                                                                      planted):
+    out, victim = tmp_path / "s", tmp_path / "victim"
+    victim.mkdir()
+    (victim / "results.json").write_text("precious")
+    (out / planted).parent.mkdir(parents=True, exist_ok=True)
+    (out / planted).symlink_to(victim)
+    with pytest.raises(CtrlkitError) as caught:
+        sweep(out=str(out), controllers=["none"], backbones=["extractive"], metrics=["stas"], limit=2)
+    assert str(caught.value) == (f"{out / 'cells'} is a link; a sweep writes only into folders it makes: remove the "
+                                 "link, or sweep into another folder" if planted == "cells" else
+                                 f"{out / planted} is a link; a sweep writes only into folders it makes: remove the "
+                                 "link, or sweep into another folder")
+    assert sorted(p.name for p in victim.iterdir()) == ["results.json"]
+    assert (victim / "results.json").read_text() == "precious"
+
+
+def test_a_label_too_long_for_a_folder_name_gets_a_shortened_folder_of_its_own(tmp_path, private_cache):
+    long_a, long_b = "a" * 250, "a" * 249 + "b"  # alike for their first 183 characters
+    variants = {name: {"of": "tag", "options": {"top_n": n}} for name, n in ((long_a, 3), (long_b, 5))}
+    rows = sweep(out=str(tmp_path / "s"), controllers=[long_a, long_b], metrics=["stas"], limit=2, variants=variants)
+    folders = sorted(p.name for p in (tmp_path / "s" / "cells").iterdir())
+    assert len(rows) == 2 and len(folders) == 2 and all(len(name) <= 200 for name in folders)
+    assert folders[0] != folders[1] and all(name.startswith("sample--extractive--aaaa") for name in folders)

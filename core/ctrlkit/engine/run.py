@@ -135,10 +135,15 @@ def _streamed(source: Dataset, split: str | None, settings: RunSettings) -> list
     if settings.sample is None:
         return read(limit=settings.limit)
     read(keep=lambda index: False)
-    if not source.counted:
+    counted = source.counted
+    if not counted:
         return []
-    chosen = set(sample_indices(source.counted, settings.sample, settings.seed, settings.dataset))
-    return read(keep=chosen.__contains__)
+    chosen = set(sample_indices(counted, settings.sample, settings.seed, settings.dataset))
+    kept = read(keep=chosen.__contains__)
+    if source.counted != counted or len(kept) != len(chosen):
+        raise CtrlkitError(f"dataset '{settings.dataset}' changed while it was read (the sample counted {counted} "
+                           f"examples, the second read {source.counted}); run it again")
+    return kept
 
 
 def prepare_examples(settings: RunSettings, parts: RunParts, record: RunRecord) -> list[Example]:

@@ -35,8 +35,10 @@ class ScoredChunks:
     """Adds up the :class:`Scores` of consecutive chunks (``add``) into the Scores of the whole
     (``total``), which holds the corpus values, counts and parts, not the per-example values."""
 
-    def __init__(self, metrics: Sequence):
+    def __init__(self, metrics: Sequence, several: bool = True):
         self.metrics = list(metrics)
+        self.by_name = {metric.name: metric for metric in self.metrics}
+        self.several = several  # more than one chunk: each chunk's corpus values are checked
         self.chunks = 0
         self.corpus: dict[str, list[dict]] = {metric.name: [] for metric in self.metrics}
         self.scored: dict[str, int] = {metric.name: 0 for metric in self.metrics}
@@ -55,6 +57,8 @@ class ScoredChunks:
                 raise CtrlkitError(f"metric '{name}' gave the parts {', '.join(sorted(parts))} for one chunk of "
                                    f"examples and {', '.join(sorted(self.parts[name]))} for another; it should not "
                                    "declare scores_each_example_alone")
+            if self.several:
+                _check_chunk(self.by_name[name], scores.corpus[name], parts, len(keep))
             self.corpus[name].append(scores.corpus[name])
             self.positions[name].append(start + np.asarray(keep, dtype=np.int64))
             for part, values in as_parts(parts).items():
@@ -74,14 +78,35 @@ class ScoredChunks:
         return Scores(corpus, [], [], dict(self.scored), parts, [])
 
 
-def _gathered(metric, chunks: list[dict], parts: dict[str, np.ndarray]) -> dict:
-    """The corpus values of ``metric`` over every chunk: recomputed by its ``aggregate`` from all the
-    parts, and counts summed; any other value is one error, as the metric broke its contract."""
+def _recomputed(metric, parts: dict[str, np.ndarray], n: int) -> dict[str, np.ndarray]:
+    """``aggregate`` of all ``n`` examples' parts; its failure is one line, as the values cannot be
+    gathered without it."""
     try:
-        found = aggregated(metric, parts, np.ones((1, len(next(iter(parts.values()), ())))))
+        return aggregated(metric, parts, np.ones((1, n)))
     except AggregateError as exc:
         raise CtrlkitError(f"{exc}; its corpus values over the chunks of a large evaluation cannot be computed "
                            "(score it apart, or fix its aggregate)") from exc
+
+
+def _check_chunk(metric, corpus: dict, parts: dict, n: int) -> None:
+    """Refuse, in one line, a chunk whose corpus values are not what the metric's ``aggregate``
+    recomputes from the chunk's parts: gathered over the chunks, they would silently differ from
+    the values of the examples scored together."""
+    found = _recomputed(metric, as_parts(parts), n)
+    for value, given in corpus.items():
+        if value in found and not is_count(value):
+            again = number(float(found[value][0]))
+            if (given is None) != (again is None) or (given is not None and not np.isclose(given, again, rtol=1e-9,
+                                                                                             atol=1e-12)):
+                raise CtrlkitError(f"metric '{metric.name}': its corpus value '{value}' is {given} on a chunk of "
+                                   f"{n} examples, but its aggregate gives {again} from the same parts, so it cannot be "
+                                   "gathered over chunks; it should not declare scores_each_example_alone")
+
+
+def _gathered(metric, chunks: list[dict], parts: dict[str, np.ndarray]) -> dict:
+    """The corpus values of ``metric`` over every chunk: recomputed by its ``aggregate`` from all the
+    parts, and counts summed; any other value is one error, as the metric broke its contract."""
+    found = _recomputed(metric, parts, len(next(iter(parts.values()), ())))
     corpus = {}
     for value in dict.fromkeys(name for chunk in chunks for name in chunk):
         if value in found:

@@ -141,7 +141,9 @@ def claim_folder(out_dir: Path, settings: dict, digests: dict, replace: bool = F
         claim = _read_claim(handle)
         if claim is not None and replace:
             raise CtrlkitError(f"{out_dir} is held by a sweep that is still running; --overwrite would remove its "
-                               f"files under it: wait for it to end, or choose another --out")
+                               f"files under it: wait for it to end, or choose another --out (a claim made on "
+                               f"another machine cannot be checked here: if no sweep runs there, remove "
+                               f"{out_dir / CLAIM_FILE})")
         if claim is not None:
             changed = changed_settings(claim["settings"], claim.get("digests") or {}, settings, digests)
             if changed:

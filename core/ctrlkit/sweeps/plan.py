@@ -4,6 +4,7 @@ holds them, the results it can reuse (:func:`plan_sweep`)."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,6 +144,7 @@ def _cells(out_dir: Path, settings: dict, axes: dict[str, list[Entry]], paths: M
                 arguments["options"] = cell_options(sweep_options, [*cell_components(arguments), *(
                     ("controllers", name) for name in component_names(settings["baseline"]))], cell)
                 folder = cell_folder(dataset.label, backbone.label, controller.label)
+                _refuse_linked_cell(out_dir, folder)
                 cell_digests = {"data": digests["data"][dataset.label], "topics": digests["topics"]}
                 labels = {AXES[kind]: entry.label for kind, entry in zip(AXES, cell)}
                 record = mask_secrets(recorded(cell))
@@ -151,9 +153,29 @@ def _cells(out_dir: Path, settings: dict, axes: dict[str, list[Entry]], paths: M
     return cells
 
 
+MAX_CELL_NAME = 200
+"""The longest cell folder name kept as it is: file systems allow 255 bytes, and a temporary name
+beside it (``.NAME.old``) needs a few more."""
+
+
 def cell_folder(dataset: str, backbone: str, controller: str) -> str:
-    """The folder (under the sweep's) of the cell with these labels."""
-    return f"cells/{slug(dataset)}--{slug(backbone)}--{slug(controller)}"
+    """The folder (under the sweep's) of the cell with these labels; a name over
+    :data:`MAX_CELL_NAME` characters (a long variant name or checkpoint path) keeps its head and
+    ends with a digest of the whole, so it stays one folder of its own."""
+    name = f"{slug(dataset)}--{slug(backbone)}--{slug(controller)}"
+    if len(name) > MAX_CELL_NAME:
+        name = f"{name[:MAX_CELL_NAME - 17]}--{hashlib.sha256(name.encode()).hexdigest()[:15]}"
+    return f"cells/{name}"
+
+
+def _refuse_linked_cell(out_dir: Path, folder: str) -> None:
+    """Refuse, before any cell runs, a link at the sweep's ``cells`` folder or at a cell's folder:
+    a sweep makes those folders itself, so a link there was planted, and a cell would read its
+    results from where it points and write them there."""
+    for folder in ("cells", folder):
+        if (out_dir / folder).is_symlink():
+            raise ConfigurationError(f"{out_dir / folder} is a link; a sweep writes only into folders it makes: "
+                                     "remove the link, or sweep into another folder")
 
 
 def _refuse_colliding_labels(axes: dict[str, list[Entry]]) -> None:
