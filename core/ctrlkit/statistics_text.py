@@ -28,13 +28,17 @@ def recorded_interval(found: Mapping | None) -> str:
 
 
 def describe_difference(test: dict | None) -> str:
-    """A difference to the baseline as the run table shows it: ``+0.0040 [-0.0012, +0.0093] p=0.21``."""
+    """A difference to the baseline as the run table shows it: ``+0.0040 [-0.0012, +0.0093] p=0.21``,
+    and where the test carries a Holm-adjusted p (``p_holm``: a sweep's comparisons with its
+    reference rows, one family across the table) that p too, as table.md and the report show
+    it: ``... p=0.21 (Holm 0.63)``."""
     if not test:
         return ""
     text = f"{test['difference']:+.4f}"
     if test.get("low") is not None and test.get("high") is not None:
         text += f" [{test['low']:+.4f}, {test['high']:+.4f}]"
-    return text + (f" {p_text(test)}" if test.get("p") is not None else "")
+    text += f" {p_text(test)}" if test.get("p") is not None else ""
+    return text + (f" (Holm {test['p_holm']:.3g})" if test.get("p_holm") is not None else "")
 
 
 def p_text(test: Mapping) -> str:

@@ -16,7 +16,7 @@ from ctrlkit.errors import CtrlkitError
 from ctrlkit.files import read_jsonl
 from ctrlkit.analyses.meta_evaluation import draw, global_resamples, meta_evaluate
 
-from helpers import shared_file
+from helpers import invoke_ctrlkit, shared_file
 from helpers.p_values import expected_p
 
 SCIPY = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}
@@ -364,3 +364,75 @@ def test_a_permutation_p_at_its_floor_is_printed_as_a_bound_and_the_analytic_p_i
             assert printed == ["<=0.0067"] * 3
         if level == "global":
             assert not any(cell.startswith("<=") for cell in printed)
+
+
+# ---------------------------------------------------------------------------------------------
+# a warning when resampling the systems leaves two or fewer
+# ---------------------------------------------------------------------------------------------
+
+def _fd_rows_from_the_dataset():
+    """FD's 200 (paper, system) rows as the fd dataset loads them, with the human and GPT-4 FM scores."""
+    import ctrlkit
+
+    dataset = ctrlkit.get_dataset("fd", path=str(shared_file("fd/arxiv.json")))
+    return [{"given": {key: example.meta[key] for key in ("paper", "system", "human", "gpt4_fm")}}
+            for example in dataset.load(None)]
+
+
+def _few_system_lines(caplog):
+    return [record.getMessage() for record in caplog.records if "two or fewer" in record.getMessage()]
+
+
+def test_boot_both_on_fd_warns_how_many_resamples_hold_two_systems_or_fewer(caplog):
+    rows = _fd_rows_from_the_dataset()
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        meta_evaluate(rows, "given.human", ["given.gpt4_fm"], resample="both", resamples=1000, seed=0)
+    # the same draws, made here: numpy's, the inputs' first (draw's documented order), then the systems'
+    rng = np.random.default_rng(0)
+    rng.integers(0, 50, (1000, 50))
+    systems = rng.integers(0, 4, (1000, 4))
+    few = [row for row in systems if len(set(row)) <= 2]
+    # four draws of four systems hold two or fewer in 4 + 6 x (2^4 - 2) = 88 of 256 ways: a third
+    assert abs(len(few) / 1000 - 88 / 256) < 3 * np.sqrt(88 / 256 * 168 / 256 / 1000)
+    lines = _few_system_lines(caplog)
+    assert len(lines) == 1 and lines[0].startswith(
+        f"ctrlkit: meta-eval: {len(few)} of 1000 BOOT-BOTH resamples ({len(few) / 10:.1f}%) draw two or fewer of the "
+        "4 systems; ") and "summary- and system-level intervals" in lines[0], lines
+    # what the line says of them: each input's correlation across its drawn systems is +1, -1 or undefined
+    # (scores rounded to 12 places: FD stores some equal scores 1 ulp apart, 0.4916666666666667 and
+    # 0.4916666666666666, whose difference is rounding noise and would correlate as noise does)
+    by_paper = {}
+    for row in rows:
+        by_paper.setdefault(row["given"]["paper"], {})[row["given"]["system"]] = row["given"]
+    names = list(dict.fromkeys(row["given"]["system"] for row in rows))
+    for drawn in few[:20]:
+        for paper in by_paper.values():
+            human = [round(paper[names[s]]["human"], 12) for s in drawn]
+            metric = [round(paper[names[s]]["gpt4_fm"], 12) for s in drawn]
+            if len(set(human)) > 1 and len(set(metric)) > 1:
+                for function in SCIPY.values():
+                    assert abs(function(human, metric)[0]) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("asked", [{"resample": "inputs"}, {"levels": ["global"]}, {"resamples": 0}])
+def test_no_such_warning_where_the_systems_are_not_resampled_for_a_level_across_systems(caplog, asked):
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        meta_evaluate(_fd_rows_from_the_dataset(), "given.human", ["given.gpt4_fm"],
+                      **{"resample": "both", "resamples": 200, **asked})
+    assert not _few_system_lines(caplog)
+
+
+def test_no_such_warning_with_ten_systems_and_one_from_the_command_with_three(tmp_path, caplog):
+    rng = random.Random(5)
+    human = [[rng.uniform(1, 5) for _ in range(10)] for _ in range(8)]
+    metric = [[h + rng.gauss(0, 1) for h in row] for row in human]
+    with caplog.at_level("WARNING", logger="ctrlkit"):
+        meta_evaluate(_grid_rows(human, metric), "given.human", resample="both", resamples=1000)
+    assert not _few_system_lines(caplog)  # ten draws of ten systems: two or fewer about once in 200,000
+    three = _grid_rows([row[:3] for row in human], [row[:3] for row in metric])
+    result = invoke_ctrlkit("meta-eval", _samples(tmp_path, three), "--human", "given.human", "--level", "system",
+                            "--resample", "systems", "--resamples", "100")
+    assert result.returncode == 0, result.stderr
+    said = [line for line in result.stderr.splitlines() if "two or fewer" in line]
+    assert len(said) == 1 and "BOOT-SYSTEMS resamples" in said[0] and "of the 3 systems" in said[0]
+    assert "the system-level intervals" in said[0]

@@ -425,3 +425,107 @@ def test_a_run_with_the_none_controller_scores_every_reference(relative):
     # the none controller gives one summary per source, whatever its references request: no response
     assert scores["cc"]["length"] == 0.0 and scores["cc"]["extractiveness"] == 0.0
     assert scores["cc"]["n_length_pairs"] > 0
+
+
+# ---- cc's intervals: a cluster bootstrap of the sources -----------------------------------------
+
+def _cc_pairs_by_source(raw):
+    """Per source of the raw file, per attribute, each pair's (slope, gold slope), re-derived from
+    the file: the prediction of a reference is the next reference of its source (a summary written
+    for other controls, so that the CC differs from the gold CC), the gold its own summary."""
+    levels = {"length": {"short": 0, "normal": 1, "long": 2}, "extractiveness": {"normal": 0, "high": 1, "fully": 2}}
+    found = []
+    for source in raw:
+        document = " ".join(sentence.strip() for sentence in source["source"] if sentence.strip())  # MACSum-Doc
+        references = source["references"]
+        predicted = [references[(k + 1) % len(references)]["summary"] for k in range(len(references))]
+        pairs = {"length": [], "extractiveness": []}
+        for (i, first), (j, second) in combinations(enumerate(references), 2):
+            a, b = _present(first["control_attribute"]), _present(second["control_attribute"])
+            changed = [name for name in set(a) | set(b) if a.get(name) != b.get(name)]
+            if len(changed) != 1 or changed[0] not in levels:
+                continue
+            name = changed[0]
+            measure = length if name == "length" else (lambda text: extractiveness(text, document))
+            step = levels[name][a[name]] - levels[name][b[name]]
+            pairs[name].append(((measure(predicted[i]) - measure(predicted[j])) / step,
+                                (measure(first["summary"]) - measure(second["summary"])) / step))
+        found.append(pairs)
+    return found
+
+
+def _cc_of_drawn_sources(pairs_by_source, drawn):
+    """CC, gold CC and gap of the sources ``drawn`` (indices, repeated as drawn): every pair of each
+    copy, with a loop; None where no pair was drawn."""
+    found = {}
+    for name in ("length", "extractiveness"):
+        pairs = [pair for s in drawn for pair in pairs_by_source[s][name]]
+        cc = sum(p for p, _ in pairs) / len(pairs) if pairs else None
+        gold = sum(g for _, g in pairs) / len(pairs) if pairs else None
+        found.update({name: cc, f"gold_{name}": gold, f"{name}_gap": None if cc is None else abs(cc - gold)})
+    return found
+
+
+@pytest.fixture(scope="module")
+def macdoc_cc():
+    """The cc metric's parts on MACSum-Doc val (predictions: each reference's next of its source),
+    its examples' bootstrap groups, and the pairs re-derived from the raw file."""
+    from ctrlkit.bootstrap import groups_of
+
+    path = shared_file("macsum/macdoc_val.json")
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    dataset = ctrlkit.get_dataset("macsum", path=str(path))
+    examples = dataset.load(dataset.default_split)
+    by_source = defaultdict(list)
+    for example in examples:
+        by_source[example.meta["source_index"]].append(example)
+    predictions = [by_source[e.meta["source_index"]][(by_source[e.meta["source_index"]].index(e) + 1)
+                                                     % len(by_source[e.meta["source_index"]])].references[0]
+                   for e in examples]
+    metric = ctrlkit.get_metric("cc")
+    result = metric.compute(predictions, examples)
+    return metric, result, examples, groups_of(examples, dataset), _cc_pairs_by_source(raw)
+
+
+def test_cc_resampled_weighs_a_pair_as_often_as_its_source_is_drawn(macdoc_cc):
+    """Each resample of the sources (drawn here, with replacement) gives, from aggregate, the CC of
+    the pairs of the drawn copies counted with a loop: a source drawn k times adds its pairs k times."""
+    import numpy as np
+
+    metric, result, examples, groups, pairs_by_source = macdoc_cc
+    whole = _cc_of_drawn_sources(pairs_by_source, range(len(pairs_by_source)))
+    assert all(whole[name] == pytest.approx(result.corpus[name], rel=1e-9) for name in whole)
+    source = np.array([example.meta["source_index"] for example in examples])
+    assert (groups == source).all()  # the macsum dataset's bootstrap groups are its sources
+    drawn = np.random.default_rng(11).integers(0, len(pairs_by_source), (300, len(pairs_by_source)))
+    weights = np.stack([np.bincount(row, minlength=len(pairs_by_source))[source] for row in drawn]).astype(float)
+    parts = {name: np.array([np.nan if v is None else v for v in values], dtype=float)
+             for name, values in result.aggregation_parts().items()}
+    aggregated = metric.aggregate(parts, weights)
+    repeated = 0
+    for r, row in enumerate(drawn):
+        expected = _cc_of_drawn_sources(pairs_by_source, row)
+        for name, value in expected.items():
+            got = aggregated[name][r]
+            assert np.isnan(got) if value is None else got == pytest.approx(value, rel=1e-9, abs=1e-12), (r, name)
+        repeated += np.bincount(row).max() > 1
+    assert repeated == len(drawn)  # every resample drew some source more than once
+
+
+def test_cc_intervals_are_as_wide_as_a_cluster_bootstrap_of_the_sources(macdoc_cc):
+    """ctrlkit's intervals against a cluster bootstrap with a loop over other draws (2000 each): the
+    widths agree to within sampling noise (weighing a pair by k squared made them 1.5-1.65 times wider)."""
+    import numpy as np
+
+    from ctrlkit.bootstrap import intervals
+
+    metric, result, _, groups, pairs_by_source = macdoc_cc
+    found = intervals(metric, result.aggregation_parts(), groups, 2000, seed=5)
+    rng = np.random.default_rng(2026)
+    looped = [_cc_of_drawn_sources(pairs_by_source, rng.integers(0, len(pairs_by_source), len(pairs_by_source)))
+              for _ in range(2000)]
+    for name in ("length", "extractiveness", "gold_length", "length_gap", "extractiveness_gap"):
+        values = np.array([row[name] for row in looped if row[name] is not None])
+        low, high = np.percentile(values, [2.5, 97.5])
+        ratio = (found[name]["high"] - found[name]["low"]) / (high - low)
+        assert 0.85 < ratio < 1.15, (name, ratio)  # 1.55 to 1.61 with the old k squared

@@ -1,7 +1,8 @@
 """Each built-in metric's ``aggregate`` against ``compute``: on all the examples (a row of ones),
 on subsets (0/1 rows), and on bootstrap-like count rows (an example drawn twice or not at all),
-which must equal ``compute`` on the examples repeated that many times; and which corpus values
-each metric recomputes (every one but the counts)."""
+which must equal ``compute`` on the examples repeated that many times (for cc, each repeat in a
+copy of its source of its own); and which corpus values each metric recomputes (every one but
+the counts)."""
 
 import json
 
@@ -43,9 +44,11 @@ def selected(items, row):
     return [item for item, count in zip(items, row) for _ in range(int(count))]
 
 
-def check_aggregate(metric, predictions, examples, returns: set[str], counts: set[str] = frozenset()):
+def check_aggregate(metric, predictions, examples, returns: set[str], counts: set[str] = frozenset(),
+                    repeat=selected):
     """``metric.aggregate`` returns exactly ``returns``; the corpus values ``compute`` gives
-    beyond those are ``counts``; each returned value equals ``compute`` on every weight row."""
+    beyond those are ``counts``; each returned value equals ``compute`` on every weight row, the
+    examples repeated by ``repeat(examples, row)``."""
     whole = metric.compute(predictions, examples)
     assert set(whole.corpus) == set(returns) | set(counts), f"{metric.name}: corpus values {sorted(whole.corpus)}"
     weights = weight_rows(len(examples))
@@ -54,7 +57,7 @@ def check_aggregate(metric, predictions, examples, returns: set[str], counts: se
     for name, values in aggregated.items():
         assert values.shape == (len(weights),), f"{metric.name}.{name}: shape {values.shape}"
     for r, row in enumerate(weights):
-        corpus = whole.corpus if r == 0 else metric.compute(selected(predictions, row), selected(examples, row)).corpus
+        corpus = whole.corpus if r == 0 else metric.compute(selected(predictions, row), repeat(examples, row)).corpus
         for name in returns:
             expected, got = corpus.get(name), aggregated[name][r]
             where = f"{metric.name}.{name}, weight row {r} {row.astype(int).tolist()}"
@@ -256,14 +259,23 @@ def test_cer_recomputes_attribute_means_and_their_average(relative):
     check_aggregate(metric, predictions, examples, attributes | {"average"}, {f"n_{name}" for name in attributes})
 
 
+def in_source_copies(examples, row):
+    """Each example repeated as often as its weight, its t-th copy put in copy t of its source (a
+    source of its own, ``(source_index, t)``): a source drawn k times, all its examples weighing k,
+    is k copies of it, as a cluster bootstrap draws it, each copy pairing its own examples only."""
+    return [Example(f"{example.id}#{t}", example.document, example.references, example.controls,
+                    {**example.meta, "source_index": (example.meta["source_index"], t)})
+            for example, count in zip(examples, row) for t in range(int(count))]
+
+
 @pytest.mark.parametrize("relative", MACSUM)
-def test_cc_recomputes_pair_means_weighing_each_pair_by_both_examples(relative):
+def test_cc_recomputes_pair_means_over_the_copies_of_each_source(relative):
     examples, predictions = macsum(relative, 30)
     metric = ctrlkit.get_metric("cc")
     values = {f"{prefix}{attribute}{suffix}" for attribute in ("length", "extractiveness")
               for prefix, suffix in (("", ""), ("gold_", ""), ("", "_gap"))}
     whole, _ = check_aggregate(metric, predictions, examples, values,
-                               {"n_length_pairs", "n_extractiveness_pairs"})
+                               {"n_length_pairs", "n_extractiveness_pairs"}, repeat=in_source_copies)
     assert whole.corpus["n_length_pairs"] > 0 and whole.corpus["n_extractiveness_pairs"] > 0
 
 
@@ -277,6 +289,7 @@ def test_cc_gold_is_undefined_on_exactly_the_rows_weighing_a_pair_without_a_refe
                                 examples[lacking].meta)
     whole, aggregated = check_aggregate(metric, predictions, examples, {
         f"{prefix}{attribute}{suffix}" for attribute in ("length", "extractiveness")
-        for prefix, suffix in (("", ""), ("gold_", ""), ("", "_gap"))}, {"n_length_pairs", "n_extractiveness_pairs"})
+        for prefix, suffix in (("", ""), ("gold_", ""), ("", "_gap"))}, {"n_length_pairs", "n_extractiveness_pairs"},
+        repeat=in_source_copies)
     assert whole.corpus["gold_length"] is None
     assert not np.all(np.isnan(aggregated["gold_length"]))  # a row without that example has a gold CC

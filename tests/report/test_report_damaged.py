@@ -184,6 +184,14 @@ CASES = {
                                          "invalid JSON"),
     "a cell's sample score is a list": ("sweep", _replace(f"{CELL}/samples.jsonl", json.dumps(
         {**_sample(0), "scores": {"stas": [1]}}) + "\n"), f"{CELL}/samples.jsonl:1", "'scores.stas'"),
+    "comparisons is a list": ("sweep", _edit_json("table.json", _set("comparisons", [])), "table.json",
+                              "'comparisons' must be an object"),
+    "the reference is a number": ("sweep", _edit_json("table.json", _set("comparisons", {"reference": 1, "tests": 1})),
+                                  "table.json", "'comparisons.reference' must be a string"),
+    "the reference axis is unknown": ("sweep", _edit_json("table.json", _set("comparisons", {
+        "reference": "none", "reference_axis": "dataset", "tests": 1})), "table.json", "'comparisons.reference_axis'"),
+    "the test count is a string": ("sweep", _edit_json("table.json", _set("comparisons", {
+        "reference": "none", "tests": "2"})), "table.json", "'comparisons.tests' must be a whole number"),
     "sweep.json is a list": ("sweep", _replace("sweep.json", "[]"), "sweep.json", "expected a JSON object"),
     "sweep.json cut short": ("sweep", _cut("sweep.json"), "sweep.json", "cannot read as JSON"),
     "interference.json is a list": ("interference", _replace("interference.json", "[]"), "interference.json",

@@ -15,10 +15,13 @@ import pytest
 import ctrlkit
 from ctrlkit.bootstrap import paired
 from ctrlkit.report.load import load_sweep
+from ctrlkit.report.write import write_report
 from ctrlkit.sweeps.sweep import sweep
 from ctrlkit.sweeps.table import write_table
 from ctrlkit.sweeps.compare import holm
 from ctrlkit.sweeps.tex import escape_latex
+
+from helpers.p_values import expected_p
 
 RESAMPLES = 200
 
@@ -74,6 +77,29 @@ def test_each_cell_is_compared_with_the_none_row_as_bootstrap_paired_gives_from_
     assert arm.against == "none" and arm.differences["stas"]["p"] == by_controller["prepend"]["paired"]["stas"]["stas"]["p"]
 
 
+def test_the_report_shows_each_difference_with_the_holm_p_of_table_md_and_names_the_reference_row(compared):
+    out, _ = compared
+    table = json.loads((out / "table.json").read_text())
+    html_path, markdown_path = write_report(out)
+    markdown, page = markdown_path.read_text(encoding="utf-8"), html_path.read_text(encoding="utf-8")
+    table_md = (out / "table.md").read_text()
+    for row in table["rows"]:
+        if row["paired"] is None:
+            continue
+        line = next(line for line in markdown.splitlines() if line.startswith(f"| {row['controller']} − none |"))
+        for metric, values in row["paired"].items():
+            for test in values.values():
+                expected = (f"{test['difference']:+.4f} [{test['low']:+.4f}, {test['high']:+.4f}] "
+                            f"p{'' if expected_p(test).startswith('<=') else '='}{expected_p(test)} "
+                            f"(Holm {test['p_holm']:.3g})")
+                assert expected in line and expected in table_md and expected in page
+    note = ("Each row is compared with its reference row (controller none of each dataset and backbone): the line "
+            "below it gives the difference (row − reference)")
+    assert note in markdown and note in page
+    assert "Holm's method across the table's 12 comparisons" in markdown
+    assert "baseline" not in markdown.split("## Scores")[1].split("## Examples")[0]
+
+
 def test_holm_matches_its_definition_and_a_worked_example():
     assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
     p_values = list(np.random.default_rng(1).uniform(0, 0.2, 25))
@@ -104,6 +130,10 @@ def test_the_tables_carry_intervals_differences_and_p_values(compared):
     assert f"{test['difference']:+.4f} [{test['low']:+.4f}, {test['high']:+.4f}] p={test['p']:.3g} " \
            f"(Holm {test['p_holm']:.3g})" in markdown
     assert "Holm's method across the table's 12 comparisons" in markdown
+    # the footnote says what a resample draws: the sample's 12 examples are 6 documents' groups, drawn whole
+    assert (f"({RESAMPLES} resamples, seed 3, each drawing groups of examples with replacement: a group is the "
+            "examples that share a document") in markdown
+    assert len({s["group"] for s in _lines(out / tag["run"] / "samples.jsonl")}) == 6
 
 
 def _check_tex(text):
@@ -142,7 +172,7 @@ def test_table_tex_is_booktabs_with_the_best_in_bold_and_significant_differences
     assert special_tag == r"tag & \textbf{0.6000} (+0.1000$^\dagger$) & \textbf{0.4000} \\"  # mad: lower is better
     plain_tag = next(l for l in lines if l.startswith("tag") and "0.3000" in l)
     assert r"$^\dagger$" not in plain_tag  # p Holm 0.2: not significant
-    assert "mad $\\downarrow$" in lines[2] and "Holm" in lines[-2] and "1000 resamples" in lines[-2]
+    assert "mad $\\downarrow$" in lines[2] and "Holm" in lines[-2] and "1000 permutations" in lines[-2]
     if shutil.which("pdflatex"):
         document = tmp_path / "doc.tex"
         document.write_text("\\documentclass{article}\\usepackage{booktabs}\\begin{document}\n"

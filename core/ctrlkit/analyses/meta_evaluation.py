@@ -20,6 +20,8 @@ within each input": each permutation shuffles the metric's scores among the syst
 input independently, keeps the human scores, and recomputes the statistic; p is two-sided,
 (1 + #|permuted| >= |observed|) / (1 + #permutations). A resample or permutation whose
 correlation is undefined (a constant series, fewer than three pairs) is left out and counted.
+When the systems are resampled for the summary or system level and many resamples draw two
+systems or fewer, one warning line says how many (:func:`warn_of_few_systems`).
 
 Each correlation records its interval as runs and sweeps do (``low``, ``high``, ``se``; None
 when fewer than two resamples are defined), and a permutation p the ``permutations`` it counted,
@@ -215,6 +217,7 @@ def meta_evaluate(rows: Iterable[dict], human: str, scores: Sequence[str] | None
                     resamples=resamples, seed=seed, confidence=CONFIDENCE, interval="percentile bootstrap",
                     p_values={level: P_VALUES[level] for level in levels})
     draws = draw(seed, len(grid.inputs), len(grid.systems), "inputs" if resample == "rows" else resample, resamples)
+    warn_of_few_systems(draws, resample, levels)
     human_grid = _scaled(grid.values(rows, human))
     correlations = {}
     for path in paths:
@@ -222,6 +225,26 @@ def meta_evaluate(rows: Iterable[dict], human: str, scores: Sequence[str] | None
         correlations[path] = {level: _at_level(level, rows, human, path, human_grid, metric_grid, draws)
                               for level in levels}
     return {"settings": settings, "correlations": correlations}
+
+
+def warn_of_few_systems(draws: Draws, resample: str, levels: Sequence[str]) -> None:
+    """One warning line saying how many resamples draw two distinct systems or fewer, when the
+    systems are resampled for the summary or system level and those resamples are more than the
+    share beyond one end of the interval, (1 - confidence) / 2, so that they can set that end. On
+    such a resample every correlation across systems is +1, -1 (two points, however many copies)
+    or undefined: FD's four systems drawn four times give two or fewer in 88 of 256 draws, a third."""
+    if resample not in ("systems", "both") or not {"summary", "system"} & set(levels) or not len(draws.systems):
+        return
+    ordered = np.sort(draws.systems, axis=1)
+    distinct = 1 + np.count_nonzero(np.diff(ordered, axis=1), axis=1)
+    few = int(np.count_nonzero(distinct <= 2))
+    if few > (1 - CONFIDENCE) / 2 * len(distinct):
+        asked = "- and ".join(level for level in ("summary", "system") if level in levels)
+        logger.warning("ctrlkit: meta-eval: %d of %d BOOT-%s resamples (%.1f%%) draw two or fewer of the %d systems; "
+                       "on them every correlation across systems (an input's, at the summary level; of the systems' "
+                       "means, at the system level) is +1, -1 or undefined, and they spread the %s-level intervals "
+                       "toward -1 and 1 (more systems, or --resample inputs, avoid it)", few, len(distinct),
+                       resample.upper(), 100 * few / len(distinct), draws.systems.shape[1], asked)
 
 
 @dataclass(frozen=True)

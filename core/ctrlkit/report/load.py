@@ -21,8 +21,9 @@ logger = logging.getLogger("ctrlkit")
 @dataclass
 class Arm:
     """One row of the table: a controller's corpus values with their intervals (``{label: (low,
-    high)}``), its difference to the baseline (``{label: {"difference", "low", "high", "p"}}``,
-    against the arm named ``against``), per-example values and predictions. ``group`` is its
+    high)}``), its difference to the baseline or, in a sweep, to its reference row (``{label:
+    {"difference", "low", "high", "p", "permutations", "p_holm"}}``, against the arm named
+    ``against``), per-example values and predictions. ``group`` is its
     dataset, because only outputs for the same examples are compared (and, for the best values,
     only outputs of one ``backbone``)."""
 
@@ -59,6 +60,7 @@ class Report:
     config: dict
     references: dict = field(default_factory=dict)  # group -> example id -> reference summaries
     interference: dict | None = None
+    comparisons: dict | None = None  # a sweep's table.json "comparisons": its reference rows and tests
     directions: dict = field(default_factory=dict)  # column -> "higher", "lower" or None
     counts: set = field(default_factory=set)  # columns that count things, shown as whole numbers
 
@@ -158,7 +160,23 @@ def load_sweep(folder: Path) -> Report:
     facts["runs"] = len(rows)
     config = read_json(folder / "sweep.json", dict) if (folder / "sweep.json").is_file() else {}
     return Report(folder.resolve().name, facts, arms, controls, mask_secrets(config), references,
-                  directions=directions, counts=counts)
+                  directions=directions, counts=counts, comparisons=_comparisons(table, path))
+
+
+def _comparisons(table, path: Path) -> dict | None:
+    """table.json's ``comparisons`` (which rows are the references, how many tests Holm's
+    correction spans), checked; None where the sweep made none or its table.json does not say."""
+    found = json_object(table.get("comparisons") if isinstance(table, dict) else None, path, "comparisons")
+    if not found:
+        return None
+    if not isinstance(found.get("reference"), str):
+        raise CtrlkitError(f"{path}: field 'comparisons.reference' must be a string, got {json_kind(found.get('reference'))}")
+    if found.get("reference_axis", "controller") not in ("controller", "backbone"):
+        raise CtrlkitError(f"{path}: field 'comparisons.reference_axis' must be controller or backbone")
+    tests = found.get("tests")
+    if isinstance(tests, bool) or not isinstance(tests, int):
+        raise CtrlkitError(f"{path}: field 'comparisons.tests' must be a whole number, got {json_kind(tests)}")
+    return mask_secrets(found)
 
 
 def _add_cell_intervals(arm: Arm, cell: Path) -> None:
@@ -238,14 +256,15 @@ def intervals(data, where, field: str = "intervals") -> dict:
 
 def paired(data, where) -> dict:
     """``{metric: {value: {"difference", "low", "high", "se", "p", "permutations"}}}`` (results.json's
-    ``paired``) as ``{label: {"difference", "low", "high", "p", "permutations"}}``, for the values with a
-    difference (``permutations`` is None in a results.json written before it was recorded)."""
+    ``paired``, or a sweep row's, which adds ``p_holm``) as ``{label: {"difference", "low", "high",
+    "p", "permutations", "p_holm"}}``, for the values with a difference (``permutations`` is None in
+    a results.json written before it was recorded; ``p_holm`` is None outside a sweep)."""
     found = {}
     for metric, values in json_object(data, where, "paired").items():
         for name, test in json_object(values, where, f"paired.{metric}").items():
             test = json_object(test, where, f"paired.{metric}.{name}")
             numbers = {key: _checked(test.get(key), where, f"paired.{metric}.{name}.{key}")
-                       for key in ("difference", "low", "high", "p", "permutations")}
+                       for key in ("difference", "low", "high", "p", "permutations", "p_holm")}
             if numbers["difference"] is not None:
                 found[label(metric, name)] = numbers
     return found

@@ -8,13 +8,15 @@ import json
 
 from ..markdown import escape_markdown as _md, markdown_table as _md_table
 from ..statistics_text import describe_difference, describe_interval, show
+from ..sweeps.compare import reference_phrase
 from .drawn import Drawn, draw_figures
 from .figures import inline_svg
 from .load import Arm, Report, best_rows, change_amplitude, describe_control, examples_to_show, lower_is_better, \
     prediction_of, undefined_cells
 
-INTERVAL_NOTE = ("[low, high]: the 95% bootstrap interval of a value (resampling the examples); the difference "
-                 "to the baseline has its paired bootstrap interval and a paired permutation p-value.")
+INTERVAL_NOTE = ("[low, high]: the 95% bootstrap interval of a value, resampling the examples' groups (the examples "
+                 "that share a document are drawn together)")
+BASELINE_NOTE = "the difference to the baseline has its paired bootstrap interval and a paired permutation p-value."
 BEST_NOTE = ("Best value per column among the controllers of each dataset and backbone in bold (none where a value "
              "has no better way, as a count); ↓ marks a value where lower is better.")
 
@@ -62,7 +64,7 @@ def render_html(report: Report, examples: int, drawn: list[Drawn] | None = None)
     if report.arms:
         parts += ["<h2>Scores</h2>", _html_table(report, columns), f'<p class="note">{BEST_NOTE}</p>']
         if _has_intervals(report):
-            parts.append(f'<p class="note">{INTERVAL_NOTE}</p>')
+            parts.append(f'<p class="note">{escape(interval_note(report))}</p>')
         parts += ['<h2>By controller</h2><p class="note">Error bars are 95% bootstrap intervals where the run '
                   'computed them; an axis that does not start at 0 says where it starts.</p><div class="charts">',
                   *figures["bar"], "</div>"]
@@ -107,6 +109,21 @@ def _example_scores(report: Report, arm: Arm, identifier: str) -> str:
 
 def _has_intervals(report: Report) -> bool:
     return any(arm.intervals or arm.differences for arm in report.arms)
+
+
+def interval_note(report: Report) -> str:
+    """What the intervals and differences of the table are; in a sweep that compared its rows
+    (table.json's ``comparisons``), which row each is compared with and that each p is given twice,
+    as tested and as Holm's correction across the table adjusted it."""
+    comparisons = report.comparisons
+    if not comparisons:
+        return f"{INTERVAL_NOTE}; {BASELINE_NOTE}"
+    if not comparisons["tests"]:
+        return f"{INTERVAL_NOTE}."
+    return (f"{INTERVAL_NOTE}. Each row is compared with its reference row ({reference_phrase(comparisons)}): "
+            "the line below it gives the difference (row − reference), its paired bootstrap interval, the paired "
+            "permutation p and, in parentheses, that p adjusted by Holm's method across the table's "
+            f"{comparisons['tests']} comparisons, as table.md gives it.")
 
 
 def _html_table(report: Report, columns: list[str]) -> str:
@@ -181,7 +198,7 @@ def render_markdown(report: Report, examples: int) -> str:
         lines += ["", "## Scores", ""]
         lines += _md_table(["controller"] + [_md(c) + (" ↓" if lower_is_better(report, c) else "") for c in columns],
                            rows)
-        lines += ["", BEST_NOTE] + (["", INTERVAL_NOTE] if _has_intervals(report) else [])
+        lines += ["", BEST_NOTE] + (["", _md(interval_note(report))] if _has_intervals(report) else [])
     if report.interference:
         data = report.interference
         lines += ["", "## Interference", "", f"{_CA_NOTE} (the heatmap is in the HTML report).", "",

@@ -59,13 +59,11 @@ def comparisons_record(rows: Sequence[dict], against: Reference, resamples: int,
 
 
 def _difference_text(test: dict | None) -> str:
-    """``+0.0040 [-0.0012, +0.0093] p=0.21 (Holm 0.63)``: the report's difference with its Holm p, or nothing."""
+    """``+0.0040 [-0.0012, +0.0093] p=0.21 (Holm 0.63)``: the difference with its Holm p as the
+    report shows it (:func:`ctrlkit.statistics_text.describe_difference`), or nothing."""
     if not test or test.get("difference") is None:
         return ""
-    text = describe_difference(test) + (f" {UNDEFINED_INTERVAL}" if test.get("undefined") else "")
-    if test.get("p_holm") is not None:
-        text += f" (Holm {test['p_holm']:.3g})"
-    return text
+    return describe_difference(test) + (f" {UNDEFINED_INTERVAL}" if test.get("undefined") else "")
 
 
 def _found(holder: dict | None, column: tuple[str, str]) -> dict | None:
@@ -145,7 +143,8 @@ def _blank(value) -> Any:
 
 def _md_note(comparisons: dict) -> str:
     intervals = (f"Each value with its {comparisons['confidence']:.0%} bootstrap interval ({comparisons['resamples']} "
-                 f"resamples of the examples, seed {comparisons['seed']})")
+                 f"resamples, seed {comparisons['seed']}, each drawing groups of examples with replacement: a group "
+                 f"is the examples that share a document, or one example where its dataset names no group)")
     if not comparisons["tests"]:
         return intervals + "."
     return (intervals + "; beside it, on rows other than the reference "

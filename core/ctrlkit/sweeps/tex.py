@@ -70,4 +70,5 @@ def _note(comparisons: dict) -> str:
     return (rf"Bold: the best of each block. In parentheses: the difference to the reference row "
             rf"({reference}); $^\dagger$: significant at {SIGNIFICANCE:g} after Holm's correction "
             rf"across the table's {comparisons['tests']} comparisons (paired permutation test, "
-            rf"{comparisons['resamples']} resamples).")
+            rf"{comparisons['resamples']} permutations, each swapping the two rows' outputs on whole groups of "
+            rf"examples: those that share a document).")

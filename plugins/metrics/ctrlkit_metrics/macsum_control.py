@@ -263,8 +263,12 @@ class ControlCorrelation(Metric):
     no CC; specificity is not measured (see the module's departures).
 
     Every value but the pair counts is recomputed for a weighted subset (:meth:`aggregate`), a
-    pair weighing the product of its two examples' weights (the pairs that the examples, each
-    repeated as often as its weight, form). Parts, per example and attribute: the measures of
+    pair weighing the smaller of its two examples' weights. A bootstrap resample that draws a
+    source k times holds k copies of it, and each copy holds the pair once: k pairs, not the k x k
+    that pairing every copy of one example with every copy of the other would give (``macsum``
+    groups examples by source, so both examples of a pair weigh k). Examples weighed apart (a
+    source's examples in different groups) are put in copies of their source in turn, so that two
+    weighing a and b share min(a, b) copies. Parts, per example and attribute: the measures of
     the summary and of the reference (the latter None when it is in no pair or has no
     reference), the level requested (None when not one of MACSum's), and ``ATTRIBUTE_pairing``, a
     number shared by the examples of one source whose other controls are the same (None without a
@@ -330,7 +334,7 @@ class ControlCorrelation(Metric):
             level, pairing = parts[f"{attribute}_level"], parts[f"{attribute}_pairing"]
             first, second = _pairs(pairing, level)
             step = level[first] - level[second]
-            pair_weights = weights[:, first] * weights[:, second]
+            pair_weights = np.minimum(weights[:, first], weights[:, second])
             found[attribute] = weighted_mean((parts[attribute][first] - parts[attribute][second]) / step, pair_weights)
             gold = parts[f"gold_{attribute}"]
             gold_slopes = (gold[first] - gold[second]) / step
