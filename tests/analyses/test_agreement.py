@@ -5,6 +5,7 @@ calls those packages; undefined cases say why; bad input is one line naming the 
 
 import csv
 import json
+import re
 
 import krippendorff
 import numpy as np
@@ -18,7 +19,7 @@ from ctrlkit.analyses.meta_evaluation import lookup
 from ctrlkit.cli import cli
 from ctrlkit.errors import CtrlkitError
 
-from helpers import shared_file
+from helpers import ROOT, shared_file
 
 LEVELS = ("nominal", "ordinal", "interval")
 SKLEARN_WEIGHTS = {"plain": None, "linear": "linear", "quadratic": "quadratic"}
@@ -181,6 +182,23 @@ def test_fd_facet_ratings_human_and_the_two_fm_judges(facet):
         for weighting, name in SKLEARN_WEIGHTS.items():
             assert pair[weighting]["kappa"] == pytest.approx(
                 cohen_kappa_score(labels[:, i], labels[:, j], weights=name), abs=1e-12)
+
+
+def test_the_fd_table_of_the_docs_is_what_agreement_gives():
+    """docs/evaluating.md's FD table (1000 resamples of the papers, seed 0), each cell as printed."""
+    text = (ROOT / "docs" / "evaluating.md").read_text(encoding="utf-8")
+    path = shared_file("fd/arxiv.json")
+    for facet, name in enumerate(FACETS):
+        (line,) = re.findall(rf"^\| {name} \|.*$", text, re.MULTILINE)
+        units, papers = _fd_facet_units(path, facet)
+        rows = [{"paper": int(paper), **dict(zip(FD_RATERS, map(float, unit)))}
+                for unit, paper in zip(units, papers)]
+        report = agreement(rows, FD_RATERS, levels=["ordinal"], resamples=1000, seed=0, group_key="paper")
+        human_gpt4, _, gpt4_gpt35 = report["kappa"]
+        cells = [(report["alpha"]["ordinal"], "alpha"), (human_gpt4["plain"], "kappa"),
+                 (human_gpt4["quadratic"], "kappa"), (gpt4_gpt35["quadratic"], "kappa")]
+        expected = " | ".join(f"{found[key]:.3f} [{found['low']:.3f}, {found['high']:.3f}]" for found, key in cells)
+        assert line == f"| {name} | {expected} |"
 
 
 def test_fd_cli_reads_the_release_with_list_paths(tmp_path):
