@@ -101,6 +101,15 @@ def test_kappa_of_three_fields_is_each_pair():
             cohen_kappa_score(units[both, i], units[both, j], weights="quadratic"), abs=1e-12)
 
 
+def test_perfect_agreement_is_exactly_one():
+    """Three raters giving each unit one value (thirds, which float arithmetic does not hold exactly)."""
+    values = np.array([1 / 3, 2 / 3, 1.0, 1 / 3, 0.1, 7.0])
+    rows = [{"a": v, "b": v, "c": v} for v in values]
+    report = agreement(rows, ["a", "b", "c"], resamples=50)
+    assert [report["alpha"][level]["alpha"] for level in LEVELS] == [1.0, 1.0, 1.0]
+    assert {pair[name]["kappa"] for pair in report["kappa"] for name in SKLEARN_WEIGHTS} == {1.0}
+
+
 def test_a_unit_weighing_k_counts_as_k_copies():
     """The vectorised resamples: integer weights equal the coefficients of the data written out."""
     units = _random_units(11, True)
