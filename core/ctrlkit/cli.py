@@ -202,6 +202,34 @@ def meta_eval(samples, human, scores, levels, resample, resamples, seed, input_k
         atomic_write_json(out, report)
 
 
+@cli.command("agreement")
+@click.argument("samples", type=click.Path(exists=True, dir_okay=False))
+@click.option("--field", "fields", multiple=True, required=True, metavar="PATH",
+              help="Dotted path of one rater's score in each line, e.g. given.human or given.human_facets.1 "
+                   "(repeat: two or more).")
+@click.option("--level", "levels", multiple=True, type=click.Choice(["nominal", "ordinal", "interval"]),
+              help="Krippendorff's alpha level of measurement (repeatable). Default: all three.")
+@click.option("--resamples", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="Bootstrap resamples for the intervals; 0 skips them.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the resamples.")
+@click.option("--group-key", metavar="PATH",
+              help="Resample the groups of lines sharing the value at this dotted path (e.g. given.paper) "
+                   "[default: each line alone].")
+@click.option("-o", "--out", type=click.Path(dir_okay=False), help="Also write the report as JSON here.")
+def agreement_command(samples, fields, levels, resamples, seed, group_key, out):
+    """Agreement between score fields: Krippendorff's alpha (nominal, ordinal, interval; all fields,
+    missing values allowed) and Cohen's kappa (plain, linear, quadratic; each pair of fields), each
+    with a 95% bootstrap interval."""
+    from .analyses.agreement import agreement, format_report
+    from .files import atomic_write_json, read_jsonl
+
+    report = agreement((row for _, row in read_jsonl(samples)), fields, levels=levels or None,
+                       resamples=resamples, seed=seed, group_key=group_key)
+    click.echo(format_report(report))
+    if out:
+        atomic_write_json(out, report)
+
+
 @cli.command("report")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
 @click.option("--out", type=click.Path(dir_okay=False),

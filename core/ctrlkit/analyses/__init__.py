@@ -2,5 +2,6 @@
 
 - :mod:`.interference`: ``ctrlkit analyze interference``, how changing one requested attribute
   moves every metric (the CA matrix);
-- :mod:`.meta_evaluation`: ``ctrlkit meta-eval``, how well each metric agrees with human scores.
+- :mod:`.meta_evaluation`: ``ctrlkit meta-eval``, how well each metric agrees with human scores;
+- :mod:`.agreement`: ``ctrlkit agreement``, how well raters (people, judges) agree with each other.
 """

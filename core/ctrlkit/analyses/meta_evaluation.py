@@ -60,12 +60,16 @@ _CHUNK_CELLS = 1_000_000
 
 
 def lookup(row: dict, path: str) -> Any:
-    """``lookup({"a": {"b": 1}}, "a.b") == 1``; None when any step is absent."""
+    """``lookup({"a": {"b": 1}}, "a.b") == 1``, ``lookup({"a": [5, 6]}, "a.1") == 6`` (a whole
+    number steps into a list); None when any step is absent."""
     value: Any = row
     for part in path.split("."):
-        if not isinstance(value, dict) or part not in value:
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isascii() and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
             return None
-        value = value[part]
     return value
 
 
