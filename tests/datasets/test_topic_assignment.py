@@ -13,7 +13,8 @@ from sklearn.feature_extraction.text import CountVectorizer
 
 import ctrlkit
 from ctrlkit import Example
-from ctrlkit_datasets.topic_assignment import TopicAssigner, read_vocabularies, vocabularies_from_examples
+from ctrlkit_datasets.topic_assignment import (TopicAssigner, TopicVocabularies, read_vocabularies,
+                                               vocabularies_from_examples)
 from ctrlkit_datasets.topic_mix import build_topic_mix, mix_topics, topic_mix
 
 from helpers import invoke_ctrlkit, shared_file
@@ -194,8 +195,6 @@ def test_unlabelled_cnn_dailymail_articles_are_mixed_by_assigned_topic(tmp_path)
 
 
 def test_what_is_dropped_and_which_reference_is_kept():
-    from ctrlkit_datasets.topic_assignment import TopicVocabularies
-
     vocabularies = TopicVocabularies({"a": frozenset({"apple"}), "b": frozenset({"bread"}),
                                       "c": frozenset({"cheese"})}, "a test")
 
