@@ -27,16 +27,25 @@ def register_commands(cli):
                   help="Set a dataset option, e.g. --set newts.topic_label=id (repeatable).")
     @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="JSONL file to write.")
     @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the pairing.")
-    def topic_mix_command(dataset, path, split, assignments, out, seed):
+    @click.option("--topics-from", type=click.Choice(["gold", "words"]), default="gold", show_default=True,
+                  help="gold: the dataset's topic labels; words: the topic whose vocabulary the article's "
+                       "words hit most (the paper's assignment), dropping ties.")
+    @click.option("--vocabulary", type=click.Path(dir_okay=False),
+                  help="CSV of topic vocabularies, one column of words per topic named in the header "
+                       "(with --topics-from words) [default: the examples' topic_words].")
+    def topic_mix_command(dataset, path, split, assignments, out, seed, topics_from, vocabulary):
         """Super-articles interleaving two articles on different topics, each paired with either
         article's summary and topic (Passali & Tsoumakas); read them back with --dataset jsonl.
         Examples without a topic are left out and counted."""
         from .topic_mix import topic_mix
 
-        mix = topic_mix(out, dataset, path, split, _dataset_options(assignments, dataset), seed)
+        mix = topic_mix(out, dataset, path, split, _dataset_options(assignments, dataset), seed, topics_from,
+                        vocabulary)
         used = 2 * len(mix.pairs)
         if mix.skipped:
             click.echo(f"{mix.skipped} invalid rows skipped")
+        if mix.assignment is not None:
+            click.echo(mix.assignment.summary())
         click.echo(f"{used + len(mix.unpaired)} articles, {used} used in {len(mix.pairs)} pairs: "
                    f"{used} examples in {out}")
         for topics, count in mix.unpaired_by_topics().items():

@@ -27,6 +27,14 @@ split; a NEWTS CSV file is split by article, so its train part is read.
 
 Examples without a topic (MACSum gives one on some references only) are left out and counted,
 as a run leaves examples lacking a control uncontrolled; a mix is refused only when none has one.
+
+Topics from words (``topics_from="words"``, the authors' pipeline): instead of its gold labels,
+each article gets the one topic whose vocabulary its words hit most (:mod:`.topic_assignment`).
+An article is dropped, and counted, when no vocabulary word occurs in it, when several topics
+tie for the most hits, or when it has gold topics and the assigned one is not among them (no
+reference was written for that topic). Its reference is the one written for the assigned topic,
+or, for an article without gold topics (CNN/DailyMail with its highlights, as in the paper), its
+first reference. Each article then has one topic, so any two on different topics can be mixed.
 """
 
 from __future__ import annotations
@@ -38,10 +46,12 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Iterable
 
-from ctrlkit import DatasetError, Example, get_dataset
+from ctrlkit import DatasetError, Example, OptionError, get_dataset
 from ctrlkit.plugin_api import carries
 from ctrlkit.plugin_api import atomic_write_jsonl
 from ctrlkit.plugin_api import sentences
+
+from .topic_assignment import TopicAssigner, TopicVocabularies, read_vocabularies, vocabularies_from_examples
 
 logger = logging.getLogger("ctrlkit")
 
@@ -69,11 +79,33 @@ class Pair:
 
 
 @dataclass
+class AssignmentCounts:
+    """What assigning topics from words did to the articles (``topics_from="words"``)."""
+
+    vocabularies: str  # TopicVocabularies.describe()
+    articles: int = 0
+    assigned: int = 0  # one topic, kept
+    no_hit: int = 0  # no vocabulary word in the article: dropped
+    multi_topic: int = 0  # several topics tie for the most hits: dropped
+    differs_from_gold: int = 0  # assigned a topic the article's gold labels lack: dropped
+
+    def summary(self) -> str:
+        return (f"topics from words ({self.vocabularies}): {self.articles} articles, {self.assigned} assigned "
+                f"one topic; dropped: {self.multi_topic} multi-topic (a tie), {self.differs_from_gold} with a "
+                f"topic other than gold, {self.no_hit} without a vocabulary word")
+
+
+@dataclass
 class TopicMix:
     pairs: list[Pair]
     unpaired: list[Article]
     skipped: int = 0  # invalid dataset rows left out (the dataset's skip_invalid option)
     without_topic: int = 0  # examples left out for lacking a topic
+    assignment: AssignmentCounts | None = None  # None: gold topics
+
+    @property
+    def topics_from(self) -> str:
+        return "gold" if self.assignment is None else "words"
 
     def rows(self) -> list[dict]:
         """Two rows per pair, in the ``jsonl`` dataset's format; ``meta`` (the source example ids
@@ -83,7 +115,7 @@ class TopicMix:
             document = interleave(pair.first.document, pair.second.document)
             sides = ((pair.first, pair.first_topic), (pair.second, pair.second_topic))
             meta = {"articles": [article.candidates[topic][0] for article, topic in sides],
-                    "topics": [pair.first_topic, pair.second_topic]}
+                    "topics": [pair.first_topic, pair.second_topic], "topics_from": self.topics_from}
             for suffix, (article, topic) in zip("ab", sides):
                 rows.append({"id": f"mix-{number}-{suffix}", "document": document,
                              "references": [article.candidates[topic][1]], "controls": {"topic": topic},
@@ -99,44 +131,61 @@ class TopicMix:
         return dict(sorted(counts.items()))
 
 
-def build_topic_mix(examples: Iterable[Example], seed: int = 0) -> list[dict]:
+TOPICS_FROM = ("gold", "words")
+
+
+def build_topic_mix(examples: Iterable[Example], seed: int = 0,
+                    vocabularies: TopicVocabularies | None = None) -> list[dict]:
     """The super-article rows for ``examples`` (topic-labelled, with references)."""
-    return mix_topics(examples, seed).rows()
+    return mix_topics(examples, seed, vocabularies).rows()
 
 
 def topic_mix(out: str | Path, dataset: str = "sample", data: str | None = None, split: str | None = None,
-              options: dict | None = None, seed: int = 0) -> TopicMix:
+              options: dict | None = None, seed: int = 0, topics_from: str = "gold",
+              vocabulary: str | Path | None = None) -> TopicMix:
     """Mix ``dataset``'s ``split`` (default: its train split; all of a file that is itself one
-    split) and write the rows to ``out``; ``options`` are the dataset's."""
+    split) and write the rows to ``out``; ``options`` are the dataset's. ``topics_from="words"``
+    assigns each article a topic from its words, against the vocabularies of the CSV file
+    ``vocabulary`` (one column per topic) or else of the examples' ``topic_words`` control."""
+    if topics_from not in TOPICS_FROM:
+        raise OptionError(f"topics_from: '{topics_from}' is not one of {', '.join(TOPICS_FROM)}")
+    if vocabulary is not None and topics_from != "words":
+        raise OptionError("--vocabulary applies only with --topics-from words")
     options = dict(options or {})
     if data is not None:
         options["path"] = data
     source = get_dataset(dataset, **options)
-    mix = write_topic_mix(out, source.load(source.training_split(split, "a topic mix is training data: it")), seed)
+    examples = source.load(source.training_split(split, "a topic mix is training data: it"))
+    vocabularies = None
+    if topics_from == "words":
+        vocabularies = read_vocabularies(vocabulary) if vocabulary is not None else vocabularies_from_examples(examples)
+        if not vocabularies.words:
+            raise DatasetError(f"dataset '{dataset}': its examples carry no 'topic_words' to assign topics from; "
+                               "give the topic vocabularies with --vocabulary FILE (a CSV, one column of words "
+                               "per topic)")
+    mix = write_topic_mix(out, examples, seed, vocabularies)
     mix.skipped = source.skipped
     return mix
 
 
-def write_topic_mix(path: str | Path, examples: Iterable[Example], seed: int = 0) -> TopicMix:
+def write_topic_mix(path: str | Path, examples: Iterable[Example], seed: int = 0,
+                    vocabularies: TopicVocabularies | None = None) -> TopicMix:
     """Write the rows to ``path`` as JSONL, atomically; returns the mix for its counts."""
-    mix = mix_topics(examples, seed)
+    mix = mix_topics(examples, seed, vocabularies)
     atomic_write_jsonl(path, mix.rows())
     return mix
 
 
-def mix_topics(examples: Iterable[Example], seed: int = 0) -> TopicMix:
+def mix_topics(examples: Iterable[Example], seed: int = 0, vocabularies: TopicVocabularies | None = None) -> TopicMix:
     """Pair the articles of ``examples`` (see the module's docstring); refuses when no pair exists.
-    Examples without a topic are left out, counted in ``without_topic`` and in one warning line."""
+    Gold topics: examples without a topic are left out, counted in ``without_topic`` and in one
+    warning line. With ``vocabularies``, topics are assigned from the articles' words instead."""
     examples = list(examples)
-    with_topic = [example for example in examples if carries(example, "topic")]
-    if examples and not with_topic:
-        raise DatasetError(f"none of the {len(examples)} examples has a topic (control 'topic'); "
-                           "a topic mix needs topic-labelled examples")
-    without_topic = len(examples) - len(with_topic)
-    if without_topic:
-        logger.warning("ctrlkit: topic mix: %d of %d examples have no topic (control 'topic') and are left out",
-                       without_topic, len(examples))
-    articles = collect_articles(with_topic)
+    without_topic, assignment = 0, None
+    if vocabularies is None:
+        articles, without_topic = gold_articles(examples)
+    else:
+        articles, assignment = assigned_articles(examples, vocabularies)
     rng = random.Random(seed)
     groups: dict[frozenset[str], list[Article]] = {}
     for article in articles:
@@ -150,8 +199,58 @@ def mix_topics(examples: Iterable[Example], seed: int = 0) -> TopicMix:
         second_topic = rng.choice(sorted(second.topics - first.topics))
         pairs.append(Pair(first, first_topic, second, second_topic))
     if not pairs:
-        _refuse(articles)
-    return TopicMix(pairs, [article for group in groups.values() for article in group], without_topic=without_topic)
+        _refuse(articles, assignment)
+    return TopicMix(pairs, [article for group in groups.values() for article in group], without_topic=without_topic,
+                    assignment=assignment)
+
+
+def gold_articles(examples: list[Example]) -> tuple[list[Article], int]:
+    """The articles of the examples carrying a topic, and how many examples lack one (warned)."""
+    with_topic = [example for example in examples if carries(example, "topic")]
+    if examples and not with_topic:
+        raise DatasetError(f"none of the {len(examples)} examples has a topic (control 'topic'); "
+                           "a topic mix needs topic-labelled examples")
+    without_topic = len(examples) - len(with_topic)
+    if without_topic:
+        logger.warning("ctrlkit: topic mix: %d of %d examples have no topic (control 'topic') and are left out",
+                       without_topic, len(examples))
+    return collect_articles(with_topic), without_topic
+
+
+def assigned_articles(examples: list[Example], vocabularies: TopicVocabularies
+                      ) -> tuple[list[Article], AssignmentCounts]:
+    """One article per distinct document, with the one topic its words give (see the module's
+    docstring for what is dropped and which reference is kept)."""
+    if not vocabularies.words:
+        raise DatasetError(f"no topic vocabulary in {vocabularies.source}")
+    by_document: dict[str, list[Example]] = {}
+    for example in examples:
+        _check_reference(example)
+        by_document.setdefault(example.document, []).append(example)
+    gold_labels = {_topic(example) for example in examples if carries(example, "topic")}
+    if gold_labels and not gold_labels & set(vocabularies.words):
+        raise DatasetError(f"{vocabularies.source}: none of its topics ({_a_few(vocabularies.words)}) is a topic of "
+                           f"the examples ({_a_few(gold_labels)})")
+    assigner = TopicAssigner(vocabularies.words)
+    counts = AssignmentCounts(vocabularies.describe(), articles=len(by_document))
+    articles = []
+    for document, group in by_document.items():
+        gold: dict[str, Example] = {}
+        for example in group:
+            if carries(example, "topic"):
+                gold.setdefault(_topic(example), example)
+        topic = assigner.assign(document)
+        if not topic.topics:
+            counts.no_hit += 1
+        elif topic.topic is None:
+            counts.multi_topic += 1
+        elif gold and topic.topic not in gold:
+            counts.differs_from_gold += 1
+        else:
+            chosen = gold.get(topic.topic, group[0])
+            articles.append(Article(document, {topic.topic: (chosen.id, chosen.references[0])}))
+    counts.assigned = len(articles)
+    return articles, counts
 
 
 def collect_articles(examples: Iterable[Example]) -> list[Article]:
@@ -159,15 +258,24 @@ def collect_articles(examples: Iterable[Example]) -> list[Article]:
     first reference."""
     articles: dict[str, Article] = {}
     for example in examples:
-        topic = example.controls["topic"]
-        if not isinstance(topic, str):
-            raise DatasetError(f"example '{example.id}': the topic (control 'topic') must be text, "
-                               f"not {type(topic).__name__}")
-        if not example.references:
-            raise DatasetError(f"example '{example.id}': a topic mix needs a reference summary")
+        topic = _topic(example)
+        _check_reference(example)
         article = articles.setdefault(example.document, Article(example.document))
         article.candidates.setdefault(topic, (example.id, example.references[0]))
     return list(articles.values())
+
+
+def _topic(example: Example) -> str:
+    topic = example.controls["topic"]
+    if not isinstance(topic, str):
+        raise DatasetError(f"example '{example.id}': the topic (control 'topic') must be text, "
+                           f"not {type(topic).__name__}")
+    return topic
+
+
+def _check_reference(example: Example) -> None:
+    if not example.references:
+        raise DatasetError(f"example '{example.id}': a topic mix needs a reference summary")
 
 
 def interleave(first: str, second: str) -> str:
@@ -189,7 +297,14 @@ def _mixable_groups(groups: dict[frozenset[str], list[Article]]) -> tuple[frozen
     return None
 
 
-def _refuse(articles: list[Article]) -> None:
+def _a_few(names, shown: int = 3) -> str:
+    names = sorted(names)
+    return ", ".join(f"'{name}'" for name in names[:shown]) + (f", ... {len(names)} in all" if len(names) > shown else "")
+
+
+def _refuse(articles: list[Article], assignment: AssignmentCounts | None) -> None:
+    if assignment is not None:
+        raise DatasetError(f"no two articles are on different topics after assigning {assignment.summary()}")
     topics = sorted({topic for article in articles for topic in article.topics})
     if len(topics) < 2:
         found = f": '{topics[0]}'" if topics else ""
