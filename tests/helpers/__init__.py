@@ -10,6 +10,7 @@ folder of tests/. A test module never imports another test module: what two of t
 - ``chat_server``, ``recording_chat``, ``faulty_chat``: loopback chat-completions servers
 - ``slow_backbone``: a backbone slow enough to interrupt
 - ``ccs_release``: a small CCSBench release written for a test
+- ``fd_pubmed``: a PubMed-shaped FD file derived from the shared arXiv one
 - ``prompt_cuts``: checks of how the transformers backbones fit long prompts
 - ``p_values``: a p-value as ctrlkit prints it
 - ``record_schemas``: the JSON Schemas of results.json, sweep.json and table.json, as validators

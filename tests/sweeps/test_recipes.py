@@ -192,6 +192,8 @@ def _judged(user: str) -> str:
         found = sentences(user.removeprefix("Abstract:").strip())
         return json.dumps({"background": " ".join(found[:1]), "method": " ".join(found[1:2]),
                            "result": " ".join(found[2:3]), "conclusion": " ".join(found[3:])})
+    if re.match(r"Reference \w+:", user):  # fm.rating=per-facet: one facet a call
+        return json.dumps({"rating": 1 + _hash(user) % 3})
     if user.startswith("Facets to rate"):
         return json.dumps({facet: 1 + _hash(user + facet) % 3 for facet in re.findall(r"^\[(\w+)\]", user, re.M)})
     return "not a request this stub knows"
@@ -312,10 +314,10 @@ def test_fd_meta_eval_evaluates_then_correlates_with_the_human_scores(tmp_path, 
     assert len(samples) == 12 and json.loads((out / "results.json").read_text())["config"]["mode"] == "evaluate"
     # ROUGE without a stemmer, as the recipe says: FD's stored ROUGE, example by example
     for sample in samples:
-        assert sample["scores"]["rouge"]["rouge1"] == pytest.approx(sample["given"]["rouge1"], abs=1e-6)
-        assert sample["scores"]["rouge"]["rougeL"] == pytest.approx(sample["given"]["rougeL"], abs=1e-6)
+        assert sample["scores"]["rouge"]["rouge1"] == pytest.approx(sample["given"]["newrouge1"], abs=1e-6)
+        assert sample["scores"]["rouge"]["rougeL"] == pytest.approx(sample["given"]["newrougel"], abs=1e-6)
     scores = [row["score"] for row in rows]
-    assert {"scores.rouge.rouge1", "scores.bertscore.f1", "scores.fm.fm", "given.gpt4_fm", "given.rouge1"} <= set(scores)
+    assert {"scores.rouge.rouge1", "scores.bertscore.f1", "scores.fm.fm", "given.gpt4_fm", "given.newrouge1"} <= set(scores)
     recorded = json.loads((out / "meta-eval.json").read_text())
     assert recorded["recipe"]["name"] == "fd-meta-eval" and recorded["recipe"]["digest"].startswith("sha256:")
     assert recorded["settings"]["human"] == "given.human" and list(recorded["correlations"]) == scores
@@ -324,7 +326,8 @@ def test_fd_meta_eval_evaluates_then_correlates_with_the_human_scores(tmp_path, 
     fm = [(s["given"]["human"], s["scores"]["fm"]["fm"]) for s in samples if s["scores"]["fm"]["fm"] is not None]
     spearman = stats.spearmanr([h for h, _ in fm], [m for _, m in fm])[0]
     assert recorded["correlations"]["scores.fm.fm"]["global"]["spearman"]["r"] == pytest.approx(spearman)
-    table = [line for line in (out / "table.md").read_text().splitlines() if line.startswith("| ")]
+    correlations_table = (out / "table.md").read_text().split("\n\nMean of each score by system")[0]
+    table = [line for line in correlations_table.splitlines() if line.startswith("| ")]
     assert table[0].startswith("| score | level | n | pearson | 95% CI | p |") and len(table) == 1 + 3 * len(scores)
     # intervals read from low and high, as runs write them; p printed as runs print it
     cells = {tuple(cell.strip() for cell in line.strip("|").split("|")[:2]): [cell.strip() for cell in

@@ -12,9 +12,10 @@ replaced (``--backbones`` without the recipe's backbone) are left out rather tha
 comparing systems (FD): the dataset already holds every system's output, so there is nothing to
 generate and no grid to cross. It runs :func:`ctrlkit.evaluate` on the dataset's own predictions
 into the output folder, then :func:`ctrlkit.analyses.meta_evaluation.meta_evaluate` of every metric value
-(and of the stored scores the recipe's ``compare`` names) against its ``human`` score, and writes
-``meta-eval.json`` and ``table.md`` beside ``results.json``: one command, one folder, one table,
-as a sweep recipe gives. Settings that only a generation has (controllers, backbones, seed, ...)
+(and of the stored scores the recipe's ``compare`` names; those no row holds are named, not
+correlated) against its ``human`` score, and :func:`ctrlkit.analyses.system_means.system_means` of
+all of them, and writes ``meta-eval.json`` and ``table.md`` beside ``results.json``: one command,
+one folder, one file of tables (the correlations, then each system's means), as a sweep recipe gives. Settings that only a generation has (controllers, backbones, seed, ...)
 are refused in one line.
 """
 
@@ -209,7 +210,8 @@ def meta_evaluate_recipe(recipe: Recipe, out: str, given: dict, progress: bool) 
     """Evaluate the dataset's own predictions into ``out``, then correlate every score with the
     human one; writes meta-eval.json and table.md there."""
     from ..evaluation import evaluate
-    from ..analyses.meta_evaluation import meta_evaluate, numeric_paths
+    from ..analyses.meta_evaluation import lookup, meta_evaluate, numeric_paths
+    from ..analyses.system_means import means_markdown, system_means
 
     refused = [key for key in given if key not in META_EVAL_SETTINGS]
     if refused:
@@ -226,17 +228,28 @@ def meta_evaluate_recipe(recipe: Recipe, out: str, given: dict, progress: bool) 
     result = evaluate(dataset=dataset, data=(settings.get("data") or {}).get(dataset), split=settings.get("split"),
                       metrics=settings.get("metrics"), topics=settings.get("topics"), options=settings.get("options"),
                       judge=settings.get("judge"), limit=settings.get("limit"), out=out, progress=progress)
-    paths = [*dict.fromkeys(path for row in result.samples for path in numeric_paths(row)), *compare]
+    held = [path for path in compare if any(lookup(row, path) is not None for row in result.samples)]
+    paths = [*dict.fromkeys(path for row in result.samples for path in numeric_paths(row)), *held]
     report = meta_evaluate(result.samples, human, paths)
-    atomic_write_json(Path(out) / META_EVAL_FILE, {"recipe": recipe.record(), **report})
+    settings = report["settings"]
+    absent = [path for path in compare if path not in held]
+    means = None
+    if settings["input_key"] is not None:
+        means = system_means(result.samples, [human, *paths], input_key=settings["input_key"],
+                             system_key=settings["system_key"], resamples=settings["resamples"], seed=settings["seed"])
+    atomic_write_json(Path(out) / META_EVAL_FILE, {"recipe": recipe.record(), **report, "compare_absent": absent,
+                                                   **({"system_means": means} if means else {})})
     rows = [{"score": path, **levels} for path, levels in report["correlations"].items()]
-    atomic_write_text(Path(out) / "table.md", _markdown(rows, report["settings"]))
+    text = _markdown(rows, settings, absent)
+    if means:
+        text += "\n" + "\n".join(means_markdown(means, [human, *paths])) + "\n"
+    atomic_write_text(Path(out) / "table.md", text)
     return rows
 
 
-def _markdown(rows: list[dict], settings: dict) -> str:
+def _markdown(rows: list[dict], settings: dict, absent: list[str]) -> str:
     """The correlations as a Markdown table: one row per score and level, each correlation's r,
-    95% interval and p; an undefined one says why."""
+    95% interval and p; an undefined one says why. ``absent``: the compared paths no row holds."""
     from ..correlations import CORRELATIONS
 
     body = []
@@ -254,7 +267,8 @@ def _markdown(rows: list[dict], settings: dict) -> str:
     intro = (f"Correlation with the human score {escape_markdown(settings['human'])} (n: pairs, inputs or systems; "
              f"95% CI: {settings['resamples']} BOOT-{settings['resample'].upper()} resamples, seed {settings['seed']}; "
              f"p: analytic for global, permutation within inputs for summary and system level):")
-    return "\n".join([intro, "", *lines]) + "\n"
+    note = ["", f"Not in these data, so not correlated: {escape_markdown(', '.join(absent))}."] if absent else []
+    return "\n".join([intro, "", *lines, *note]) + "\n"
 
 
 def _cells(value: dict) -> list[str]:

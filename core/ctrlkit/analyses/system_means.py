@@ -1,0 +1,84 @@
+"""Each system's mean of each score, with a percentile bootstrap interval over the inputs: the
+per-system table of a meta-evaluation (FD's Table 4 layout: a row per system, a column per score).
+
+The rows form a grid of inputs (FD's papers) by systems, named by two dotted paths as in
+:mod:`ctrlkit.analyses.meta_evaluation`. Each resample draws the inputs with replacement, the same
+draws for every system and score (``numpy.random.default_rng(seed).integers(0, inputs, (resamples,
+inputs))``, the indices ``scipy.stats.bootstrap`` draws for one sample); a system's resampled mean
+is over the drawn inputs where it has a number. A score a system never has is left out of its row.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..bootstrap import percentile_interval, row_counts
+from ..errors import CtrlkitError
+from .meta_evaluation import CONFIDENCE, DEFAULT_INPUT_KEY, DEFAULT_SYSTEM_KEY, lookup
+
+
+def system_means(rows: Iterable[dict], paths: Sequence[str], *, input_key: str = DEFAULT_INPUT_KEY,
+                 system_key: str = DEFAULT_SYSTEM_KEY, resamples: int = 1000, seed: int = 0) -> dict:
+    """``{"settings": ..., "means": {system: {path: {"mean", "n", "low", "high", "se"}}}}``: the
+    mean of each score over the inputs where the system has a number, ``n`` those inputs, and its
+    95% interval (None with fewer than two resamples)."""
+    rows = list(rows)
+    inputs: dict = {}
+    systems: dict = {}
+    cells = []
+    for number, row in enumerate(rows, 1):
+        keys = lookup(row, input_key), lookup(row, system_key)
+        for key, value in zip((input_key, system_key), keys):
+            if value is None or isinstance(value, (dict, list, bool)):
+                raise CtrlkitError(f"row {number} has no usable value at '{key}' (the input and the system of each row)")
+        cells.append((inputs.setdefault(keys[0], len(inputs)), systems.setdefault(keys[1], len(systems))))
+    drawn = np.random.default_rng(seed).integers(0, len(inputs), (resamples, len(inputs)))
+    counts = row_counts(drawn, len(inputs))
+    means: dict = {system: {} for system in systems}
+    for path in paths:
+        grid = np.full((len(inputs), len(systems)), np.nan)
+        for row, (i, s) in zip(rows, cells):
+            value = lookup(row, path)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                grid[i, s] = value
+        for system, column in zip(systems, grid.T):
+            valid = np.isfinite(column)
+            if valid.any():
+                means[system][path] = _mean(column, valid, counts)
+    settings = {"input_key": input_key, "system_key": system_key, "inputs": len(inputs), "systems": len(systems),
+                "resample": "inputs", "resamples": resamples, "seed": seed, "confidence": CONFIDENCE,
+                "interval": "percentile bootstrap"}
+    return {"settings": settings, "means": means}
+
+
+def _mean(column: np.ndarray, valid: np.ndarray, counts: np.ndarray) -> dict:
+    values = np.where(valid, column, 0.0)
+    out = {"mean": float(values.sum() / valid.sum()), "n": int(valid.sum())}
+    drawn = counts @ valid.astype(float)
+    resampled = (counts @ values)[drawn > 0] / drawn[drawn > 0]
+    if len(resampled) < 2:
+        return {**out, "low": None, "high": None, "se": None}
+    low, high, se = percentile_interval(resampled, CONFIDENCE)
+    return {**out, "low": low, "high": high, "se": se}
+
+
+def means_markdown(report: dict, paths: Sequence[str]) -> list[str]:
+    """The means as Markdown lines: an introduction, then a row per system and a column per score,
+    each cell ``mean [low, high]`` (empty where the system has no such score)."""
+    from ..markdown import escape_markdown, markdown_table
+
+    settings = report["settings"]
+    body = [[escape_markdown(str(system))] + [_cell(scores.get(path)) for path in paths]
+            for system, scores in report["means"].items()]
+    intro = (f"Mean of each score by system over the inputs (95% CI: {settings['resamples']} resamples of the "
+             f"{settings['inputs']} inputs, seed {settings['seed']}):")
+    return [intro, "", *markdown_table(["system", *(escape_markdown(path) for path in paths)], body, text_columns=1)]
+
+
+def _cell(value: dict | None) -> str:
+    if value is None:
+        return ""
+    interval = f" [{value['low']:.4f}, {value['high']:.4f}]" if value["low"] is not None else ""
+    return f"{value['mean']:.4f}{interval}"
