@@ -10,34 +10,39 @@ mean of rating / scale over the facets the reference has.
 Step 2 by ``rating``:
 - ``joint`` (the default, fewer calls): one call per example returns every facet's rating as one
   JSON object. The paper rated each facet in a call of its own; here the judge sees all facets
-  together, which can change its ratings. A facet the summary lacks is shown as ``(absent)``.
-- ``per-facet``: one call per facet, as the authors' released code does, and like it no call for
-  a facet the summary lacks: it is rated 1, the lowest (listed in details as ``summary_lacks``).
+  together, which can change its ratings. A facet the summary lacks is shown as ``(absent)``
+  and rated by the judge.
+- ``per-facet``: one call per facet after extraction, as the paper and the authors' released
+  code do, asking for the number alone; like that code, no call for a facet the summary lacks:
+  it is rated 1, the lowest (listed in details as ``summary_lacks``), although the rubric's
+  "not mentioned" is 2 (FD's stored GPT-4 ratings give such a facet 1 in 72 of 74 cases).
 
-``mode=vanilla`` is the paper's meta-evaluation baseline: no facets, the judge rates the whole
-summary against the whole reference. We have not found its prompt or scale (the authors'
-released code does not include it); we use 1-4 and record ``vanilla`` = rating / 4 (FD's stored
-GPT-4 baseline scores take only the values 0.5, 0.75 and 1, which such a scale would give). It
-is its own value, never ``fm``.
+``mode=vanilla`` is the paper's meta-evaluation baseline: no facets, the judge gives one rating
+of the whole generated abstract against the whole reference, from 1 (worst) to 4 (best), as the
+paper's baseline asks; we record ``vanilla`` = rating / 4 (FD's stored GPT-4 baseline scores
+take only the values 0.5, 0.75 and 1). Our vanilla prompt also says what each level means (our
+wording). It is its own value, never ``fm``.
+
+The rating levels mean what the paper's do (``RUBRICS``, the same in both rating modes; the
+wording is ours): background and conclusion, judged leniently, 3 broadly consistent with the
+reference facet, 2 not mentioned, 1 contradicting it or without relevant content; method and
+result, 4 holding the facet's information apart from minor details, 3 leaving out important
+information, 2 not mentioned, 1 contradicting it.
 
 The wording of every prompt is ours. The authors released their prompts with their code
 (github.com/iriscxy/ScholarSum, ``FM metric code``); we do not copy them, and ours differ:
 - extraction: theirs asks for segments copied from the input; ours defines each facet and also
   allows close paraphrase;
-- rating: their scales keep "the summary does not mention it" apart from "it contradicts the
-  reference" (background and conclusion: consistent 3, not mentioned 2, contradicted 1, judged
-  leniently; method and result: covered apart from minor details 4, important information left
-  out 3, not mentioned 2, contradicted 1), show worked examples, and ask for the number alone;
-  ours (``RUBRICS``, the same in both rating modes) grades how much of the reference facet is
-  conveyed, puts missing, unrelated and contradicted together at 1, has no examples, and asks
-  for JSON;
+- rating: theirs show worked examples, one prompt per scale; ours have none unless the user
+  gives a file of them (``fm.rate_examples_file_3``, ``fm.rate_examples_file_4``), and the
+  joint prompt asks for JSON;
 - each of ours is a system message with the instructions and a user message with the texts;
   theirs are single user messages.
 A user with the authors' (or any) wording supplies it as files: ``fm.extract_template_file``,
 ``fm.rate_template_file``, ``fm.vanilla_template_file`` for the user message and the matching
-``..._system_file`` for the system message (``judge_templates``). In ``per-facet`` mode one
-rating template serves every facet (``$facet`` and ``$scale`` say which), so the authors' two
-rating prompts, one per scale, cannot both be given.
+``..._system_file`` for the system message (``judge_templates``). In ``per-facet`` mode
+``fm.rate_template_file_3`` and ``fm.rate_template_file_4`` give one template per scale, as the
+paper has, and each scale's examples file fills ``$examples``.
 """
 
 from __future__ import annotations
@@ -66,15 +71,16 @@ Answer with one JSON object and nothing else:
 {"background": "...", "method": "...", "result": "...", "conclusion": "..."}"""
 
 RUBRICS = {
-    3: """3 = conveys the reference facet's content, no contradiction;
-2 = partly conveys it: some content missing, vague or slightly wrong;
-1 = missing, unrelated, or contradicts the reference.""",
-    4: """4 = conveys all key content of the reference facet, no errors;
-3 = conveys most key content; minor omissions or imprecision;
-2 = conveys some of it; important content missing or partly wrong;
-1 = missing, unrelated, or contradicts the reference.""",
+    3: """3 = broadly in line with the reference facet (judge leniently: agreement in substance is enough);
+2 = the generated abstract does not mention what the reference facet says;
+1 = goes against the reference facet, or has nothing relevant to it.""",
+    4: """4 = carries the reference facet's information, leaving out at most minor details;
+3 = leaves out important information of the reference facet;
+2 = the generated abstract does not mention what the reference facet says;
+1 = goes against the reference facet.""",
 }
-"""What each rating means, by the top of the scale: one wording for both rating modes."""
+"""What each rating means, by the top of the scale (the paper's levels, our words): one wording
+for both rating modes."""
 
 RATE_SYSTEM = f"""You compare a generated abstract with the reference abstract of the same paper,
 facet by facet. Judge whether the generated facet conveys the same content as the reference
@@ -96,7 +102,7 @@ as the reference facet (meaning, not wording) and whether it adds claims the ref
 Rate from 1 to {scale}:
 {rubric}
 
-Answer with one JSON object and nothing else: {{"rating": N}}, N an integer from 1 to {scale}."""
+Answer with the number alone."""
 
 VANILLA_SCALE = 4
 VANILLA_SYSTEM = """You compare a generated abstract with the reference abstract of the same paper, as a
@@ -147,8 +153,9 @@ def rating_prompt(reference: Mapping[str, str], summary: Mapping[str, str], prom
 
 
 def facet_rating_prompt(facet: str, reference: str, summary: str, prompt: JudgePrompt = OURS):
-    """Step 2 for one facet (``rating=per-facet``); a user's files get ``$facet``, ``$scale`` (3
-    or 4), ``$reference_facet`` and ``$summary_facet``."""
+    """Step 2 for one facet (``rating=per-facet``), ``prompt`` its scale's; a user's files get
+    ``$facet``, ``$scale`` (3 or 4), ``$reference_facet``, ``$summary_facet`` and, with an
+    examples file, ``$examples``."""
     scale = SCALES[facet]
     system = FACET_RATE_SYSTEM.format(facet=facet, scale=scale, rubric=RUBRICS[scale])
     return prompt.messages(system, f"Reference {facet}:\n{reference}\n\nGenerated {facet}:\n{summary}",
@@ -218,10 +225,12 @@ class FacetMetric(Metric):
     options = (
         RETRIES,
         Option("mode", str, "facets", "facets: FM, facet by facet, value fm; vanilla: the paper's baseline, the "
-               "whole summary against the whole reference on 1-4, value vanilla (docs/judge-templates.md)",
+               "whole summary against the whole reference from 1 (worst) to 4 (best), value vanilla "
+               "(docs/judge-templates.md)",
                choices=("facets", "vanilla")),
         Option("rating", str, "joint", "how step 2 asks (mode=facets): joint: one call rates every facet the "
-               "reference has (fewer calls); per-facet: one call per facet, as the paper did",
+               "reference has (fewer calls); per-facet: one call per facet asking for the number alone, as the "
+               "paper did",
                choices=("joint", "per-facet")),
         Option("extract_template_file", str, "", "a UTF-8 template for the facet extraction prompt (the user message; "
                "alone, the whole prompt); placeholder $text (docs/judge-templates.md)"),
@@ -229,9 +238,18 @@ class FacetMetric(Metric):
                "placeholder $text"),
         Option("rate_template_file", str, "", "a UTF-8 template for the facet rating prompt (the user message; alone, "
                "the whole prompt); placeholders $facets, $facet_names (rating=joint) or $facet, $scale, "
-               "$reference_facet, $summary_facet (rating=per-facet)"),
+               "$reference_facet, $summary_facet, $examples (rating=per-facet, every facet)"),
         Option("rate_system_file", str, "", "a UTF-8 file replacing the facet rating system message; "
                "placeholders as rate_template_file's"),
+        Option("rate_template_file_3", str, "", "rating=per-facet: a UTF-8 template rating background and "
+               "conclusion (1-3), with rate_template_file_4 in place of rate_template_file; its placeholders, "
+               "and $examples"),
+        Option("rate_template_file_4", str, "", "rating=per-facet: a UTF-8 template rating method and result "
+               "(1-4), with rate_template_file_3; placeholders as rate_template_file_3's"),
+        Option("rate_examples_file_3", str, "", "rating=per-facet: a UTF-8 file of worked examples for rating "
+               "background and conclusion (1-3): at $examples in your files, else after our instructions"),
+        Option("rate_examples_file_4", str, "", "rating=per-facet: a UTF-8 file of worked examples for rating "
+               "method and result (1-4), as rate_examples_file_3"),
         Option("vanilla_template_file", str, "", "a UTF-8 template for the vanilla rating prompt (the user "
                "message; alone, the whole prompt); placeholders $reference, $summary"),
         Option("vanilla_system_file", str, "", "a UTF-8 file replacing the vanilla rating system message; "
@@ -250,14 +268,31 @@ class FacetMetric(Metric):
                                      "fm.mode=vanilla rates no facets")
         self.extract_wording = prompt_option(self, "extract_system_file", "extract_template_file", ("text",), ("text",))
         if self.options["rating"] == "joint":
+            per_scale = [name for name in PER_SCALE_FILES if self.options[name]]
+            if per_scale:
+                raise ConfigurationError(f"metric 'fm': fm.{per_scale[0]} is used only with fm.rating=per-facet")
             self.rate_wording = prompt_option(self, "rate_system_file", "rate_template_file",
                                              ("facets", "facet_names"), ("facets",))
         else:
-            self.rate_wording = prompt_option(self, "rate_system_file", "rate_template_file",
-                                             ("facet", "scale", "reference_facet", "summary_facet"),
-                                             ("reference_facet", "summary_facet"))
+            self.scale_wording = self._scale_wording()
         self.vanilla_wording = prompt_option(self, "vanilla_system_file", "vanilla_template_file",
                                             ("reference", "summary"), ("reference", "summary"))
+
+    def _scale_wording(self) -> dict[int, JudgePrompt]:
+        """Per-facet rating's prompt for each scale: the scale's own template, else the one
+        template for every facet, else ours; the system file and the scale's examples file."""
+        own = [self.options[f"rate_template_file_{scale}"] for scale in (3, 4)]
+        if any(own) and not all(own):
+            raise ConfigurationError("metric 'fm': fm.rate_template_file_3 and fm.rate_template_file_4 go together "
+                                     "(one prompt per scale); set both, or fm.rate_template_file for every facet")
+        if all(own) and self.options["rate_template_file"]:
+            raise ConfigurationError("metric 'fm': fm.rate_template_file serves every facet; set it or "
+                                     "fm.rate_template_file_3 and fm.rate_template_file_4, not both")
+        return {scale: prompt_option(self, "rate_system_file",
+                                     f"rate_template_file_{scale}" if all(own) else "rate_template_file",
+                                     ("facet", "scale", "reference_facet", "summary_facet"),
+                                     ("reference_facet", "summary_facet"), examples=f"rate_examples_file_{scale}")
+                for scale in (3, 4)}
 
     def use_judge(self, judge):
         self.judge = require_messages(self.name, judge)
@@ -303,7 +338,8 @@ class FacetMetric(Metric):
         asked = [(i, facet) for i, detail in enumerate(details) for facet in FACETS
                  if detail["reference_facets"][facet] and detail["summary_facets"][facet]]
         prompts = [facet_rating_prompt(facet, details[i]["reference_facets"][facet],
-                                       details[i]["summary_facets"][facet], self.rate_wording) for i, facet in asked]
+                                       details[i]["summary_facets"][facet], self.scale_wording[SCALES[facet]])
+                   for i, facet in asked]
         parsers = [facet_rating_parser(facet) for _, facet in asked]
         verdicts = dict(zip(asked, ask_parsed(self.judge, prompts, parsers, self.options["retries"])))
         for i, detail in enumerate(details):
@@ -326,7 +362,9 @@ class FacetMetric(Metric):
         return _result(self.name, "vanilla", values, details)
 
 
-FACET_FILES = ("extract_template_file", "extract_system_file", "rate_template_file", "rate_system_file")
+PER_SCALE_FILES = ("rate_template_file_3", "rate_template_file_4", "rate_examples_file_3", "rate_examples_file_4")
+FACET_FILES = ("extract_template_file", "extract_system_file", "rate_template_file", "rate_system_file",
+               *PER_SCALE_FILES)
 VANILLA_FILES = ("vanilla_template_file", "vanilla_system_file")
 
 
