@@ -249,3 +249,15 @@ def test_the_stored_gpt4_facet_ratings_give_the_stored_fm_totals(system, rows, t
                         if facet not in detail["summary_lacks"])
     assert sum((system, i, facet) in SUMMARY_LACKS_RATED_TWO for i in range(len(rows)) for facet in FACETS) == \
         (2 if system == "llama2_70b" else 0)
+
+
+def test_the_stored_gpt4_ratings_rate_a_facet_the_summary_lacks_one(rows):
+    """What docs/judge-templates.md says of FD: of the facets a pair's total counts and the
+    system's stored extraction leaves empty, all but SUMMARY_LACKS_RATED_TWO are rated 1."""
+    lacking = {(system, i, facet): round(value * SCALES[facet])
+               for i, row in enumerate(rows) for system in SYSTEMS
+               for facet, value in zip(FACETS, row[f"{system}_gpt4_fm_list"])
+               if counted(row, system)[facet] and not json.loads(row[f"{system}_aspect"]).get(facet, "").strip()}
+    assert len(lacking) == 74
+    assert {key for key, rating in lacking.items() if rating != 1} == SUMMARY_LACKS_RATED_TWO
+    assert {lacking[key] for key in SUMMARY_LACKS_RATED_TWO} == {2}
