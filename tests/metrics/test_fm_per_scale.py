@@ -12,7 +12,7 @@ import pytest
 
 import ctrlkit
 from ctrlkit import ConfigurationError, OptionError
-from ctrlkit_metrics.fm import FACET_RATE_SYSTEM, FACETS, RUBRICS, SCALES
+from ctrlkit_metrics.fm_prompts import FACET_RATE_SYSTEM, FACETS, RUBRICS, SCALES
 
 from helpers import shared_file
 

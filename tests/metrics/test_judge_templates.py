@@ -8,7 +8,8 @@ import pytest
 
 import ctrlkit
 from ctrlkit import OptionError
-from ctrlkit_metrics.fm import RATE_SYSTEM, RUBRICS, extraction_prompt, facet_rating_prompt, rating_prompt, vanilla_prompt
+from ctrlkit_metrics.fm_prompts import (RATE_SYSTEM, RUBRICS, extraction_prompt, facet_rating_prompt, rating_prompt,
+                                       vanilla_prompt)
 from ctrlkit_metrics.focus import label_prompt
 
 
