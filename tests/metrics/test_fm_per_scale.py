@@ -261,3 +261,67 @@ def test_the_stored_gpt4_ratings_rate_a_facet_the_summary_lacks_one(rows):
     assert len(lacking) == 74
     assert {key for key, rating in lacking.items() if rating != 1} == SUMMARY_LACKS_RATED_TWO
     assert {lacking[key] for key in SUMMARY_LACKS_RATED_TWO} == {2}
+
+
+REPLAYED = {}
+"""What ReplayJudge answers: ``REPLAYED["answer"](messages)``, set by the test using it."""
+
+
+class ReplayJudge(ctrlkit.Backbone):
+    """A registered judge (``--judge replay``) answering from FD's stored GPT-4 outputs."""
+
+    capabilities = frozenset({"text", "messages"})
+
+    def generate(self, inputs):
+        return [REPLAYED["answer"](list(model_input.messages)) for model_input in inputs]
+
+
+def test_evaluate_on_fd_counts_the_facets_its_one_reference_extraction_has(rows, tmp_path, throwaway_plugins):
+    """What docs/judge-templates.md says of ``ctrlkit evaluate -d fd``: with FD's stored
+    extractions and GPT-4 ratings replayed, it gives the stored total for 156 of the 200 pairs,
+    since each reference is extracted once (its facets count) where FD's totals follow the human
+    list pair by pair; every pair whose counted facets agree with the human list's, but the two
+    of SUMMARY_LACKS_RATED_TWO, is reproduced."""
+
+    class Plugin:
+        @ctrlkit.hookimpl
+        def register_backbones(self, register):
+            register("replay", ReplayJudge)
+
+    throwaway_plugins(Plugin(), "fd-replay-judge")
+    extraction, rating = {}, {}
+    for row in rows:
+        extraction[row["human"]] = {facet: text.strip() for facet, text in json.loads(row["human_aspect"]).items()}
+        for system in SYSTEMS:
+            stored = json.loads(row[f"{system}_aspect"])
+            extraction[row[system]] = {facet: text.strip() for facet, text in stored.items()}
+            for facet, value in zip(FACETS, row[f"{system}_gpt4_fm_list"]):
+                rating[facet, extraction[row["human"]][facet], extraction[row[system]].get(facet, "")] = \
+                    round(value * SCALES[facet])
+
+    def answer(messages):
+        user = messages[-1]["content"]
+        if user.startswith("Abstract:\n"):
+            return json.dumps(extraction[user[len("Abstract:\n"):]])
+        lines = user.split("\n")
+        number = rating[lines[1][len("Facet "):], lines[2][len("Input1: "):], lines[3][len("Input2: "):]]
+        assert number > 0  # every facet the reference extraction has is rated in the stored list
+        return str(number)
+
+    REPLAYED["answer"] = answer
+    templates = {"rating": "per-facet", "rate_template_file_3": write(tmp_path, "three.txt", REPLAY_3),
+                 "rate_template_file_4": write(tmp_path, "four.txt", REPLAY_4)}
+    result = ctrlkit.evaluate(dataset="fd", data=str(shared_file("fd/arxiv.json")), metrics=["fm"], judge="replay",
+                              options={"fm": templates}, bootstrap=0)
+    samples = list(result.samples)
+    assert len(samples) == 200 and result.metrics["fm"]["failed"] == 0
+    reproduced = 0
+    for sample in samples:
+        paper, system = sample["id"].split(":")
+        row = rows[int(paper) - 1]
+        same = abs(sample["scores"]["fm"]["fm"] - row[f"{system}_gpt4_fm"]) < 1e-9
+        reproduced += same
+        agree = all(bool(extraction[row["human"]][facet]) == counts
+                    for facet, counts in counted(row, system).items())
+        assert same == (agree and (system, int(paper) - 1, "method") not in SUMMARY_LACKS_RATED_TWO), sample["id"]
+    assert reproduced == 156
