@@ -92,8 +92,8 @@ class FacetMetric(Metric):
         Option("rate_system_file", str, "", "a UTF-8 file replacing the facet rating system message; "
                "placeholders as rate_template_file's"),
         Option("rate_template_file_3", str, "", "rating=per-facet: a UTF-8 template rating background and "
-               "conclusion (1-3), with rate_template_file_4 in place of rate_template_file; its placeholders, "
-               "and $examples"),
+               "conclusion (1-3), with rate_template_file_4 in place of rate_template_file; placeholders $facet, "
+               "$scale, $reference_facet, $summary_facet, $examples"),
         Option("rate_template_file_4", str, "", "rating=per-facet: a UTF-8 template rating method and result "
                "(1-4), with rate_template_file_3; placeholders as rate_template_file_3's"),
         Option("rate_examples_file_3", str, "", "rating=per-facet: a UTF-8 file of worked examples for rating "

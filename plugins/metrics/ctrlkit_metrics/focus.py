@@ -92,9 +92,9 @@ class Focus(Metric):
         Option("classifier", str, "", "classifier JSON from ctrlkit train-focus-classifier (labeller=classifier)"),
         RETRIES,
         Option("template_file", str, "", "a UTF-8 template for the judge's labelling prompt (the user message; "
-               "alone, the whole prompt); placeholder $summary (docs/judge-templates.md)"),
+               "alone, the whole prompt); placeholders $summary, $examples (docs/judge-templates.md)"),
         Option("system_file", str, "", "a UTF-8 file replacing the judge's labelling system message; "
-               "placeholder $summary"),
+               "placeholders $summary, $examples"),
         Option("examples_file", str, "", "a UTF-8 file of worked examples for the judge's labelling: at $examples "
                "in your files, else after our instructions"),
     )
