@@ -360,7 +360,7 @@ def test_user_files_replace_the_messages_the_server_receives(serve, tmp_path):
 @pytest.mark.parametrize("metric, options, error", [
     ("fm", {"rating": "per-facet", "rate_template_file": "Rate $facet_names:\n$facets"},
      "fm.rate_template_file file '.*' uses unknown placeholder \\$facet_names; known: \\$facet, \\$scale, "
-     "\\$reference_facet, \\$summary_facet$"),
+     "\\$reference_facet, \\$summary_facet, \\$examples$"),
     ("fm", {"rating": "per-facet", "rate_template_file": "$facet: $reference_facet"},
      "fm.rate_template_file file '.*' lacks placeholder \\$summary_facet, which the judge needs$"),
     ("fm", {"rating": "per-facet", "rate_system_file": "Rate $facet of $text."},

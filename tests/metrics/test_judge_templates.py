@@ -8,7 +8,8 @@ import pytest
 
 import ctrlkit
 from ctrlkit import OptionError
-from ctrlkit_metrics.fm import RATE_SYSTEM, extraction_prompt, facet_rating_prompt, rating_prompt, vanilla_prompt
+from ctrlkit_metrics.fm_prompts import (RATE_SYSTEM, RUBRICS, extraction_prompt, facet_rating_prompt, rating_prompt,
+                                       vanilla_prompt)
 from ctrlkit_metrics.focus import label_prompt
 
 
@@ -83,19 +84,26 @@ def test_focus_template_reaches_the_judge_and_the_run_records_its_digest(tmp_pat
     assert metric.recorded_options()["template_file_digest"] == "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def test_the_default_prompts_are_unchanged():
-    """The digest of the prompts as they were before templates existed: the default wording, and
-    with it every cached judge answer (keyed by the exact messages), stays as it was."""
+def test_the_default_prompts_are_pinned():
+    """The digests of the default prompts: judge answers are cached by the exact messages, so a
+    change of wording must be deliberate. Extraction, focus and vanilla are worded as before
+    templates existed (their cached answers stay valid); the rating prompts changed with the
+    paper's rating levels (issue 37), so their answers are asked afresh."""
     reference = {"background": "Bg {x} $y", "method": "", "result": "Res", "conclusion": "Con"}
     summary = {"background": "", "method": "M", "result": "R2", "conclusion": "C2"}
-    prompts = [extraction_prompt("An abstract with {braces} and $dollar."), rating_prompt(reference, summary),
-               label_prompt("A summary.")]
-    assert hashlib.sha256(json.dumps(prompts, sort_keys=True).encode()).hexdigest() == \
-        "87373dc6e5b0c8d3b70f8ffe742158479e31a250d3105bf383d08d9f3782db98"
-    assert all(prompt[0]["role"] == "system" for prompt in prompts)
+    unchanged = [extraction_prompt("An abstract with {braces} and $dollar."), label_prompt("A summary."),
+                 vanilla_prompt("R", "S")]
+    rating = [rating_prompt(reference, summary), facet_rating_prompt("method", "ref", "sum")]
+    assert hashlib.sha256(json.dumps(unchanged, sort_keys=True).encode()).hexdigest() == \
+        "7425a71755844b02d33f88d5ab0a8a49135605fa65b908b773ed8e1e0a70c32f"
+    assert hashlib.sha256(json.dumps(rating, sort_keys=True).encode()).hexdigest() == \
+        "d23cdc2498fc322a5bb39e038be9b571850d0424ec0a5d27573e902eb6bb0420"
+    assert all(prompt[0]["role"] == "system" for prompt in unchanged + rating)
     assert ctrlkit.get_metric("fm").options == {
         "retries": 2, "mode": "facets", "rating": "joint", "extract_template_file": "", "extract_system_file": "",
-        "rate_template_file": "", "rate_system_file": "", "vanilla_template_file": "", "vanilla_system_file": ""}
+        "rate_template_file": "", "rate_system_file": "", "rate_template_file_3": "", "rate_template_file_4": "",
+        "rate_examples_file_3": "", "rate_examples_file_4": "", "vanilla_template_file": "",
+        "vanilla_system_file": ""}
 
 
 def test_a_system_file_and_a_template_write_both_messages(tmp_path):
@@ -111,13 +119,30 @@ def test_a_system_file_and_a_template_write_both_messages(tmp_path):
 
 
 def test_the_rubric_is_worded_alike_in_both_rating_modes():
-    """Each facet's per-facet prompt carries the lines its scale has in the joint prompt."""
+    """Each facet's per-facet prompt carries the lines its scale has in the joint prompt, and asks
+    for the number alone, as the paper's prompts do."""
     for facet, scale in {"background": 3, "method": 4, "result": 4, "conclusion": 3}.items():
         system = facet_rating_prompt(facet, "ref", "sum")[0]["content"]
         joint = RATE_SYSTEM.split(f"from 1 to {scale}:\n", 1)[1].split("\n\n", 1)[0]
-        assert joint.startswith(f"{scale} = ") and joint.endswith("contradicts the reference.")
+        assert joint == RUBRICS[scale] and joint.startswith(f"{scale} = ")
         assert f"\n{joint}\n" in system and f"from 1 to {scale}" in system
+        assert system.endswith("Answer with the number alone.")
     assert vanilla_prompt("R", "S")[1]["content"] == "Reference abstract:\nR\n\nGenerated abstract:\nS"
+
+
+def test_the_rubric_has_the_papers_levels():
+    """The paper's meanings (Chen et al.; our words): on 1-3 leniency at 3, "not mentioned" at
+    2 and contradiction at 1; on 1-4 minor omissions at 4, important ones at 3, "not mentioned"
+    at 2, contradiction at 1. One line per level, top first."""
+    levels = {scale: [line.split(" = ", 1) for line in text.splitlines()] for scale, text in RUBRICS.items()}
+    assert {scale: [int(number) for number, _ in lines] for scale, lines in levels.items()} == {
+        3: [3, 2, 1], 4: [4, 3, 2, 1]}
+    three, four = ({int(n): meaning for n, meaning in lines} for lines in (levels[3], levels[4]))
+    assert "leniently" in three[3] and "does not mention" in three[2] and "goes against" in three[1]
+    assert "nothing relevant" in three[1]
+    assert "minor details" in four[4] and "important information" in four[3]
+    assert "does not mention" in four[2] and four[1].startswith("goes against")
+    assert "partly" not in RUBRICS[3] + RUBRICS[4]  # the old rubric's "partly conveys" at 2
 
 
 @pytest.mark.parametrize("metric, option, text, error", [

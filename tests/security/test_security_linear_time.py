@@ -21,6 +21,7 @@ from ctrlkit.redaction import redact
 from ctrlkit.secrets import mask_secrets, scrub_text
 from ctrlkit.text import blocks
 from ctrlkit_datasets.ccsbench import _length_fits
+from ctrlkit_metrics.focus import parse_label
 from ctrlkit_metrics.judging import UnparseableAnswer, json_object, single_rating
 
 MIB = 1 << 20
@@ -152,6 +153,7 @@ PASSES = {
     "blocks": blocks,
     "judge_answer": lambda text: _judged(text),
     "judge_rating": lambda text: _rated(text),
+    "judge_label": lambda text: _labelled(text),
     "extractive_tags": untagged,
     "ccsbench_length": _length_fits,
 }
@@ -169,6 +171,14 @@ def _rated(text):
     """The one rating a judge's answer gives (as the fm metric reads it), or None."""
     try:
         return single_rating(text, "rating", 5)
+    except UnparseableAnswer:
+        return None
+
+
+def _labelled(text):
+    """The focus label a judge's answer gives (as the focus metric reads it), or None."""
+    try:
+        return parse_label(text)
     except UnparseableAnswer:
         return None
 

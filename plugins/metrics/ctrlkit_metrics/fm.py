@@ -10,34 +10,20 @@ mean of rating / scale over the facets the reference has.
 Step 2 by ``rating``:
 - ``joint`` (the default, fewer calls): one call per example returns every facet's rating as one
   JSON object. The paper rated each facet in a call of its own; here the judge sees all facets
-  together, which can change its ratings. A facet the summary lacks is shown as ``(absent)``.
-- ``per-facet``: one call per facet, as the authors' released code does, and like it no call for
-  a facet the summary lacks: it is rated 1, the lowest (listed in details as ``summary_lacks``).
+  together, which can change its ratings. A facet the summary lacks is shown as ``(absent)``
+  and rated by the judge.
+- ``per-facet``: one call per facet after extraction, as the paper and the authors' released
+  code do, asking for the number alone; like that code, no call for a facet the summary lacks:
+  it is rated 1, the lowest (listed in details as ``summary_lacks``), although the rubric's
+  "not mentioned" is 2 (FD's stored GPT-4 ratings give such a facet 1 in 72 of 74 cases).
 
-``mode=vanilla`` is the paper's meta-evaluation baseline: no facets, the judge rates the whole
-summary against the whole reference. We have not found its prompt or scale (the authors'
-released code does not include it); we use 1-4 and record ``vanilla`` = rating / 4 (FD's stored
-GPT-4 baseline scores take only the values 0.5, 0.75 and 1, which such a scale would give). It
-is its own value, never ``fm``.
+``mode=vanilla`` is the paper's meta-evaluation baseline: no facets, the judge gives one rating
+of the whole generated abstract against the whole reference, from 1 (worst) to 4 (best), as the
+paper's baseline asks; we record ``vanilla`` = rating / 4 (FD's stored GPT-4 baseline scores
+take only the values 0.5, 0.75 and 1). Our vanilla prompt also says what each level means (our
+wording). It is its own value, never ``fm``.
 
-The wording of every prompt is ours. The authors released their prompts with their code
-(github.com/iriscxy/ScholarSum, ``FM metric code``); we do not copy them, and ours differ:
-- extraction: theirs asks for segments copied from the input; ours defines each facet and also
-  allows close paraphrase;
-- rating: their scales keep "the summary does not mention it" apart from "it contradicts the
-  reference" (background and conclusion: consistent 3, not mentioned 2, contradicted 1, judged
-  leniently; method and result: covered apart from minor details 4, important information left
-  out 3, not mentioned 2, contradicted 1), show worked examples, and ask for the number alone;
-  ours (``RUBRICS``, the same in both rating modes) grades how much of the reference facet is
-  conveyed, puts missing, unrelated and contradicted together at 1, has no examples, and asks
-  for JSON;
-- each of ours is a system message with the instructions and a user message with the texts;
-  theirs are single user messages.
-A user with the authors' (or any) wording supplies it as files: ``fm.extract_template_file``,
-``fm.rate_template_file``, ``fm.vanilla_template_file`` for the user message and the matching
-``..._system_file`` for the system message (``judge_templates``). In ``per-facet`` mode one
-rating template serves every facet (``$facet`` and ``$scale`` say which), so the authors' two
-rating prompts, one per scale, cannot both be given.
+The prompts, their wording and how answers are read are in ``fm_prompts``.
 """
 
 from __future__ import annotations
@@ -46,71 +32,12 @@ from typing import Mapping
 
 from ctrlkit import ConfigurationError, Metric, MetricResult, Option
 
-from .judging import (RETRIES, UnparseableAnswer, Verdict, ask_parsed, integer, json_object, report_failures,
-                      require_messages, single_rating)
+from .fm_prompts import (FACETS, SCALES, VANILLA_SCALE, extraction_prompt, facet_rating_parser, facet_rating_prompt,
+                         parse_facets, parse_vanilla, rating_parser, rating_prompt, vanilla_prompt)
 from .judge_templates import JudgePrompt, prompt_option
+from .judging import RETRIES, Verdict, ask_parsed, report_failures, require_messages
 
-FACETS = ("background", "method", "result", "conclusion")
-SCALES = {"background": 3, "method": 4, "result": 4, "conclusion": 3}
 WEIGHTS = {"background": 0.1, "method": 0.3, "result": 0.3, "conclusion": 0.3}
-OURS = JudgePrompt()
-
-EXTRACT_SYSTEM = """You split the abstract of a scientific paper into four facets:
-- background: the problem, its context and the motivation of the work;
-- method: what the authors did or proposed: approach, model, data, experimental setup;
-- result: what they found: findings, measurements, comparisons, numbers;
-- conclusion: what the findings mean: implications, claims, future work.
-Copy or closely paraphrase the abstract's own words; put each sentence under the facet it mainly
-serves. If the abstract says nothing for a facet, give an empty string for it; do not invent.
-Answer with one JSON object and nothing else:
-{"background": "...", "method": "...", "result": "...", "conclusion": "..."}"""
-
-RUBRICS = {
-    3: """3 = conveys the reference facet's content, no contradiction;
-2 = partly conveys it: some content missing, vague or slightly wrong;
-1 = missing, unrelated, or contradicts the reference.""",
-    4: """4 = conveys all key content of the reference facet, no errors;
-3 = conveys most key content; minor omissions or imprecision;
-2 = conveys some of it; important content missing or partly wrong;
-1 = missing, unrelated, or contradicts the reference.""",
-}
-"""What each rating means, by the top of the scale: one wording for both rating modes."""
-
-RATE_SYSTEM = f"""You compare a generated abstract with the reference abstract of the same paper,
-facet by facet. Judge whether the generated facet conveys the same content as the reference
-facet (meaning, not wording) and whether it adds claims the reference contradicts.
-
-background and conclusion, from 1 to 3:
-{RUBRICS[3]}
-
-method and result, from 1 to 4:
-{RUBRICS[4]}
-
-Rate only the facets listed. Answer with one JSON object of integers and nothing else, e.g.
-{{"background": 3, "method": 2}}"""
-
-FACET_RATE_SYSTEM = """You compare one facet of a generated abstract, its {facet}, with the {facet} of the
-reference abstract of the same paper. Judge whether the generated facet conveys the same content
-as the reference facet (meaning, not wording) and whether it adds claims the reference contradicts.
-
-Rate from 1 to {scale}:
-{rubric}
-
-Answer with one JSON object and nothing else: {{"rating": N}}, N an integer from 1 to {scale}."""
-
-VANILLA_SCALE = 4
-VANILLA_SYSTEM = """You compare a generated abstract with the reference abstract of the same paper, as a
-whole. Judge how much of the reference's content (its problem, approach, findings and what they
-mean) the generated abstract conveys (meaning, not wording) and whether it adds claims the
-reference contradicts.
-
-Rate from 1 to 4:
-4 = conveys all key content of the reference, no errors;
-3 = conveys most key content; minor omissions or imprecision;
-2 = conveys some of it; important content missing or partly wrong;
-1 = conveys little or none of it, or contradicts the reference.
-
-Answer with one JSON object and nothing else: {"rating": N}, N an integer from 1 to 4."""
 
 
 def fm_score(ratings: Mapping[str, int | None], reference_has: Mapping[str, bool]) -> float | None:
@@ -131,76 +58,6 @@ def fm_score(ratings: Mapping[str, int | None], reference_has: Mapping[str, bool
     return sum(WEIGHTS[facet] * ratings[facet] / SCALES[facet] for facet in present) / total
 
 
-def extraction_prompt(text: str, prompt: JudgePrompt = OURS):
-    """Step 1 for one text; a user's files get ``$text``, the abstract or summary to split."""
-    return prompt.messages(EXTRACT_SYSTEM, f"Abstract:\n{text}", text=text)
-
-
-def rating_prompt(reference: Mapping[str, str], summary: Mapping[str, str], prompt: JudgePrompt = OURS):
-    """Step 2 in one call (``rating=joint``): only the facets the reference has are shown and
-    asked for; a user's files get them as ``$facets`` (the same blocks) and ``$facet_names``
-    (``background, method``)."""
-    present = [facet for facet in FACETS if reference[facet]]
-    blocks = "\n\n".join(f"[{facet}]\nReference: {reference[facet]}\nGenerated: {summary[facet] or '(absent)'}"
-                         for facet in present)
-    return prompt.messages(RATE_SYSTEM, "Facets to rate:\n\n" + blocks, facets=blocks, facet_names=", ".join(present))
-
-
-def facet_rating_prompt(facet: str, reference: str, summary: str, prompt: JudgePrompt = OURS):
-    """Step 2 for one facet (``rating=per-facet``); a user's files get ``$facet``, ``$scale`` (3
-    or 4), ``$reference_facet`` and ``$summary_facet``."""
-    scale = SCALES[facet]
-    system = FACET_RATE_SYSTEM.format(facet=facet, scale=scale, rubric=RUBRICS[scale])
-    return prompt.messages(system, f"Reference {facet}:\n{reference}\n\nGenerated {facet}:\n{summary}",
-                           facet=facet, scale=str(scale), reference_facet=reference, summary_facet=summary)
-
-
-def vanilla_prompt(reference: str, summary: str, prompt: JudgePrompt = OURS):
-    """The whole summary against the whole reference (``mode=vanilla``); a user's files get
-    ``$reference`` and ``$summary``."""
-    return prompt.messages(VANILLA_SYSTEM, f"Reference abstract:\n{reference}\n\nGenerated abstract:\n{summary}",
-                           reference=reference, summary=summary)
-
-
-def parse_facets(answer: str) -> dict[str, str]:
-    """The four facets as stripped strings; a missing facet or a non-string makes it unparseable."""
-    found = json_object(answer)
-    facets = {}
-    for facet in FACETS:
-        if facet not in found:
-            raise UnparseableAnswer(f"facet '{facet}' is missing")
-        value = "" if found[facet] is None else found[facet]
-        if not isinstance(value, str):
-            raise UnparseableAnswer(f"facet '{facet}' must be a string, got {type(value).__name__}")
-        facets[facet] = value.strip()
-    return facets
-
-
-def rating_parser(reference: Mapping[str, str]):
-    """A parser of the joint ratings of the facets ``reference`` has, each an integer within its scale."""
-
-    def parse(answer: str) -> dict[str, int]:
-        found = json_object(answer)
-        ratings = {}
-        for facet in FACETS:
-            if reference[facet]:
-                if facet not in found:
-                    raise UnparseableAnswer(f"rating of facet '{facet}' is missing")
-                ratings[facet] = integer(found[facet], f"rating of facet '{facet}'", 1, SCALES[facet])
-        return ratings
-
-    return parse
-
-
-def facet_rating_parser(facet: str):
-    """A parser of one facet's rating (``judging.single_rating``), an integer within the facet's scale."""
-    return lambda answer: single_rating(answer, f"rating of facet '{facet}'", SCALES[facet])
-
-
-def parse_vanilla(answer: str) -> int:
-    return single_rating(answer, "rating", VANILLA_SCALE)
-
-
 class FacetMetric(Metric):
     """FM (Chen et al.): judge-rated agreement of a summary with the first reference, in [0, 1].
 
@@ -218,10 +75,12 @@ class FacetMetric(Metric):
     options = (
         RETRIES,
         Option("mode", str, "facets", "facets: FM, facet by facet, value fm; vanilla: the paper's baseline, the "
-               "whole summary against the whole reference on 1-4, value vanilla (docs/judge-templates.md)",
+               "whole summary against the whole reference from 1 (worst) to 4 (best), value vanilla "
+               "(docs/judge-templates.md)",
                choices=("facets", "vanilla")),
         Option("rating", str, "joint", "how step 2 asks (mode=facets): joint: one call rates every facet the "
-               "reference has (fewer calls); per-facet: one call per facet, as the paper did",
+               "reference has (fewer calls); per-facet: one call per facet asking for the number alone, as the "
+               "paper did",
                choices=("joint", "per-facet")),
         Option("extract_template_file", str, "", "a UTF-8 template for the facet extraction prompt (the user message; "
                "alone, the whole prompt); placeholder $text (docs/judge-templates.md)"),
@@ -229,9 +88,18 @@ class FacetMetric(Metric):
                "placeholder $text"),
         Option("rate_template_file", str, "", "a UTF-8 template for the facet rating prompt (the user message; alone, "
                "the whole prompt); placeholders $facets, $facet_names (rating=joint) or $facet, $scale, "
-               "$reference_facet, $summary_facet (rating=per-facet)"),
+               "$reference_facet, $summary_facet, $examples (rating=per-facet, every facet)"),
         Option("rate_system_file", str, "", "a UTF-8 file replacing the facet rating system message; "
                "placeholders as rate_template_file's"),
+        Option("rate_template_file_3", str, "", "rating=per-facet: a UTF-8 template rating background and "
+               "conclusion (1-3), with rate_template_file_4 in place of rate_template_file; placeholders $facet, "
+               "$scale, $reference_facet, $summary_facet, $examples"),
+        Option("rate_template_file_4", str, "", "rating=per-facet: a UTF-8 template rating method and result "
+               "(1-4), with rate_template_file_3; placeholders as rate_template_file_3's"),
+        Option("rate_examples_file_3", str, "", "rating=per-facet: a UTF-8 file of worked examples for rating "
+               "background and conclusion (1-3): at $examples in your files, else after our instructions"),
+        Option("rate_examples_file_4", str, "", "rating=per-facet: a UTF-8 file of worked examples for rating "
+               "method and result (1-4), as rate_examples_file_3"),
         Option("vanilla_template_file", str, "", "a UTF-8 template for the vanilla rating prompt (the user "
                "message; alone, the whole prompt); placeholders $reference, $summary"),
         Option("vanilla_system_file", str, "", "a UTF-8 file replacing the vanilla rating system message; "
@@ -250,14 +118,31 @@ class FacetMetric(Metric):
                                      "fm.mode=vanilla rates no facets")
         self.extract_wording = prompt_option(self, "extract_system_file", "extract_template_file", ("text",), ("text",))
         if self.options["rating"] == "joint":
+            per_scale = [name for name in PER_SCALE_FILES if self.options[name]]
+            if per_scale:
+                raise ConfigurationError(f"metric 'fm': fm.{per_scale[0]} is used only with fm.rating=per-facet")
             self.rate_wording = prompt_option(self, "rate_system_file", "rate_template_file",
                                              ("facets", "facet_names"), ("facets",))
         else:
-            self.rate_wording = prompt_option(self, "rate_system_file", "rate_template_file",
-                                             ("facet", "scale", "reference_facet", "summary_facet"),
-                                             ("reference_facet", "summary_facet"))
+            self.scale_wording = self._scale_wording()
         self.vanilla_wording = prompt_option(self, "vanilla_system_file", "vanilla_template_file",
                                             ("reference", "summary"), ("reference", "summary"))
+
+    def _scale_wording(self) -> dict[int, JudgePrompt]:
+        """Per-facet rating's prompt for each scale: the scale's own template, else the one
+        template for every facet, else ours; the system file and the scale's examples file."""
+        own = [self.options[f"rate_template_file_{scale}"] for scale in (3, 4)]
+        if any(own) and not all(own):
+            raise ConfigurationError("metric 'fm': fm.rate_template_file_3 and fm.rate_template_file_4 go together "
+                                     "(one prompt per scale); set both, or fm.rate_template_file for every facet")
+        if all(own) and self.options["rate_template_file"]:
+            raise ConfigurationError("metric 'fm': fm.rate_template_file serves every facet; set it or "
+                                     "fm.rate_template_file_3 and fm.rate_template_file_4, not both")
+        return {scale: prompt_option(self, "rate_system_file",
+                                     f"rate_template_file_{scale}" if all(own) else "rate_template_file",
+                                     ("facet", "scale", "reference_facet", "summary_facet"),
+                                     ("reference_facet", "summary_facet"), examples=f"rate_examples_file_{scale}")
+                for scale in (3, 4)}
 
     def use_judge(self, judge):
         self.judge = require_messages(self.name, judge)
@@ -303,7 +188,8 @@ class FacetMetric(Metric):
         asked = [(i, facet) for i, detail in enumerate(details) for facet in FACETS
                  if detail["reference_facets"][facet] and detail["summary_facets"][facet]]
         prompts = [facet_rating_prompt(facet, details[i]["reference_facets"][facet],
-                                       details[i]["summary_facets"][facet], self.rate_wording) for i, facet in asked]
+                                       details[i]["summary_facets"][facet], self.scale_wording[SCALES[facet]])
+                   for i, facet in asked]
         parsers = [facet_rating_parser(facet) for _, facet in asked]
         verdicts = dict(zip(asked, ask_parsed(self.judge, prompts, parsers, self.options["retries"])))
         for i, detail in enumerate(details):
@@ -326,7 +212,9 @@ class FacetMetric(Metric):
         return _result(self.name, "vanilla", values, details)
 
 
-FACET_FILES = ("extract_template_file", "extract_system_file", "rate_template_file", "rate_system_file")
+PER_SCALE_FILES = ("rate_template_file_3", "rate_template_file_4", "rate_examples_file_3", "rate_examples_file_4")
+FACET_FILES = ("extract_template_file", "extract_system_file", "rate_template_file", "rate_system_file",
+               *PER_SCALE_FILES)
 VANILLA_FILES = ("vanilla_template_file", "vanilla_system_file")
 
 

@@ -6,6 +6,11 @@ ctrlkit trains from labelled summaries (``ctrlkit train-focus-classifier``), for
 judge at hand. The classifier is saved as plain JSON (vocabulary, idf, coefficients,
 intercept, parameters), never pickled: a pickle runs code when loaded and breaks across
 scikit-learn versions, and a classifier file is something people share.
+
+The judge's prompt is ours. CCSBench's own classification prompt (or any other) is given as
+files, as for fm (``judge_templates``): ``focus.template_file`` and ``focus.system_file``, and
+``focus.examples_file`` for worked examples at ``$examples``. The answer may be
+``{"label": ...}`` or the label alone, as a prompt asking for just the word gets it.
 """
 
 from __future__ import annotations
@@ -35,15 +40,36 @@ Answer with one JSON object and nothing else: {"label": "empirical"} or {"label"
 
 
 def label_prompt(summary: str, prompt: JudgePrompt = JudgePrompt()):
-    """Ours; a user's files (``focus.template_file``, ``focus.system_file``) get ``$summary``."""
+    """Ours; a user's files (``focus.template_file``, ``focus.system_file``) get ``$summary``, and
+    ``$examples`` with ``focus.examples_file``."""
     return prompt.messages(LABEL_SYSTEM, f"Summary:\n{summary}", summary=summary)
 
 
 def parse_label(answer: str) -> str:
+    """The label an answer gives: ``{"label": "empirical"}`` (found as ``json_object`` finds it),
+    or the word alone, perhaps after a short label and a colon and before a full stop
+    (``Conceptual``, ``Focus: empirical.``), as a prompt asking for just the label gets it."""
+    bare = bare_label(answer)
+    if bare is not None:
+        return bare
     label = json_object(answer).get("label")
     if not isinstance(label, str) or label.strip().lower() not in LABELS:
         raise UnparseableAnswer(f'"label" must be "empirical" or "conceptual", got {json.dumps(label)}')
     return label.strip().lower()
+
+
+def bare_label(answer: str) -> str | None:
+    """One of ``LABELS`` when it is the whole answer, less case, surrounding space, one trailing
+    full stop and a leading ``word:`` of up to 20 letters and spaces; else None. String
+    operations only, so linear in the answer's length."""
+    text = answer.strip()
+    prefix, colon, rest = text.partition(":")
+    if colon and len(prefix) <= 20 and prefix.replace(" ", "").isalpha():
+        text = rest.strip()
+    if text.endswith("."):
+        text = text[:-1].rstrip()
+    text = text.lower()
+    return text if text in LABELS else None
 
 
 class Focus(Metric):
@@ -66,9 +92,11 @@ class Focus(Metric):
         Option("classifier", str, "", "classifier JSON from ctrlkit train-focus-classifier (labeller=classifier)"),
         RETRIES,
         Option("template_file", str, "", "a UTF-8 template for the judge's labelling prompt (the user message; "
-               "alone, the whole prompt); placeholder $summary (docs/judge-templates.md)"),
+               "alone, the whole prompt); placeholders $summary, $examples (docs/judge-templates.md)"),
         Option("system_file", str, "", "a UTF-8 file replacing the judge's labelling system message; "
-               "placeholder $summary"),
+               "placeholders $summary, $examples"),
+        Option("examples_file", str, "", "a UTF-8 file of worked examples for the judge's labelling: at $examples "
+               "in your files, else after our instructions"),
     )
 
     def __init__(self, **options):
@@ -78,11 +106,12 @@ class Focus(Metric):
             raise ConfigurationError("metric 'focus': set both focus.labeller=classifier and "
                                      "focus.classifier=PATH, or neither (the judge labels by default)")
         self.needs_judge = not by_classifier
-        for option in ("template_file", "system_file"):
+        for option in ("template_file", "system_file", "examples_file"):
             if by_classifier and self.options[option]:
                 raise ConfigurationError(f"metric 'focus': focus.{option} is the judge's prompt; "
                                          "it is not used with focus.labeller=classifier")
-        self.wording = prompt_option(self, "system_file", "template_file", ("summary",), ("summary",))
+        self.wording = prompt_option(self, "system_file", "template_file", ("summary",), ("summary",),
+                                     examples="examples_file")
         self.judge = None
         self._classifier: FocusClassifier | None = None
 
