@@ -205,7 +205,7 @@ def meta_eval(samples, human, scores, levels, resample, resamples, seed, input_k
 @cli.command("agreement")
 @click.argument("samples", type=click.Path(exists=True, dir_okay=False))
 @click.option("--field", "fields", multiple=True, required=True, metavar="PATH",
-              help="Dotted path of one rater's score in each line, e.g. given.human or given.human_facets.1 "
+              help="Dotted path of one rater's score in each line, e.g. given.human or given.human_list.1 "
                    "(repeat: two or more).")
 @click.option("--level", "levels", multiple=True, type=click.Choice(["nominal", "ordinal", "interval"]),
               help="Krippendorff's alpha level of measurement (repeatable). Default: all three.")

@@ -2,7 +2,7 @@
 
 Reads rows (a samples.jsonl, FD's JSON lines, any list of dicts). Each rater is a field, named
 by a dotted path as ``ctrlkit meta-eval`` names scores (``given.human``, ``scores.judge.score``,
-``given.human_facets.1`` for the second item of a list); each row is a unit that the raters
+``given.human_list.1`` for the second item of a list); each row is a unit that the raters
 scored. A value that is null, absent, NaN or infinite is missing; any other value that is no
 number is a one-line error naming its row and field.
 
