@@ -160,3 +160,14 @@ def test_the_command_says_how_many_non_finite_scores_each_field_held(tmp_path):
     assert lines == ["ctrlkit: meta-eval: left out 5 NaN or infinite score(s), as missing "
                      "(in given.human: 1, scores.m: 3, scores.other: 1)"], result.stderr
     assert json.loads((tmp_path / "meta.json").read_text())["settings"]["non_finite"]["scores.other"] == 1
+
+
+@pytest.mark.parametrize("value, said", [("0.5", 'str "0.5"'), (True, "bool true"), ([1, 2], "list [1, 2]"),
+                                         ({"a": 1}, 'dict {"a": 1}'), ("x" * 100, 'str "' + "x" * 36 + "...")])
+def test_a_score_that_is_not_a_number_is_one_line_naming_row_and_path(value, said):
+    rows = [{"given": {"human": float(i), "paper": i // 2, "system": i % 2}, "scores": {"m": {"v": float(i % 3)}}}
+            for i in range(8)]
+    rows[5]["given"]["human"] = value  # before: left out without a word, n one smaller
+    with pytest.raises(CtrlkitError) as caught:
+        meta_evaluate(rows, "given.human", ["scores.m.v"], resamples=0)
+    assert str(caught.value) == f"row 6: 'given.human' is {said}, not a number"

@@ -31,6 +31,7 @@ so that a p at its floor 1 / (1 + permutations) is printed as the bound it is
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from dataclasses import dataclass
@@ -199,7 +200,7 @@ def meta_evaluate(rows: Iterable[dict], human: str, scores: Sequence[str] | None
     paths = list(scores) if scores else list(dict.fromkeys(path for row in rows for path in numeric_paths(row)))
     if not paths:
         raise CtrlkitError("no metric scores found under 'scores'; name them with --score PATH")
-    _refuse_huge_integers(rows, [human, *paths])
+    _refuse_non_numbers(rows, [human, *paths])
     non_finite = _non_finite(rows, [human, *paths])
     if not any(_is_number(lookup(row, human)) for row in rows):
         raise CtrlkitError(f"no row has a number at '{human}'")
@@ -414,15 +415,20 @@ def _scaled(values: np.ndarray) -> np.ndarray:
     return np.ldexp(values, -exponent)
 
 
-def _refuse_huge_integers(rows: list[dict], paths: Sequence[str]) -> None:
-    """One line naming the row and path of an integer beyond the largest float (JSON allows a
-    400-digit one): it has no float to correlate, and is no score a metric or a rater gives."""
+def _refuse_non_numbers(rows: list[dict], paths: Sequence[str]) -> None:
+    """One line naming the row and path of a score that is not a number (text such as "0.5",
+    true or false, a list or an object), or of an integer beyond the largest float (JSON allows a
+    400-digit one): neither has a float to correlate, and left out it would only shrink n."""
     for number, row in enumerate(rows, 1):
         for path in paths:
             value = lookup(row, path)
             if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1024:
                 raise CtrlkitError(f"row {number}: '{path}' is an integer of about {int(value.bit_length() * 0.30103)} "
                                    f"digits, beyond the largest float (about 1.8e308)")
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                shown = json.dumps(value, ensure_ascii=False)
+                raise CtrlkitError(f"row {number}: '{path}' is {type(value).__name__} "
+                                   f"{shown if len(shown) <= 40 else shown[:37] + '...'}, not a number")
 
 
 def _non_finite(rows: list[dict], paths: Sequence[str]) -> dict[str, int]:
