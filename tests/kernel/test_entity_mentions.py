@@ -1,0 +1,146 @@
+"""``ctrlkit.entity_mentions``: the option ``mentions`` (rule, spacy, spacy-pronouns) on real news
+text (CTRLsum's CNN/DailyMail test sources), compared with spaCy's own ``doc.ents`` computed here."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from ctrlkit import ConfigurationError, OptionError
+from ctrlkit import spacy_pipeline
+from ctrlkit.entity_mentions import MentionFinder, names_person
+from ctrlkit.text import sentences
+from helpers import shared_file
+from helpers.english_ner import english_nlp
+
+GERMANWINGS = 0  # the first test source: "Marseille prosecutor Brice Robin told CNN ... He added, ..."
+DOCUMENTS = 12
+
+
+def _sources(count=DOCUMENTS):
+    with open(shared_file("ctrlsum/test.source"), encoding="utf-8") as lines:
+        return [next(lines).strip() for _ in range(count)]
+
+
+def _people(doc):
+    return [span.text for span in doc.ents if span.label_ == "PERSON"]
+
+
+def _bare(text):
+    return re.sub(r"['’]s$", "", text)
+
+
+def _expected(split, docs, entity):
+    """The sentences that name ``entity`` computed from spaCy's doc.ents: the full name written in
+    the sentence (whole words, any case), or a PERSON span that is the full name or its last word."""
+    full = re.compile(r"(?<!\w)" + r"\s+".join(map(re.escape, entity.split())) + r"(?!\w)", re.IGNORECASE)
+    last = entity.split()[-1]
+    return [sentence for sentence, doc in zip(split, docs)
+            if full.search(sentence) or any(_bare(span) in (entity, last) for span in _people(doc))]
+
+
+def test_spacy_mentions_equal_the_sentences_that_spacys_own_entities_give_on_news_articles():
+    nlp = english_nlp()
+    finder, compared, surname_only = MentionFinder("spacy", "entity.mentions"), 0, 0
+    for document in _sources():
+        split = sentences(document)
+        docs = list(nlp.pipe(split))
+        names = {span for doc in docs for span in map(_bare, _people(doc))  # "First Last", no "Jr." or initial
+                 if len(span.split()) == 2 and all(word.isalpha() for word in span.split())}
+        for entity in sorted(names):
+            expected = _expected(split, docs, entity)
+            assert finder.sentences(document, entity) == expected, entity
+            compared += 1
+            surname_only += sum(entity.lower() not in sentence.lower() for sentence in expected)
+    assert compared >= 50 and surname_only >= 10  # 56 and 13 with spaCy 3.8.18: many found by the surname alone
+
+
+def test_spacy_and_the_rule_differ_where_the_recogniser_knows_better():
+    english_nlp()
+    rule, spacy = MentionFinder("rule", "x.mentions"), MentionFinder("spacy", "x.mentions")
+    text = "Tim Cook spoke. Analysts said firms cook the books. Cook smiled."
+    assert rule.sentences(text, "Tim Cook") == spacy.sentences(text, "Tim Cook") == ["Tim Cook spoke.", "Cook smiled."]
+    couple = "Barack Obama arrived. Michelle Obama spoke first."
+    assert rule.sentences(couple, "Barack Obama") == list(sentences(couple))  # the surname rule takes both
+    assert spacy.sentences(couple, "Barack Obama") == ["Barack Obama arrived."]
+    # an explicit aliases control is as the rule reads it: the full name and those names only
+    assert spacy.sentences(text, "Tim Cook", ["Cook"]) == rule.sentences(text, "Tim Cook", ["Cook"])
+    assert spacy.sentences(text, "Tim Cook", []) == ["Tim Cook spoke."]
+
+
+def test_names_person_takes_the_last_name_word_and_other_words_of_the_name():
+    assert names_person("Robin", "Brice Robin") and names_person("Brice Robin's", "Brice Robin")
+    assert names_person("Mr. Robin", "Brice Robin") and names_person("Assad", "Bashar al-Assad")
+    assert names_person("King", "Martin Luther King Jr.") and names_person("Luther King", "Martin Luther King, Jr.")
+    assert not names_person("Michelle Obama", "Barack Obama") and not names_person("Brice", "Brice Robin")
+
+
+def test_pronoun_attachment_finds_he_added_after_the_one_person_named():
+    english_nlp()
+    document = _sources(GERMANWINGS + 1)[GERMANWINGS]
+    split = sentences(document)
+    he_added = next(sentence for sentence in split if sentence.startswith("He added"))
+    plain = MentionFinder("spacy", "x.mentions").sentences(document, "Brice Robin")
+    pronouns = MentionFinder("spacy-pronouns", "x.mentions").sentences(document, "Brice Robin")
+    assert he_added not in plain and he_added not in MentionFinder("rule", "x.mentions").sentences(document, "Brice Robin")
+    assert pronouns == [sentence for sentence in split if sentence in plain or sentence == he_added]
+    # the same sentence never attaches to a person the previous sentence did not name alone
+    two = "Brice Robin met Julian Reichelt. He added that the video was fake."
+    assert MentionFinder("spacy-pronouns", "x.mentions").sentences(two, "Brice Robin") == [sentences(two)[0]]
+    # nor with an aliases control, which names the entity's mentions itself
+    assert MentionFinder("spacy-pronouns", "x.mentions").sentences(document, "Brice Robin", ["Robin"]) == \
+        MentionFinder("rule", "x.mentions").sentences(document, "Brice Robin", ["Robin"])
+
+
+@pytest.fixture
+def fresh_pipeline():
+    """spacy_pipeline loads again in this test (and in the next one that asks), as in a new process."""
+    spacy_pipeline._loaded_pipeline.cache_clear()
+    yield
+    spacy_pipeline._loaded_pipeline.cache_clear()
+
+
+def test_a_missing_spacy_is_one_line_that_names_the_option_and_the_extra(monkeypatch, fresh_pipeline):
+    monkeypatch.setitem(sys.modules, "spacy", None)  # import spacy then raises ImportError
+    with pytest.raises(ConfigurationError) as raised:
+        MentionFinder("spacy", "entity.mentions").load()
+    message = str(raised.value)
+    assert message == ("option entity.mentions=spacy needs spaCy, which is not installed: pip install "
+                       "'ctrlkit[ner]', or pip install spacy && python -m spacy download en_core_web_sm")
+    with pytest.raises(ConfigurationError, match=r"^option guidance.mentions=spacy-pronouns needs spaCy"):
+        MentionFinder("spacy-pronouns", "guidance.mentions").sentences("Tim Cook spoke.", "Tim Cook")
+    MentionFinder("rule", "entity.mentions").load()  # the default needs nothing
+    assert MentionFinder("rule", "entity.mentions").sentences("Tim Cook spoke.", "Tim Cook") == ["Tim Cook spoke."]
+
+
+def test_a_missing_pipeline_is_one_line_too(monkeypatch, fresh_pipeline):
+    pytest.importorskip("spacy", reason="needs spaCy (pip install 'ctrlkit[ner]')")
+    monkeypatch.setattr(spacy_pipeline, "PIPELINES", ("no_such_pipeline",))
+    with pytest.raises(ConfigurationError, match=r"^option entity.mentions=spacy needs an English spaCy pipeline "
+                                                 r"\(no_such_pipeline\), and none is installed: pip install "):
+        MentionFinder("spacy", "entity.mentions").load()
+
+
+def test_an_unknown_finder_is_refused():
+    with pytest.raises(OptionError, match="option entity.mentions must be one of rule, spacy, spacy-pronouns; got 'ner'"):
+        MentionFinder("ner", "entity.mentions")
+
+
+def test_the_cli_starts_and_runs_the_rule_without_importing_spacy(tmp_path):
+    script = f"""
+import sys
+from click.testing import CliRunner
+from ctrlkit.cli import cli
+for args in (["--help"], ["list"], ["run", "--help"],
+             ["run", "--controller", "guidance", "--metric", "entity", "--data", {str(tmp_path / 'e.jsonl')!r},
+              "--dataset", "jsonl", "--bootstrap", "0", "--no-cache", "-o", {str(tmp_path / 'run')!r}]):
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+print("spacy" in sys.modules)
+"""
+    (tmp_path / "e.jsonl").write_text('{"id": "a", "document": "Tim Cook spoke. Cook smiled.", '
+                                      '"references": ["Cook spoke."], "controls": {"entity": "Tim Cook"}}\n')
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
