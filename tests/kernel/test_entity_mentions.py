@@ -1,7 +1,6 @@
 """``ctrlkit.entity_mentions``: the option ``mentions`` (rule, spacy, spacy-pronouns) on real news
 text (CTRLsum's CNN/DailyMail test sources), compared with spaCy's own ``doc.ents`` computed here."""
 
-import re
 import subprocess
 import sys
 
@@ -11,45 +10,20 @@ from ctrlkit import ConfigurationError, OptionError
 from ctrlkit import spacy_pipeline
 from ctrlkit.entity_mentions import MentionFinder, names_person
 from ctrlkit.text import sentences
-from helpers import shared_file
-from helpers.english_ner import english_nlp
+from helpers.english_ner import english_nlp, news_articles, people, sentences_naming
 
-GERMANWINGS = 0  # the first test source: "Marseille prosecutor Brice Robin told CNN ... He added, ..."
 DOCUMENTS = 12
-
-
-def _sources(count=DOCUMENTS):
-    with open(shared_file("ctrlsum/test.source"), encoding="utf-8") as lines:
-        return [next(lines).strip() for _ in range(count)]
-
-
-def _people(doc):
-    return [span.text for span in doc.ents if span.label_ == "PERSON"]
-
-
-def _bare(text):
-    return re.sub(r"['’]s$", "", text)
-
-
-def _expected(split, docs, entity):
-    """The sentences that name ``entity`` computed from spaCy's doc.ents: the full name written in
-    the sentence (whole words, any case), or a PERSON span that is the full name or its last word."""
-    full = re.compile(r"(?<!\w)" + r"\s+".join(map(re.escape, entity.split())) + r"(?!\w)", re.IGNORECASE)
-    last = entity.split()[-1]
-    return [sentence for sentence, doc in zip(split, docs)
-            if full.search(sentence) or any(_bare(span) in (entity, last) for span in _people(doc))]
 
 
 def test_spacy_mentions_equal_the_sentences_that_spacys_own_entities_give_on_news_articles():
     nlp = english_nlp()
     finder, compared, surname_only = MentionFinder("spacy", "entity.mentions"), 0, 0
-    for document in _sources():
+    for document in news_articles(DOCUMENTS):
         split = sentences(document)
-        docs = list(nlp.pipe(split))
-        names = {span for doc in docs for span in map(_bare, _people(doc))  # "First Last", no "Jr." or initial
+        names = {span for doc in nlp.pipe(split) for span in people(doc)  # "First Last", no "Jr." or initial
                  if len(span.split()) == 2 and all(word.isalpha() for word in span.split())}
         for entity in sorted(names):
-            expected = _expected(split, docs, entity)
+            expected = sentences_naming(split, entity)
             assert finder.sentences(document, entity) == expected, entity
             compared += 1
             surname_only += sum(entity.lower() not in sentence.lower() for sentence in expected)
@@ -78,7 +52,7 @@ def test_names_person_takes_the_last_name_word_and_other_words_of_the_name():
 
 def test_pronoun_attachment_finds_he_added_after_the_one_person_named():
     english_nlp()
-    document = _sources(GERMANWINGS + 1)[GERMANWINGS]
+    document = news_articles(1)[0]
     split = sentences(document)
     he_added = next(sentence for sentence in split if sentence.startswith("He added"))
     plain = MentionFinder("spacy", "x.mentions").sentences(document, "Brice Robin")
