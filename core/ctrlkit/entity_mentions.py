@@ -5,18 +5,26 @@ coreference; ``rule`` needs no model, the others need spaCy (the ``ner`` extra).
 
 - ``rule`` (the default): ``ctrlkit.entities``: the full name, a person-like name's surname
   decided by word lists, or the names of the ``aliases`` control.
-- ``spacy``: the full name and the ``aliases`` control's names as ``rule`` finds them (whole
-  words, any case) and, with no ``aliases`` control, a span that spaCy's recogniser labels
-  PERSON and that names the entity (``names_person``): its last word is the entity's last name
-  word and its other words are words of the entity's name, leading titles dropped. "Robin" and
-  "Brice Robin" name Brice Robin; "Michelle Obama" does not name Barack Obama, nor the verb in
-  "cook the books" Tim Cook. Whether a name is a person's is the recogniser's call, in context,
-  not the word lists': "Goldman Sachs" gets no surname mention unless the recogniser calls a
-  "Sachs" a person, "Margaret Court" gets "Court" where it is one.
-- ``spacy-pronouns``: ``spacy``, and, with no ``aliases`` control, a sentence whose subject
-  is "he" or "she" mentions the entity when the nearest earlier sentence naming anyone (a PERSON span) names one person only,
-  and that person is the entity (``pronoun_sentences``): "Brice Robin told CNN ... He added ..."
-  finds both sentences. It reads no gender and no other pronoun ("him", "his", "they").
+- ``spacy``: the rule, corrected by the entities spaCy's recogniser finds in each sentence. The
+  full name and the ``aliases`` control's names count as in the rule. With no ``aliases``
+  control, the surname (the last name word, written capitalised as in the name, whole) counts
+  when the entity is a person, and where it does not stand inside an entity of several words
+  that is not this one:
+
+  - *a person*: where the text has a span equal to the full name, the recogniser's label of it
+    decides (PERSON, or not: "Goldman Sachs" as ORG gets no surname); elsewhere, a PERSON span
+    naming the entity (``names_person``), or the rule's person-like test;
+  - *inside another entity*: "Obama" in "Michelle Obama" (PERSON) is no mention of Barack Obama,
+    nor "Sterling" in "Sterling Cooper" (ORG) of Roger Sterling; a one-word span is no such
+    entity ("Washington" labelled a place still names Isaiah Washington);
+  - a PERSON span naming the entity counts even where the rule's word lists refuse the name
+    ("Court" for Margaret Court, when the recogniser calls it a person).
+
+- ``spacy-pronouns``: ``spacy``, and (with no ``aliases`` control) a sentence that opens with
+  "He" or "She" and names no person mentions the entity when the nearest earlier sentence that
+  names anyone names only the entity (``pronoun_sentences``): "Brice Robin told CNN ... He
+  added ..." gives both sentences. It reads no gender, no pronoun elsewhere in a sentence, and
+  none in a sentence that opens with a quotation mark (quoted speech speaks of others).
 
 Sentences are ctrlkit's (``ctrlkit.text.sentences``), each given to spaCy alone, so a mention
 found in a text is one found in one of its sentences. This is no coreference resolver: none
@@ -25,9 +33,11 @@ installs without a model download (docs/reference/metrics.md, "entity", says whi
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
+from typing import NamedTuple
 
-from .entities import ARABIC_ARTICLE, HONORIFICS, SUFFIXES, given_aliases, mentions
+from .entities import ARABIC_ARTICLE, HONORIFICS, SUFFIXES, given_aliases, mentions, person_like, surname
 from .errors import OptionError
 from .spacy_pipeline import english_pipeline
 from .text import sentences
@@ -35,10 +45,29 @@ from .text import sentences
 MENTION_FINDERS = ("rule", "spacy", "spacy-pronouns")
 """The values of the option ``mentions``; ``rule`` is the default."""
 
-SUBJECT_PRONOUNS = frozenset({"he", "she"})
-"""The pronouns ``spacy-pronouns`` attaches, as the subject of their sentence."""
+OPENING_PRONOUNS = ("He", "She")
+"""The first words whose sentence ``spacy-pronouns`` may attach to the person named before."""
 
-_SUBJECT_RELATIONS = frozenset({"nsubj", "nsubjpass"})
+
+class Span(NamedTuple):
+    """One entity spaCy found in a sentence: its text, label and character offsets there."""
+
+    text: str
+    label: str
+    start: int
+    end: int
+
+
+class Sentence(NamedTuple):
+    """What ``spacy`` and ``spacy-pronouns`` read of one sentence."""
+
+    text: str
+    spans: tuple[Span, ...]
+    opens_with_pronoun: bool
+
+    @property
+    def people(self) -> tuple[str, ...]:
+        return tuple(span.text for span in self.spans if span.label == "PERSON")
 
 
 class MentionFinder:
@@ -62,12 +91,13 @@ class MentionFinder:
         if self.how == "rule":
             return [sentence for sentence in split if mentions(sentence, entity, given)]
         given = given_aliases(given)
-        analysed = analyse(split, f"{self.option}={self.how}")
-        named = [bool(mentions(sentence, entity, given or ())) or (
-            given is None and any(names_person(span, entity) for span in people))
-            for sentence, (people, _) in zip(split, analysed)]
-        if self.how == "spacy-pronouns" and given is None:
-            named = pronoun_sentences(named, analysed, entity)
+        english_pipeline(f"{self.option}={self.how}")  # the one-line error names the option without spaCy
+        analysed = _analysed(split)
+        if given is not None:
+            return [sentence for sentence in split if mentions(sentence, entity, given)]
+        named = named_sentences(analysed, entity.strip())
+        if self.how == "spacy-pronouns":
+            named = pronoun_sentences(named, analysed, entity.strip())
         return [sentence for sentence, found in zip(split, named) if found]
 
     def mentions(self, text: str, entity: str, given=None) -> bool:
@@ -77,13 +107,52 @@ class MentionFinder:
         return bool(self.sentences(text, entity, given))
 
 
-def pronoun_sentences(named: list[bool], analysed, entity: str) -> list[bool]:
+def named_sentences(analysed: tuple[Sentence, ...], entity: str) -> list[bool]:
+    """For each sentence, whether it names ``entity`` by the ``spacy`` rule (no aliases control)."""
+    person = is_person(analysed, entity)
+    pattern = surname_pattern(entity) if person else None
+    found = []
+    for sentence in analysed:
+        found.append(mentions(sentence.text, entity, ())
+                     or any(names_person(name, entity) for name in sentence.people)
+                     or (pattern is not None and any(not _inside_another(match, sentence.spans, entity)
+                                                     for match in pattern.finditer(sentence.text))))
+    return found
+
+
+def is_person(analysed: tuple[Sentence, ...], entity: str) -> bool:
+    """Whether ``entity`` is a person in this text: the label of a span equal to its full name
+    where there is one, else a PERSON span naming it, else the rule's person-like test."""
+    full = " ".join(entity.split()).lower()
+    labels = {span.label for sentence in analysed for span in sentence.spans
+              if " ".join(_without_possessive(span.text).split()).lower() == full}
+    if labels:
+        return "PERSON" in labels
+    return any(names_person(name, entity) for sentence in analysed for name in sentence.people) \
+        or person_like(entity)
+
+
+def surname_pattern(entity: str) -> re.Pattern | None:
+    """The entity's surname as whole words, its first letter as written in the name: the rule's
+    surname ("Bashar al-Assad": "al-Assad" or "Assad"), else the last name word."""
+    words = _name_words(entity)
+    last = surname(entity) or (words[-1].rstrip(".,") if words else "")
+    if not last:
+        return None
+    forms = {last, ARABIC_ARTICLE.sub("", last)}
+    names = [f"(?-i:{re.escape(form[0])})" + re.escape(form[1:]) for form in sorted(forms, key=len, reverse=True)]
+    return re.compile(r"(?<!\w)(?:" + "|".join(names) + r")(?!\w)", re.IGNORECASE)
+
+
+def pronoun_sentences(named: list[bool], analysed: tuple[Sentence, ...], entity: str) -> list[bool]:
     """``named`` (one flag a sentence: it names the entity) with the ``spacy-pronouns`` rule added:
-    a sentence with a "he"/"she" subject names it too when the nearest earlier sentence with
-    PERSON spans has spans of one person only, and they name ``entity``."""
+    a sentence opening with "He" or "She" and naming no person names it too when the nearest
+    earlier sentence with PERSON spans has spans of one person only, and they name ``entity``."""
     found, last_people = list(named), ()
-    for index, (people, pronoun_subject) in enumerate(analysed):
-        if pronoun_subject and last_people and all(names_person(span, entity) for span in last_people):
+    for index, sentence in enumerate(analysed):
+        people = sentence.people
+        if sentence.opens_with_pronoun and not people and last_people \
+                and all(names_person(name, entity) for name in last_people):
             found[index] = True
         if people:
             last_people = people
@@ -97,32 +166,39 @@ def names_person(span: str, entity: str) -> bool:
     words = [_plain(word) for word in span.split()]
     while len(words) > 1 and words[0] in HONORIFICS:
         words = words[1:]
-    name = [_plain(word) for word in entity.split()]
-    while len(name) > 1 and name[-1] in SUFFIXES:
-        name = name[:-1]
+    name = [_plain(word) for word in _name_words(entity)]
     return bool(words) and bool(name) and words[-1] == name[-1] and set(words) <= set(name)
 
 
-def analyse(split: tuple[str, ...], option: str) -> tuple[tuple[tuple[str, ...], bool], ...]:
-    """For each sentence: the texts of its PERSON spans, and whether its subject is "he" or "she"."""
-    english_pipeline(option)  # the one-line error names the option when spaCy is missing
-    return _analysed(split)
-
-
 @lru_cache(maxsize=256)
-def _analysed(split: tuple[str, ...]) -> tuple[tuple[tuple[str, ...], bool], ...]:
+def _analysed(split: tuple[str, ...]) -> tuple[Sentence, ...]:
+    """What spaCy's pipeline (already loaded) finds in each sentence, kept for the last documents."""
     found = []
-    for doc in english_pipeline("mentions=spacy").pipe(split):
-        people = tuple(span.text for span in doc.ents if span.label_ == "PERSON")
-        subject = any(token.lower_ in SUBJECT_PRONOUNS and token.dep_ in _SUBJECT_RELATIONS for token in doc)
-        found.append((people, subject))
+    for text, doc in zip(split, english_pipeline("mentions=spacy").pipe(split)):
+        spans = tuple(Span(span.text, span.label_, span.start_char, span.end_char) for span in doc.ents)
+        found.append(Sentence(text, spans, text.split(" ", 1)[0] in OPENING_PRONOUNS))
     return tuple(found)
+
+
+def _inside_another(match: re.Match, spans: tuple[Span, ...], entity: str) -> bool:
+    """Whether the surname ``match`` lies inside a span of several words that does not name ``entity``."""
+    return any(span.start <= match.start() and match.end() <= span.end and len(span.text.split()) > 1
+               and not (span.label == "PERSON" and names_person(span.text, entity)) for span in spans)
+
+
+def _name_words(entity: str) -> list[str]:
+    """The words of ``entity`` without a trailing generational suffix ("Jr.", "III")."""
+    words = entity.split()
+    while len(words) > 1 and words[-1].lower().rstrip(".,") in SUFFIXES:
+        words = words[:-1]
+    return words
+
+
+def _without_possessive(text: str) -> str:
+    return re.sub(r"['’]s$", "", text)
 
 
 def _plain(word: str) -> str:
     """A name word compared: lowercased, without a possessive, trailing punctuation or Arabic article."""
-    word = word.lower().rstrip(".,;:")
-    for possessive in ("'s", "’s"):
-        if word.endswith(possessive):
-            word = word[:-len(possessive)]
-    return ARABIC_ARTICLE.sub("", word.rstrip("'’"))
+    word = _without_possessive(word.lower()).rstrip(".,;:'’")
+    return ARABIC_ARTICLE.sub("", word)

@@ -21,11 +21,12 @@ def _two_word_people(document):
 
 
 def _with_pronouns(split, entity):
-    """``sentences_naming`` and, computed here from spaCy's parse, each sentence whose subject is
-    he or she after a sentence whose PERSON entities are all the entity (its full name or last word)."""
+    """``sentences_naming`` and, computed here from spaCy's entities, each sentence whose first word is
+    He or She and that has no PERSON entity, after a sentence whose PERSON entities are all the entity
+    (its full name or last name)."""
     naming, last, found = set(sentences_naming(split, entity)), [], []
     for sentence, doc in zip(split, parsed(split)):
-        pronoun = any(token.lower_ in ("he", "she") and token.dep_ in ("nsubj", "nsubjpass") for token in doc)
+        pronoun = sentence.split()[0] in ("He", "She") and not people(doc)
         if sentence in naming or (pronoun and last and all(span in (entity, entity.split()[-1]) for span in last)):
             found.append(sentence)
         last = people(doc) or last

@@ -38,17 +38,28 @@ def news_articles(count: int) -> list[str]:
 
 def people(doc) -> list[str]:
     """The texts of ``doc``'s PERSON entities, a possessive "'s" dropped."""
-    return [re.sub(r"['’]s$", "", span.text) for span in doc.ents if span.label_ == "PERSON"]
+    return [_bare(span.text) for span in doc.ents if span.label_ == "PERSON"]
 
 
 def sentences_naming(split, entity: str) -> list[str]:
-    """Of the sentences ``split``, those that name ``entity`` by spaCy's own ``doc.ents`` (each
-    sentence given to the pipeline alone): the full name written in it (whole words, any case), or
-    a PERSON entity that is the full name or its last word."""
+    """Of the sentences ``split``, those that name the person ``entity`` ("First Last") by spaCy's own
+    ``doc.ents`` (each sentence given to the pipeline alone): the full name written in it (whole
+    words, any case), a PERSON entity that is the full name or the last name, or the last name
+    written as in the name, whole, and not inside an entity of several words other than the full name."""
     full = re.compile(r"(?<!\w)" + r"\s+".join(map(re.escape, entity.split())) + r"(?!\w)", re.IGNORECASE)
     last = entity.split()[-1]
-    return [sentence for sentence, doc in zip(split, parsed(split))
-            if full.search(sentence) or any(span in (entity, last) for span in people(doc))]
+    found = []
+    for sentence, doc in zip(split, parsed(split)):
+        outside = [match for match in re.finditer(r"(?<!\w)" + re.escape(last) + r"(?!\w)", sentence)
+                   if not any(span.start_char <= match.start() and match.end() <= span.end_char
+                              and len(span.text.split()) > 1 and _bare(span.text) != entity for span in doc.ents)]
+        if full.search(sentence) or outside or any(span in (entity, last) for span in people(doc)):
+            found.append(sentence)
+    return found
+
+
+def _bare(text):
+    return re.sub(r"['’]s$", "", text)
 
 
 def parsed(split) -> tuple:
