@@ -5,7 +5,8 @@ document rather than inside it.
   ``ctrlkit.entities`` (the entity metric's too): the full name; for a person-like name also
   the surname ("Barack Obama" also matches "Obama", "Bank of America" never "America"); or,
   when the example has an ``aliases`` control, the full name and those names only. When no
-  sentence mentions it, the name itself.
+  sentence mentions it, the name itself. ``mentions=spacy`` corrects the rule with spaCy's
+  named entities and ``spacy-pronouns`` adds "He said ..." sentences (``ctrlkit.entity_mentions``).
 - ``name``: the requested entity's name alone (EntSUM's GSum with the entity as its guidance).
 - ``keywords``: the requested keywords, comma-separated.
 - ``given``: sentences the dataset supplies in the ``guidance`` control.
@@ -41,9 +42,10 @@ class Guidance(Controller):
                                                "summary_sentences (those oracle sentences)", choices=tuple(_READS)),
                Option("mentions", str, "rule", "with source=entity, how a sentence is found to mention the "
                                                "entity: rule (full name, or a person-like name's surname, by "
-                                               "word lists), spacy (spaCy's PERSON spans; the ner extra) or "
-                                               "spacy-pronouns (also a he/she subject after a sentence naming "
-                                               "the entity alone)", choices=MENTION_FINDERS))
+                                               "word lists), spacy (the rule corrected by spaCy's entities; the "
+                                               "ner extra) or spacy-pronouns (also a sentence opening with "
+                                               "He/She after one naming the entity alone)",
+                      choices=MENTION_FINDERS))
 
     def __init__(self, **options):
         super().__init__(**options)

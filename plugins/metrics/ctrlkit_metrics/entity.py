@@ -11,17 +11,19 @@ class EntitySuccess(Metric):
     as whole words in any case; for a person-like name also its surname, capitalised ("Obama"
     for "Barack Obama"; "America" never counts for "Bank of America"); or, when the example has
     an ``aliases`` control, the full name and those names only. Else 0.0. Corpus: the mean.
-    ``entity.mentions=spacy`` (or ``spacy-pronouns``) finds mentions with spaCy's recogniser
-    instead (``ctrlkit.entity_mentions``; the ``ner`` extra).
+    ``entity.mentions=spacy`` corrects the rule with spaCy's named entities, ``spacy-pronouns``
+    also takes a "He said ..." sentence after one naming the entity alone
+    (``ctrlkit.entity_mentions``; the ``ner`` extra).
     """
 
     scores_each_example_alone = True
 
     reads = ("entity",)
     options = (Option("mentions", str, "rule", "how a mention is found: rule (full name, or a person-like "
-                                               "name's surname, by word lists), spacy (spaCy's PERSON spans; "
-                                               "the ner extra) or spacy-pronouns (also a he/she subject after "
-                                               "a sentence naming the entity alone)", choices=MENTION_FINDERS),)
+                                               "name's surname, by word lists), spacy (the rule corrected by "
+                                               "spaCy's entities; the ner extra) or spacy-pronouns (also a "
+                                               "sentence opening with He/She after one naming the entity "
+                                               "alone)", choices=MENTION_FINDERS),)
 
     @property
     def finder(self) -> MentionFinder:
