@@ -90,11 +90,11 @@ class MentionFinder:
         split = sentences(document)
         if self.how == "rule":
             return [sentence for sentence in split if mentions(sentence, entity, given)]
-        given = given_aliases(given)
         english_pipeline(f"{self.option}={self.how}")  # the one-line error names the option without spaCy
-        analysed = _analysed(split)
-        if given is not None:
+        given = given_aliases(given)
+        if given is not None:  # the aliases control names the mentions: read as the rule reads it
             return [sentence for sentence in split if mentions(sentence, entity, given)]
+        analysed = _analysed(split)
         named = named_sentences(analysed, entity.strip())
         if self.how == "spacy-pronouns":
             named = pronoun_sentences(named, analysed, entity.strip())

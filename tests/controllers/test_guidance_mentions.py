@@ -8,6 +8,7 @@ import pytest
 
 import ctrlkit
 from ctrlkit import Example, ModelInput
+from ctrlkit.testing import check_controller
 from ctrlkit.sweeps.sweep import sweep
 from ctrlkit.text import sentences
 from helpers.english_ner import news_articles, parsed, people, sentences_naming
@@ -114,3 +115,11 @@ def _one_row(tmp_path):
     path.write_text(json.dumps({"id": "a", "document": "Tim Cook spoke.", "references": ["-"],
                                 "controls": {"entity": "Tim Cook"}}) + "\n")
     return path
+
+
+@pytest.mark.parametrize("mentions", ["spacy", "spacy-pronouns"])
+def test_guidance_passes_the_conformance_kit_with_spacy(mentions):
+    examples = [Example(str(index), article, controls={"entity": "Brice Robin"})
+                for index, article in enumerate(news_articles(2))]
+    parsed(sentences(examples[0].document))  # skips without spaCy
+    check_controller(ctrlkit.get_controller("guidance", mentions=mentions), examples=examples)

@@ -8,6 +8,7 @@ import pytest
 
 import ctrlkit
 from ctrlkit import Example, spacy_pipeline
+from ctrlkit.testing import check_metric
 from ctrlkit.text import sentences
 from helpers import invoke_ctrlkit
 from helpers.english_ner import english_nlp, news_articles, people, sentences_naming
@@ -74,3 +75,12 @@ def test_a_run_asking_for_spacy_without_it_fails_in_one_line_before_any_work(tmp
     plain = invoke_ctrlkit("run", "--dataset", "jsonl", "--data", str(data), "--metric", "entity",
                            "--bootstrap", "0", "--no-cache", "-o", str(tmp_path / "rule"))
     assert plain.returncode == 0, plain.stderr  # the default rule needs no spaCy
+
+
+@pytest.mark.parametrize("mentions", ["spacy", "spacy-pronouns"])
+def test_the_metric_passes_the_conformance_kit_with_spacy(mentions):
+    english_nlp()
+    examples = [Example(str(index), article, controls={"entity": "Brice Robin"})
+                for index, article in enumerate(news_articles(2))]
+    check_metric(ctrlkit.get_metric("entity", mentions=mentions), examples=examples,
+                 predictions=[article[:300] for article in news_articles(2)])
