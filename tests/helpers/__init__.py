@@ -15,6 +15,7 @@ folder of tests/. A test module never imports another test module: what two of t
 - ``p_values``: a p-value as ctrlkit prints it
 - ``record_schemas``: the JSON Schemas of results.json, sweep.json and table.json, as validators
 - ``browser``: headless chromium for the report's pages
+- ``english_ner``: spaCy's small English pipeline loaded apart from ctrlkit (skips without it), news articles
 """
 
 from helpers.commands import invoke_ctrlkit, run_ctrlkit

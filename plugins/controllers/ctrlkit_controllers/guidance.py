@@ -5,7 +5,8 @@ document rather than inside it.
   ``ctrlkit.entities`` (the entity metric's too): the full name; for a person-like name also
   the surname ("Barack Obama" also matches "Obama", "Bank of America" never "America"); or,
   when the example has an ``aliases`` control, the full name and those names only. When no
-  sentence mentions it, the name itself.
+  sentence mentions it, the name itself. ``mentions=spacy`` corrects the rule with spaCy's
+  named entities and ``spacy-pronouns`` adds "He said ..." sentences (``ctrlkit.entity_mentions``).
 - ``name``: the requested entity's name alone (EntSUM's GSum with the entity as its guidance).
 - ``keywords``: the requested keywords, comma-separated.
 - ``given``: sentences the dataset supplies in the ``guidance`` control.
@@ -21,8 +22,9 @@ with ``source=salient`` (or ``summary_sentences``) its oracle upper bound.
 """
 
 from ctrlkit import ConfigurationError, Controller, Option
-from ctrlkit.plugin_api import aliases, given_aliases, mentions  # aliases: importable from here too
-from ctrlkit.plugin_api import sentences
+from ctrlkit.plugin_api import MENTION_FINDERS, MentionFinder, aliases, given_aliases, sentences
+
+__all__ = ["Guidance", "aliases", "entity_sentences", "oracle_sentences"]  # aliases: importable from here too
 
 _READS = {"entity": "entity", "name": "entity", "keywords": "keywords", "given": "guidance",
           "salient": "salient_sentences", "summary_sentences": "summary_sentences"}
@@ -37,11 +39,21 @@ class Guidance(Controller):
     options = (Option("source", str, "entity", "which control becomes the guidance: entity (the sentences naming "
                                                "it), name (the entity's name alone), keywords, given (the "
                                                "'guidance' control), salient or "
-                                               "summary_sentences (those oracle sentences)", choices=tuple(_READS)),)
+                                               "summary_sentences (those oracle sentences)", choices=tuple(_READS)),
+               Option("mentions", str, "rule", "with source=entity, how a sentence is found to mention the "
+                                               "entity: rule (full name, or a person-like name's surname, by "
+                                               "word lists), spacy (the rule corrected by spaCy's entities; the "
+                                               "ner extra) or spacy-pronouns (also a sentence opening with "
+                                               "He/She after one naming the entity alone)",
+                      choices=MENTION_FINDERS))
 
     def __init__(self, **options):
         super().__init__(**options)
         self.reads = (_READS[self.options["source"]],)
+
+    def prepare(self, backbone):
+        if self.options["source"] == "entity":
+            self._finder().load()  # a missing spaCy fails before any work
 
     def apply(self, example, model_input):
         value = example.controls[self.reads[0]]
@@ -51,7 +63,8 @@ class Guidance(Controller):
                 given = given_aliases(example.controls.get("aliases"))
             except ConfigurationError as exc:
                 raise ConfigurationError(f"controller '{self.name}', example '{example.id}': {exc}") from None
-            guidance = " ".join(entity_sentences(model_input.source, str(value), given)) or str(value)
+            guidance = " ".join(entity_sentences(model_input.source, str(value), given, self._finder())) \
+                or str(value)
         elif source == "name":
             guidance = str(value).strip()
         elif source in _ORACLES:
@@ -61,11 +74,16 @@ class Guidance(Controller):
             guidance = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
         return model_input.replace(guidance=guidance)
 
+    def _finder(self) -> MentionFinder:
+        """How this controller finds the entity's sentences (its option ``mentions``)."""
+        return MentionFinder(self.options["mentions"], f"{self.name}.mentions")
 
-def entity_sentences(document: str, entity: str, names=None) -> list[str]:
+
+def entity_sentences(document: str, entity: str, names=None, finder: MentionFinder | None = None) -> list[str]:
     """The sentences of ``document`` that mention ``entity`` or one of its aliases, in order;
-    ``names`` is the example's ``aliases`` control, which replaces the derived aliases."""
-    return [sentence for sentence in sentences(document) if mentions(sentence, entity, names)]
+    ``names`` is the example's ``aliases`` control, which replaces the derived aliases; ``finder``
+    says how a mention is found (the alias rule when None)."""
+    return (finder or MentionFinder("rule", "guidance.mentions")).sentences(document, entity, names)
 
 
 def oracle_sentences(document: str, given: list[str]) -> list[str]:
