@@ -124,6 +124,8 @@ def load(model, named: list[tuple[str, Path]], combine: str, weights: list[float
     except (ValueError, RuntimeError, KeyError) as exc:  # e.g. weights of other shapes than the base model's
         raise ConfigurationError(f"option '{backbone}.adapters' cannot load them onto {model.name_or_path}: "
                                  f"{' '.join(str(exc).split())}") from None
+    if wrapped.peft_config[named[0][0]].is_prompt_learning:  # a sequence of prefixes
+        adapters.prefix_reaches_generation(wrapped)
     if combine == "merge":
         names = [name for name, _ in named]
         wrapped.add_weighted_adapter(names, weights, COMBINED, combination_type="cat")

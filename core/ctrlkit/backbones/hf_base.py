@@ -14,7 +14,7 @@ from ..hub import hub_unreachable, is_local, not_found_offline
 from ..options import Option
 from ..quiet import quiet_new_imports, quietly
 from ..secrets import scrub_text
-from . import adapter_composition, adapters, seeded_rows
+from . import adapter_composition, adapters, seeded_rows, value_prefixes
 from .gguf_file import gguf_sha256, is_gguf_file
 from .gguf_torch import dequantized_folder
 from .prompt_fitting import PromptFitting
@@ -62,6 +62,7 @@ class HFBackbone(PromptFitting, Backbone):
         self._tokens_added = 0  # by controllers, since loading
         self._added_rows = {}  # an adapter's base model's rows of those tokens (adapters.py)
         self._composition = None  # hf.adapters, parsed on first use: the registry names the backbone after __init__
+        self.value_prefixes: dict[str, str] = {}  # control=value to its prefix's adapter name (value_prefixes.py)
         self._in_stage = False
 
     def __init_subclass__(cls, **kwargs):
@@ -122,13 +123,19 @@ class HFBackbone(PromptFitting, Backbone):
         if name.startswith((".", "/", "~")) and not Path(name).expanduser().is_dir() and not is_gguf_file(name):
             raise ConfigurationError(f"backbone '{self.name}': no model folder at {name}")
         adapter = Path(name).expanduser() if adapters.is_adapter_folder(name) else None
-        if adapter:
+        prefixes = Path(name).expanduser() if value_prefixes.is_prefixes_folder(name) else None
+        if adapter or prefixes:
             adapters.require_peft(f"backbone '{self.name}' with the adapter in {name}")
+        if adapter:
             name = adapters.base_model(adapter, adapters.read_adapter_config(adapter), self.name)
+        elif prefixes:
+            index = value_prefixes.read_index(prefixes)
+            first = value_prefixes.first_adapter(prefixes, index)
+            name = adapters.base_model(first, adapters.read_adapter_config(first), self.name)
         if is_gguf_file(name):  # read through the float32 folder kept for that file
             name = str(dequantized_folder(name, self.name))
         # an adapter's folder holds the tokenizer with the tokens its controller added, and their rows
-        saved = adapter or adapter_composition.tokenizer_folder(self.composed)
+        saved = adapter or prefixes or adapter_composition.tokenizer_folder(self.composed)
         vocabulary = saved if saved and (saved / "tokenizer_config.json").is_file() else name
         # a Hub name with the Hub out of reach: the local Hub cache only, not a minute of retries
         offline = None if is_local(name) else hub_unreachable()
@@ -150,6 +157,9 @@ class HFBackbone(PromptFitting, Backbone):
             self._added_rows = adapters.restore_added_rows(self._model, saved, len(self._tokenizer))
         if adapter:
             self._model = adapters.load_adapter(self._model, adapter, self.name)
+        elif prefixes:
+            self._model = value_prefixes.load(self._model, prefixes, index, self.name)
+            self.value_prefixes = index
         elif self.composed:
             adapter_composition.check_vocabularies(self.composed, self._tokenizer, name, bool(offline), self.name)
             self._model = adapter_composition.load(self._model, self.composed, self.options["combine"],
@@ -183,29 +193,41 @@ class HFBackbone(PromptFitting, Backbone):
         return type(self.model).__module__.partition(".")[0] == "peft"
 
     @quietly
-    def attach_adapter(self, settings: dict) -> dict:
+    def attach_adapter(self, settings: dict, prefix_keys: list[str] | None = None) -> dict:
         """Wrap the model in a new adapter (``ctrlkit train --peft``; :func:`.adapters.peft_settings`),
         once the controller has added its tokens, which LoRA then trains; a model loaded with an
-        adapter of that method (a resumed training) goes on with it. Returns what peft chose."""
+        adapter of that method (a resumed training) goes on with it. With ``prefix_keys``
+        (``control=value`` each), one prefix per value (:mod:`.value_prefixes`). Returns what peft chose."""
         self._refuse_composed_training()
         if self.has_adapter:
             loaded = adapters.chosen(self.model)
             if loaded["method"] != settings["method"]:
                 raise ConfigurationError(f"backbone '{self.name}': {self.options['model']} holds a {loaded['method']} "
                                          f"adapter, not {settings['method']}")
-            return loaded
+            if sorted(self.value_prefixes) != sorted(prefix_keys or []):
+                raise ConfigurationError(f"backbone '{self.name}': {self.options['model']} holds prefixes for "
+                                         f"{', '.join(self.value_prefixes) or 'no value'}, not for "
+                                         f"{', '.join(prefix_keys or []) or 'no value'}")
+            return {**loaded, "values": prefix_keys} if prefix_keys else loaded
         count, vocabulary = self._tokens_added, len(self.tokenizer)
         self._added_rows = adapters.added_rows(self.model, count) if count else {}
-        config = adapters.peft_config(settings, adapters.TASK_TYPES[self.auto_model_class],
-                                      list(range(vocabulary - count, vocabulary)))
+
+        def config():
+            return adapters.peft_config(settings, adapters.TASK_TYPES[self.auto_model_class],
+                                        list(range(vocabulary - count, vocabulary)))
+
         try:
-            self._model = adapters.peft_model(self._model, config)
+            if prefix_keys:
+                self._model, self.value_prefixes = value_prefixes.attach(self._model, config, prefix_keys)
+            else:
+                self._model = adapters.peft_model(self._model, config())
         except (ValueError, TypeError) as exc:  # e.g. target modules the model does not have
             raise ConfigurationError(f"backbone '{self.name}' cannot take a {settings['method']} adapter: "
                                      f"{' '.join(str(exc).split())}") from None
         for config in self._model.peft_config.values():
             config.base_model_name_or_path = adapters.recorded_base(self.options["model"])
-        return adapters.chosen(self._model)
+        chose = adapters.chosen(self._model)
+        return {**chose, "values": prefix_keys} if prefix_keys else chose
 
     def _refuse_composed_training(self) -> None:
         if self.composed:
@@ -291,6 +313,12 @@ class HFBackbone(PromptFitting, Backbone):
                 identity["base_files"] = _fingerprint(Path(base).expanduser())
             elif isinstance(base, str) and is_gguf_file(base):
                 identity["base_gguf_sha256"] = gguf_sha256(Path(base).expanduser())
+        if value_prefixes.is_prefixes_folder(self.options["model"]):
+            index = value_prefixes.read_index(folder)
+            identity["prefix_files"] = {key: _fingerprint(folder / name) for key, name in index.items()}
+            base = adapters.read_adapter_config(value_prefixes.first_adapter(folder, index)).get("base_model_name_or_path")
+            if isinstance(base, str) and base and Path(base).expanduser().is_dir():
+                identity["base_files"] = _fingerprint(Path(base).expanduser())
         if self.composed:
             identity["adapter_files"] = {name: _fingerprint(path) for name, path in self.composed}
         else:  # without adapters, how they would combine changes nothing (nor the cache keys of earlier runs)
@@ -315,6 +343,8 @@ class HFBackbone(PromptFitting, Backbone):
             # the added tokens' rows are LoRA's trainable tokens and ctrlkit's file, not whole embedding matrices
             self.model.save_pretrained(directory, save_embedding_layers=False)
             adapters.save_added_rows(self._added_rows, Path(directory))
+            if self.value_prefixes:
+                value_prefixes.save_index(Path(directory), self.value_prefixes)
         else:
             self.model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api import backbone_name, get_backbone
+from ..backbones import value_prefixes
 from ..backbones.adapters import peft_settings
 from ..backbones.hf_base import require_hf_libraries
 from ..errors import ConfigurationError, CtrlkitError
@@ -120,7 +121,8 @@ def train(settings: TrainSettings | None = None, /, **fields: Any) -> dict:
     seed_everything(settings.seed)
     started = time.perf_counter()
     pairs, eval_pairs, facts = _training_pairs(settings, parts)
-    peft_chose = model.attach_adapter(adapter) if adapter else None
+    prefix_keys = _prefix_keys(pairs, eval_pairs, adapter)
+    peft_chose = model.attach_adapter(adapter, prefix_keys) if adapter else None
     loop = TrainingLoop.start(settings, model, steering, len(pairs), recorded, checkpoint if resuming else None)
     if settings.progress and resuming:
         say(f"train [{steering.name}]: resuming: {loop.state['step']} of {loop.total} steps already done "
@@ -334,6 +336,24 @@ def _parameter_counts(model, trainable) -> dict:
     count = sum(parameter.numel() for parameter in {id(p): p for p in trainable}.values())
     total = sum(parameter.numel() for parameter in every.values())
     return {"trainable_parameters": count, "total_parameters": total, "trainable_share": round(count / total, 6)}
+
+
+def _prefix_keys(pairs, eval_pairs, adapter) -> list[str] | None:
+    """The ``control=value`` of each prefix to train, one per value the training inputs ask for
+    (the soft-prefix controller), or None when they ask for none; refused in one line without
+    ``--peft prefix``, or when the eval split asks for a value the training never sees."""
+    keys = value_prefixes.wanted_keys([model_input for model_input, _ in pairs])
+    if not keys:
+        return None
+    if not adapter or adapter["method"] != "prefix":
+        raise ConfigurationError(f"the inputs ask for one prefix per value ({', '.join(keys)}): train them with "
+                                 "--peft prefix")
+    unseen = [key for key in value_prefixes.wanted_keys([model_input for model_input, _ in eval_pairs])
+              if key not in keys]
+    if unseen:
+        raise ConfigurationError(f"the eval split asks for the prefix of {unseen[0]}, which no training example "
+                                 "has: it would stay untrained")
+    return keys
 
 
 def _pairs(controller, examples) -> list[tuple[ModelInput, str]]:
