@@ -46,8 +46,9 @@ class HFBackbone(PromptFitting, Backbone):
         Option("adapters", str, "", "trained adapters (peft) composed on the model, NAME=DIR,NAME=DIR "
                                     "(see combine)"),
         Option("combine", str, "merge", "how adapters combine: merge (LoRA: one adapter, the weighted sum of "
-                                        "their weight changes) or sequence (each summarizes the previous one's "
-                                        "summary, in the order given)", choices=adapter_composition.COMBINE),
+                                        "their weight changes), sequence (each summarizes the previous one's "
+                                        "summary, in the order given) or lorahub (ctrlkit train searches the merge "
+                                        "weights on a few examples)", choices=adapter_composition.COMBINE),
         Option("adapter_weights", str, "", "merge weights, one per adapter, e.g. 0.7,0.3 (empty: equal)"),
     )
     auto_model_class = ""  # the transformers Auto class, by name
@@ -62,6 +63,8 @@ class HFBackbone(PromptFitting, Backbone):
         self._tokens_added = 0  # by controllers, since loading
         self._added_rows = {}  # an adapter's base model's rows of those tokens (adapters.py)
         self._composition = None  # hf.adapters, parsed on first use: the registry names the backbone after __init__
+        self._composition_folder = None  # a folder ctrlkit train wrote with hf.combine=lorahub, once read
+        self._weights_searched = False  # hf.combine=lorahub: merge_adapters has merged them
         self.value_prefixes: dict[str, str] = {}  # control=value to its prefix's adapter name (value_prefixes.py)
         self._in_stage = False
 
@@ -74,10 +77,19 @@ class HFBackbone(PromptFitting, Backbone):
     def composed(self) -> list[tuple[str, Path]]:
         """The (name, folder) of each adapter ``hf.adapters`` composes on the model, checked."""
         if self._composition is None:
+            if self.options["model"] and adapter_composition.is_composition_folder(self.options["model"]):
+                self._composition_folder = Path(self.options["model"]).expanduser()
+                adapter_composition.read_composition(self.options, self.name)
             self._composition = adapter_composition.parse(self.options, self.name)
             if self._composition[1]:  # recorded as used: the default, equal weights, written out
                 self.options["adapter_weights"] = ",".join(map(repr, self._composition[1]))
         return self._composition[0]
+
+    def merge_adapters(self, weights: list[float]) -> None:
+        """With ``combine=lorahub``: make the active adapter the composed adapters' weighted sum
+        (``ctrlkit train``'s search calls it for every weighting it tries)."""
+        adapter_composition.merge(self.model, [name for name, _ in self.composed], weights)
+        self._weights_searched = True
 
     def recorded_options(self):
         """The options, with the merge weights written out (the default, equal ones, too)."""
@@ -107,6 +119,7 @@ class HFBackbone(PromptFitting, Backbone):
             return
         if not self.options["model"]:
             raise ConfigurationError(f"backbone '{self.name}' needs a model: --backbone {self.name}:PATH_OR_HUB_ID")
+        _ = self.composed  # a folder of hf.combine=lorahub names its base model and adapters
         import torch
         import transformers
 
@@ -300,6 +313,7 @@ class HFBackbone(PromptFitting, Backbone):
         that a model trained again into the same folder is not served its old outputs; for an
         adapter, of its base model's folder too. How a long prompt is cut is part of it: outputs
         cached when a tokenizer cut every prompt at one end are not served again."""
+        _ = self.composed  # a folder of hf.combine=lorahub runs, and is recorded, as its merge
         identity = {**super().identity(), "cut": "document end, then earliest demonstrations"}
         folder = Path(self.options["model"]).expanduser()
         if folder.is_dir():
@@ -331,7 +345,8 @@ class HFBackbone(PromptFitting, Backbone):
         import json
         from pathlib import Path
 
-        path = Path(self.options["model"]) / "ctrlkit_controller.json"
+        _ = self.composed
+        path = (self._composition_folder or Path(self.options["model"])) / "ctrlkit_controller.json"
         return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
     @quietly
@@ -356,6 +371,10 @@ def _in_sequence(generate):
 
     @functools.wraps(generate)
     def staged(self, inputs):
+        if self.composed and self.options["combine"] == "lorahub" and not self._weights_searched:
+            raise ConfigurationError(f"option '{self.name}.combine=lorahub' searches the merge weights in ctrlkit "
+                                     f"train; run the folder it writes (--backbone {self.name}:OUT), or give "
+                                     f"{self.name}.adapter_weights with {self.name}.combine=merge")
         if self._in_stage or not (self.composed and self.options["combine"] == "sequence"):
             return generate(self, inputs)
         self._in_stage = True  # a subclass's generate calling its parent's runs one stage, not a sequence
