@@ -194,3 +194,34 @@ def test_macsum_trains_one_prefix_per_length_and_runs_with_them(bart, tmp_path):
     assert done.returncode == 0, done.stderr
     samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 3 and all(sample["prediction"] for sample in samples)
+
+
+def test_a_prefix_training_resumes_with_every_prefix(bart, tmp_path, monkeypatch):
+    """Stopped after its checkpoint, it resumes with each value's prefix where it was, and ends as
+    an uninterrupted training does."""
+    from ctrlkit.backbones.hf import HFSeq2Seq
+
+    data = _write(tmp_path / "d.jsonl", DOCUMENTS)
+    args = dict(backbone=f"hf:{bart}", controller="soft-prefix", dataset="jsonl", data=str(data),
+                options={"jsonl": {"control_fields": "length"}}, peft="prefix", prefix_length=3, batch_size=4,
+                max_steps=4, save_every=2, lr=5e-2, seed=3)
+    whole = train(out=str(tmp_path / "whole"), **args)
+    calls = {"n": 0}
+    original = HFSeq2Seq.loss
+
+    def interrupted(self, *given, **named):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyboardInterrupt
+        return original(self, *given, **named)
+
+    monkeypatch.setattr(HFSeq2Seq, "loss", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train(out=str(tmp_path / "resumed"), **args)
+    assert (tmp_path / "resumed" / "checkpoint" / "ctrlkit_prefixes.json").is_file()
+    monkeypatch.setattr(HFSeq2Seq, "loss", original)
+    resumed = train(out=str(tmp_path / "resumed"), **args)
+    assert resumed["resumed"] and resumed["losses"] == pytest.approx(whole["losses"], abs=1e-5)
+    for key in ("length=short", "length=long"):
+        final, straight = _prefix(tmp_path / "resumed", key)[1], _prefix(tmp_path / "whole", key)[1]
+        assert all(final[name].allclose(straight[name], atol=1e-5) for name in straight)
