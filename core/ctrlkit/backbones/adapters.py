@@ -200,10 +200,10 @@ def peft_model(model, config, adapter_name: str = "default"):
 
 
 def prefix_reaches_generation(model) -> None:
-    """Make ``generate`` use the prefix of a prefix-tuned sequence-to-sequence model. peft (0.21)
-    hands the prefix to the first generation step as ``past_key_values``; transformers 5's
-    seq2seq models take the cache as ``cache`` and, given both, ignore the old name, so the
-    prefix steered the loss in training but not one generated token. Here the prefix becomes the
+    """Make ``generate`` use the prefix of a prefix-tuned model. peft (0.21) hands the prefix to
+    the first generation step as ``past_key_values``; transformers 5's models take the cache as
+    ``cache`` and, given both, ignore the old name, so the prefix's keys and values reached the
+    loss in training but never generation. Here the prefix becomes the
     first step's ``cache``, and the prefixes peft makes again at later steps are dropped (the
     cache holds the first one's keys and values by then). Models that take ``past_key_values``
     alone (no ``cache`` among their inputs) are left as they are."""
