@@ -132,3 +132,13 @@ def test_lorahub_on_macsum(hub, tmp_path):
     found = json.loads((tmp_path / "hub" / "training.json").read_text())["lorahub"]
     assert set(found["weights"]) == {"a", "b"} and found["evaluations"] == 3
     assert done.stdout.startswith("lorahub: weights a ")
+
+
+def test_a_damaged_composition_file_is_one_line_naming_it(hub, tmp_path):
+    folder = tmp_path / "hub"
+    folder.mkdir()
+    (folder / "ctrlkit_composition.json").write_text('{"base": "x", "adapters": [["a"]]}')
+    with pytest.raises(ctrlkit.CtrlkitError, match=rf"^{folder / 'ctrlkit_composition.json'}: not a readable "
+                                                    r"composition") as caught:
+        ctrlkit.get_backbone(f"hf:{folder}").identity()
+    assert "\n" not in str(caught.value)

@@ -225,3 +225,14 @@ def test_a_prefix_training_resumes_with_every_prefix(bart, tmp_path, monkeypatch
     for key in ("length=short", "length=long"):
         final, straight = _prefix(tmp_path / "resumed", key)[1], _prefix(tmp_path / "whole", key)[1]
         assert all(final[name].allclose(straight[name], atol=1e-5) for name in straight)
+
+
+def test_a_damaged_prefix_index_is_one_line_naming_it(trained, tmp_path):
+    import shutil
+
+    folder = tmp_path / "copy"
+    shutil.copytree(trained[0], folder)
+    (folder / "ctrlkit_prefixes.json").write_text('{"prefixes": {"length=short": "value9"}}')
+    with pytest.raises(ctrlkit.CtrlkitError, match=rf"^{folder / 'ctrlkit_prefixes.json'}: field 'prefixes' must "
+                                                    r"map each control=value to a subfolder holding an adapter$"):
+        ctrlkit.get_backbone(f"hf:{folder}").load()
