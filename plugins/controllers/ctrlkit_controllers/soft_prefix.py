@@ -8,7 +8,7 @@ from ctrlkit import Controller, Option, OptionError
 
 
 class SoftPrefix(Controller):
-    """Picks, for each example, the trained prefix of its value of one control (option ``control``)."""
+    """Picks, for each example, the trained prefix of its value of one control (soft-prefix.control)."""
 
     requires = frozenset({"value_prefixes"})
     trained_with_model = True
