@@ -402,6 +402,8 @@ def train_option(name: str, *flags: str, **extra):
 @train_option("lora_dropout", type=float)
 @train_option("lora_targets", metavar="A,B")
 @train_option("prefix_length", type=int)
+@train_option("lorahub_budget", type=int)
+@train_option("lorahub_l1", type=float)
 @DEVICE
 @STRICT_CONTROLS
 def train(assignments, device, **settings):
@@ -410,6 +412,12 @@ def train(assignments, device, **settings):
 
     backbone, out = settings["backbone"], settings["out"]
     record = train_backbone(TrainSettings(**settings, options=_options(assignments, backbone, device), progress=True))
+    if "lorahub" in record:
+        found = ", ".join(f"{name} {weight:.4f}" for name, weight in record["lorahub"]["weights"].items())
+        click.echo(f"lorahub: weights {found} on {record['n_pairs']} pairs; loss {record['lorahub']['start_loss']:.4f} "
+                   f"-> {record['lorahub']['loss']:.4f}; merge in {out} (use --backbone "
+                   f"{backbone.partition(':')[0]}:{out})")
+        return
     last = record["losses"][-1] if record["losses"] else None
     click.echo(f"{record['steps']} steps on {record['n_pairs']} pairs; last loss {last}; "
                f"model in {out} (use --backbone {backbone.partition(':')[0]}:{out})")

@@ -10,7 +10,7 @@ from helpers import invoke_ctrlkit
 def test_unknown_controller_gives_one_line_with_suggestions(tmp_path):
     result = invoke_ctrlkit("run", "--controller", "tga", cwd=tmp_path)  # a default runs/ folder would land there
     assert result.returncode != 0
-    assert result.stderr.strip() == "Error: Unknown controller 'tga'. Did you mean: tag? Available: embed, guidance, length, none, prepend, prompt, tag"
+    assert result.stderr.strip() == "Error: Unknown controller 'tga'. Did you mean: tag? Available: embed, guidance, length, none, prepend, prompt, soft-prefix, tag"
     assert result.stdout == ""
 
 

@@ -199,9 +199,9 @@ def _judged(user: str) -> str:
     return "not a request this stub knows"
 
 
-SUBSET_METRICS = {"ccs-compositional": {"length", "sr", "readability", "focus"}, "ccs-length": {"length", "readability"},
-                  "ccs-keywords": {"sr", "readability"}, "ccs-readability": {"readability"},
-                  "ccs-focus": {"readability", "focus"}}
+SUBSET_METRICS = {"ccs-compositional": {"length", "sr", "readability", "focus", "rouge"},
+                  "ccs-length": {"length", "readability", "rouge"}, "ccs-keywords": {"sr", "readability", "rouge"},
+                  "ccs-readability": {"readability", "rouge"}, "ccs-focus": {"readability", "focus", "rouge"}}
 
 
 def test_ccsbench_runs_three_prompts_on_every_subset_with_each_subsets_metrics(tmp_path, private_cache):
@@ -239,6 +239,12 @@ def test_ccsbench_runs_three_prompts_on_every_subset_with_each_subsets_metrics(t
     length = compositional["metrics"]["length"]
     assert length["mad"] == pytest.approx(sum(abs(min(length_bin(w), 4) - r) for w, r in zip(words, requested)) / 3)
     assert length["pcc"] == pytest.approx(stats.pearsonr(words, requested)[0])
+    # Table 4's ROUGE-L alone, rouge-score's F1 (stemmed) computed here
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    references = [sample["references"] for sample in _samples(out, compositional)]
+    expected = [max(scorer.score(reference, prediction)["rougeL"].fmeasure for reference in refs)
+                for prediction, refs in zip(predictions, references)]
+    assert compositional["metrics"]["rouge"] == {"rougeL": pytest.approx(sum(expected) / 3)}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,10 +11,15 @@ trained itself (the base model has no such row), are merged by the same weights.
 ``hf.combine=sequence`` summarizes in stages: the first adapter summarizes the input, each next
 one summarizes the previous one's summary (the input's guidance and features kept, chat
 messages dropped: the summary is the source now).
+
+``hf.combine=lorahub`` is for ``ctrlkit train``, which searches the merge weights on a few
+examples (:mod:`ctrlkit.training.lorahub`) and writes a folder holding ``ctrlkit_composition.json``
+(the base model, the adapters and the weights found); ``--backbone hf:FOLDER`` runs that merge.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -23,7 +28,37 @@ from ..errors import ConfigurationError
 from . import adapters
 
 COMBINED = "combined"  # the merged adapter's name in the peft model
-COMBINE = ("merge", "sequence")
+COMBINE = ("merge", "sequence", "lorahub")
+COMPOSITION_FILE = "ctrlkit_composition.json"
+
+
+def is_composition_folder(name: str) -> bool:
+    return (Path(name).expanduser() / COMPOSITION_FILE).is_file()
+
+
+def write_composition(folder: Path, base: str, named: list[tuple[str, Path]], weights: list[float]) -> None:
+    """What a folder made by ``hf.combine=lorahub`` runs: the merge of ``named`` on ``base`` by ``weights``."""
+    composition = {"base": base, "adapters": [[name, str(path.resolve())] for name, path in named],
+                   "weights": weights}
+    (folder / COMPOSITION_FILE).write_text(json.dumps(composition, indent=1) + "\n", encoding="utf-8")
+
+
+def read_composition(options: dict, backbone: str) -> None:
+    """Set ``options`` (model, adapters, adapter_weights, combine) to the merge the model folder's
+    ``ctrlkit_composition.json`` records, so that it runs, and is recorded, as that merge."""
+    path = Path(options["model"]).expanduser() / COMPOSITION_FILE
+    if options["adapters"]:
+        raise ConfigurationError(f"option '{backbone}.adapters': {path.parent} already composes adapters")
+    try:
+        composition = json.loads(path.read_text(encoding="utf-8"))
+        base, named, weights = composition["base"], composition["adapters"], composition["weights"]
+        spec = ",".join(f"{name}={folder}" for name, folder in named)
+        text = ",".join(repr(float(weight)) for weight in weights)
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigurationError(f"{path}: not a readable composition ({exc})") from None
+    if not isinstance(base, str) or not base:
+        raise ConfigurationError(f"{path}: field 'base' must name the base model")
+    options.update(model=base, adapters=spec, adapter_weights=text, combine="merge")
 
 
 def parse(options: dict, backbone: str) -> tuple[list[tuple[str, Path]], list[float]]:
@@ -59,6 +94,9 @@ def parse(options: dict, backbone: str) -> tuple[list[tuple[str, Path]], list[fl
             raise ConfigurationError(f"{where}: adapter {name!r} ({folder}) was trained on the base model "
                                      f"{trained_on or '(none named)'}, not on {base}")
     kinds = {name: config["peft_type"] for name, config in configs.items()}
+    if options["combine"] == "lorahub" and options["adapter_weights"]:
+        raise ConfigurationError(f"option '{backbone}.adapter_weights' applies to {backbone}.combine=merge; "
+                                 f"{backbone}.combine=lorahub searches them")
     if options["combine"] == "sequence":
         if options["adapter_weights"]:
             raise ConfigurationError(f"option '{backbone}.adapter_weights' applies to {backbone}.combine=merge")
@@ -69,14 +107,16 @@ def parse(options: dict, backbone: str) -> tuple[list[tuple[str, Path]], list[fl
     for name, folder in named:
         config = configs[name]
         if kinds[name] != "LORA":
-            raise ConfigurationError(f"{where}: {backbone}.combine=merge merges LoRA adapters; {name!r} ({folder}) "
-                                     f"is {kinds[name]}")
+            raise ConfigurationError(f"{where}: {backbone}.combine={options['combine']} merges LoRA adapters; "
+                                     f"{name!r} ({folder}) is {kinds[name]}")
         if config.get("use_rslora") or config.get("use_dora"):
             raise ConfigurationError(f"{where}: {name!r} ({folder}) is an rsLoRA or DoRA adapter, which "
-                                     f"{backbone}.combine=merge does not sum exactly")
+                                     f"{backbone}.combine={options['combine']} does not sum exactly")
     if len({str(config.get("trainable_token_indices")) for config in configs.values()}) > 1:
         raise ConfigurationError(f"{where}: the adapters trained the rows of different added tokens "
                                  "(trainable_token_indices); merge adapters trained with the same controllers")
+    if options["combine"] == "lorahub":
+        return named, []
     return named, _weights(options["adapter_weights"], len(named), backbone)
 
 
@@ -114,7 +154,8 @@ def check_vocabularies(named: list[tuple[str, Path]], tokenizer, base: str, offl
 
 
 def load(model, named: list[tuple[str, Path]], combine: str, weights: list[float], backbone: str):
-    """``model`` with the adapters loaded under their names; with merge, their weighted sum active."""
+    """``model`` with the adapters loaded under their names; with merge, their weighted sum active
+    (with lorahub, ``merge`` makes it once the weights are found)."""
     import peft
 
     try:
@@ -124,12 +165,25 @@ def load(model, named: list[tuple[str, Path]], combine: str, weights: list[float
     except (ValueError, RuntimeError, KeyError) as exc:  # e.g. weights of other shapes than the base model's
         raise ConfigurationError(f"option '{backbone}.adapters' cannot load them onto {model.name_or_path}: "
                                  f"{' '.join(str(exc).split())}") from None
+    if wrapped.peft_config[named[0][0]].is_prompt_learning:  # a sequence of prefixes
+        adapters.prefix_reaches_generation(wrapped)
     if combine == "merge":
-        names = [name for name, _ in named]
-        wrapped.add_weighted_adapter(names, weights, COMBINED, combination_type="cat")
-        _merge_token_rows(wrapped, names, weights)
-        wrapped.set_adapter(COMBINED)
+        merge(wrapped, [name for name, _ in named], weights)
     return wrapped
+
+
+def merge(model, names: list[str], weights: list[float]) -> None:
+    """Make the active adapter of ``model`` the weighted sum of the adapters ``names`` (a
+    previous merge replaced)."""
+    import warnings
+
+    if COMBINED in model.peft_config:
+        with warnings.catch_warnings():  # peft warns that the active adapter goes: the new merge replaces it
+            warnings.filterwarnings("ignore", message="Adapter combined was active which is now deleted")
+            model.delete_adapter(COMBINED)
+    model.add_weighted_adapter(names, weights, COMBINED, combination_type="cat")
+    _merge_token_rows(model, names, weights)
+    model.set_adapter(COMBINED)
 
 
 def _merge_token_rows(model, names: list[str], weights: list[float]) -> None:

@@ -183,7 +183,7 @@ def save_added_rows(rows: dict, folder: Path) -> None:
         save_file({key: value.contiguous() for key, value in rows.items()}, str(folder / ADDED_TOKENS_FILE))
 
 
-def peft_model(model, config):
+def peft_model(model, config, adapter_name: str = "default"):
     """``peft.get_peft_model``, without its warning that the adapter's recorded base differs from
     the folder the model was read from: a GGUF file's base is read from the float32 folder kept for
     it (:mod:`.gguf_torch`), and the adapter records the file the user named."""
@@ -193,7 +193,31 @@ def peft_model(model, config):
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The PEFT config's `base_model_name_or_path` was renamed")
-        return peft.get_peft_model(model, config)
+        wrapped = peft.get_peft_model(model, config, adapter_name=adapter_name)
+    if config.is_prompt_learning:
+        prefix_reaches_generation(wrapped)
+    return wrapped
+
+
+def prefix_reaches_generation(model) -> None:
+    """Make ``generate`` use the prefix of a prefix-tuned model. peft (0.21) hands the prefix to
+    the first generation step as ``past_key_values``; transformers 5's models take the cache as
+    ``cache`` and, given both, ignore the old name, so the prefix's keys and values reached the
+    loss in training but never generation. Here the prefix becomes the
+    first step's ``cache``, and the prefixes peft makes again at later steps are dropped (the
+    cache holds the first one's keys and values by then). Models that take ``past_key_values``
+    alone (no ``cache`` among their inputs) are left as they are."""
+    original = model.prepare_inputs_for_generation
+
+    def prepare(*args, **kwargs):
+        made = original(*args, **kwargs)
+        if "cache" in made:
+            prefix = made.pop("past_key_values", None)
+            if kwargs.get("is_first_iteration") and prefix is not None:
+                made["cache"] = prefix
+        return made
+
+    model.prepare_inputs_for_generation = prepare
 
 
 def load_adapter(model, folder: Path, backbone: str):

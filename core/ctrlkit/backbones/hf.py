@@ -21,7 +21,7 @@ from pathlib import Path
 from ..chat import flatten_messages
 from ..errors import ConfigurationError
 from ..types import SEP
-from . import seeded_rows
+from . import seeded_rows, value_prefixes
 from .document_cut import MARK
 from .hf_base import HFBackbone
 
@@ -31,7 +31,7 @@ INPUT_EMBEDDINGS_FILE = "ctrlkit_input_embeddings.safetensors"
 class HFSeq2Seq(HFBackbone):
     """Any transformers sequence-to-sequence model, by path or hub id (hf:PATH); trainable."""
 
-    capabilities = frozenset({"text", "guidance", "messages", "input_embeddings", "training"})
+    capabilities = frozenset({"text", "guidance", "messages", "input_embeddings", "training", "value_prefixes"})
     flattens_messages = True
     auto_model_class = "AutoModelForSeq2SeqLM"
 
@@ -128,6 +128,13 @@ class HFSeq2Seq(HFBackbone):
         return embeds
 
     def generate(self, inputs):
+        outputs: list[str] = [""] * len(inputs)
+        for positions in self._prefix_groups(inputs):
+            for position, text in zip(positions, self._generate_with_active_adapter([inputs[i] for i in positions])):
+                outputs[position] = text
+        return outputs
+
+    def _generate_with_active_adapter(self, inputs) -> list[str]:
         import torch
 
         with torch.inference_mode():
@@ -135,11 +142,40 @@ class HFSeq2Seq(HFBackbone):
         return [text.strip() for text in self.tokenizer.batch_decode(output, skip_special_tokens=True)]
 
     def loss(self, inputs, targets: list[str], max_target_tokens: int):
-        """Mean token cross-entropy of ``targets`` given ``inputs`` (for ``ctrlkit train``)."""
+        """Mean token cross-entropy of ``targets`` given ``inputs`` (for ``ctrlkit train``); with one
+        prefix per value, each value's inputs run under their own prefix, their losses weighted by
+        their target tokens, so that the mean is the batch's and each prefix learns from its inputs only."""
+        if not self.value_prefixes:
+            self._prefix_groups(inputs)  # refuses inputs that ask for a prefix
+            return self._loss_with_active_adapter(inputs, targets, max_target_tokens)[0]
+        total, tokens = 0, 0
+        for positions in self._prefix_groups(inputs):
+            loss, counted = self._loss_with_active_adapter([inputs[i] for i in positions],
+                                                           [targets[i] for i in positions], max_target_tokens)
+            total, tokens = total + loss * counted, tokens + counted
+        return total / tokens
+
+    def _loss_with_active_adapter(self, inputs, targets: list[str], max_target_tokens: int):
+        """The mean token cross-entropy, and how many target tokens it averages."""
         labels = self.tokenizer(text_target=targets, truncation=True, max_length=max_target_tokens,
                                 padding=True, return_tensors="pt")["input_ids"].to(self.device)
         labels[labels == self.tokenizer.pad_token_id] = -100
-        return self.model(**self.encoder_inputs(inputs), labels=labels).loss
+        return self.model(**self.encoder_inputs(inputs), labels=labels).loss, int((labels != -100).sum())
+
+    def _prefix_groups(self, inputs):
+        """The positions of the inputs that share a prefix, one group per prefix, each made active
+        as it is iterated (:mod:`.value_prefixes`); all inputs in one group for a model without
+        per-value prefixes, which refuses inputs that ask for one."""
+        self._load()  # which loads the prefixes a model folder holds
+        if not self.value_prefixes:
+            wanted = value_prefixes.wanted_keys(inputs)
+            if wanted:
+                raise ConfigurationError(f"backbone '{self.name}' holds no per-value prefixes, but inputs ask for "
+                                         f"{', '.join(wanted)}: train them with ctrlkit train --peft prefix -c "
+                                         "soft-prefix")
+            return [list(range(len(inputs)))]
+        chosen = value_prefixes.groups(inputs, self.value_prefixes, self.name)
+        return _activating(self.model, chosen)
 
     def trainable_parameters(self):
         return [*super().trainable_parameters(), *self.input_embeddings.parameters()]
@@ -155,3 +191,10 @@ class HFSeq2Seq(HFBackbone):
 
             tables = {key: table.weight.detach().cpu().contiguous() for key, table in self.input_embeddings.items()}
             save_file(tables, str(Path(directory) / INPUT_EMBEDDINGS_FILE))
+
+
+def _activating(model, chosen):
+    """Each group's positions, its prefix made the model's active adapter first."""
+    for name, positions in chosen:
+        model.set_adapter(name)
+        yield positions

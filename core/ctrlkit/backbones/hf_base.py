@@ -14,7 +14,7 @@ from ..hub import hub_unreachable, is_local, not_found_offline
 from ..options import Option
 from ..quiet import quiet_new_imports, quietly
 from ..secrets import scrub_text
-from . import adapter_composition, adapters, seeded_rows
+from . import adapter_composition, adapters, seeded_rows, value_prefixes
 from .gguf_file import gguf_sha256, is_gguf_file
 from .gguf_torch import dequantized_folder
 from .prompt_fitting import PromptFitting
@@ -46,8 +46,9 @@ class HFBackbone(PromptFitting, Backbone):
         Option("adapters", str, "", "trained adapters (peft) composed on the model, NAME=DIR,NAME=DIR "
                                     "(see combine)"),
         Option("combine", str, "merge", "how adapters combine: merge (LoRA: one adapter, the weighted sum of "
-                                        "their weight changes) or sequence (each summarizes the previous one's "
-                                        "summary, in the order given)", choices=adapter_composition.COMBINE),
+                                        "their weight changes), sequence (each summarizes the previous one's "
+                                        "summary, in the order given) or lorahub (ctrlkit train searches the merge "
+                                        "weights on a few examples)", choices=adapter_composition.COMBINE),
         Option("adapter_weights", str, "", "merge weights, one per adapter, e.g. 0.7,0.3 (empty: equal)"),
     )
     auto_model_class = ""  # the transformers Auto class, by name
@@ -62,6 +63,9 @@ class HFBackbone(PromptFitting, Backbone):
         self._tokens_added = 0  # by controllers, since loading
         self._added_rows = {}  # an adapter's base model's rows of those tokens (adapters.py)
         self._composition = None  # hf.adapters, parsed on first use: the registry names the backbone after __init__
+        self._composition_folder = None  # a folder ctrlkit train wrote with hf.combine=lorahub, once read
+        self._weights_searched = False  # hf.combine=lorahub: merge_adapters has merged them
+        self.value_prefixes: dict[str, str] = {}  # control=value to its prefix's adapter name (value_prefixes.py)
         self._in_stage = False
 
     def __init_subclass__(cls, **kwargs):
@@ -73,10 +77,19 @@ class HFBackbone(PromptFitting, Backbone):
     def composed(self) -> list[tuple[str, Path]]:
         """The (name, folder) of each adapter ``hf.adapters`` composes on the model, checked."""
         if self._composition is None:
+            if self.options["model"] and adapter_composition.is_composition_folder(self.options["model"]):
+                self._composition_folder = Path(self.options["model"]).expanduser()
+                adapter_composition.read_composition(self.options, self.name)
             self._composition = adapter_composition.parse(self.options, self.name)
             if self._composition[1]:  # recorded as used: the default, equal weights, written out
                 self.options["adapter_weights"] = ",".join(map(repr, self._composition[1]))
         return self._composition[0]
+
+    def merge_adapters(self, weights: list[float]) -> None:
+        """With ``combine=lorahub``: make the active adapter the composed adapters' weighted sum
+        (``ctrlkit train``'s search calls it for every weighting it tries)."""
+        adapter_composition.merge(self.model, [name for name, _ in self.composed], weights)
+        self._weights_searched = True
 
     def recorded_options(self):
         """The options, with the merge weights written out (the default, equal ones, too)."""
@@ -106,6 +119,7 @@ class HFBackbone(PromptFitting, Backbone):
             return
         if not self.options["model"]:
             raise ConfigurationError(f"backbone '{self.name}' needs a model: --backbone {self.name}:PATH_OR_HUB_ID")
+        _ = self.composed  # a folder of hf.combine=lorahub names its base model and adapters
         import torch
         import transformers
 
@@ -122,13 +136,19 @@ class HFBackbone(PromptFitting, Backbone):
         if name.startswith((".", "/", "~")) and not Path(name).expanduser().is_dir() and not is_gguf_file(name):
             raise ConfigurationError(f"backbone '{self.name}': no model folder at {name}")
         adapter = Path(name).expanduser() if adapters.is_adapter_folder(name) else None
-        if adapter:
+        prefixes = Path(name).expanduser() if value_prefixes.is_prefixes_folder(name) else None
+        if adapter or prefixes:
             adapters.require_peft(f"backbone '{self.name}' with the adapter in {name}")
+        if adapter:
             name = adapters.base_model(adapter, adapters.read_adapter_config(adapter), self.name)
+        elif prefixes:
+            index = value_prefixes.read_index(prefixes)
+            first = value_prefixes.first_adapter(prefixes, index)
+            name = adapters.base_model(first, adapters.read_adapter_config(first), self.name)
         if is_gguf_file(name):  # read through the float32 folder kept for that file
             name = str(dequantized_folder(name, self.name))
         # an adapter's folder holds the tokenizer with the tokens its controller added, and their rows
-        saved = adapter or adapter_composition.tokenizer_folder(self.composed)
+        saved = adapter or prefixes or adapter_composition.tokenizer_folder(self.composed)
         vocabulary = saved if saved and (saved / "tokenizer_config.json").is_file() else name
         # a Hub name with the Hub out of reach: the local Hub cache only, not a minute of retries
         offline = None if is_local(name) else hub_unreachable()
@@ -150,6 +170,9 @@ class HFBackbone(PromptFitting, Backbone):
             self._added_rows = adapters.restore_added_rows(self._model, saved, len(self._tokenizer))
         if adapter:
             self._model = adapters.load_adapter(self._model, adapter, self.name)
+        elif prefixes:
+            self._model = value_prefixes.load(self._model, prefixes, index, self.name)
+            self.value_prefixes = index
         elif self.composed:
             adapter_composition.check_vocabularies(self.composed, self._tokenizer, name, bool(offline), self.name)
             self._model = adapter_composition.load(self._model, self.composed, self.options["combine"],
@@ -183,29 +206,41 @@ class HFBackbone(PromptFitting, Backbone):
         return type(self.model).__module__.partition(".")[0] == "peft"
 
     @quietly
-    def attach_adapter(self, settings: dict) -> dict:
+    def attach_adapter(self, settings: dict, prefix_keys: list[str] | None = None) -> dict:
         """Wrap the model in a new adapter (``ctrlkit train --peft``; :func:`.adapters.peft_settings`),
         once the controller has added its tokens, which LoRA then trains; a model loaded with an
-        adapter of that method (a resumed training) goes on with it. Returns what peft chose."""
+        adapter of that method (a resumed training) goes on with it. With ``prefix_keys``
+        (``control=value`` each), one prefix per value (:mod:`.value_prefixes`). Returns what peft chose."""
         self._refuse_composed_training()
         if self.has_adapter:
             loaded = adapters.chosen(self.model)
             if loaded["method"] != settings["method"]:
                 raise ConfigurationError(f"backbone '{self.name}': {self.options['model']} holds a {loaded['method']} "
                                          f"adapter, not {settings['method']}")
-            return loaded
+            if sorted(self.value_prefixes) != sorted(prefix_keys or []):
+                raise ConfigurationError(f"backbone '{self.name}': {self.options['model']} holds prefixes for "
+                                         f"{', '.join(self.value_prefixes) or 'no value'}, not for "
+                                         f"{', '.join(prefix_keys or []) or 'no value'}")
+            return {**loaded, "values": prefix_keys} if prefix_keys else loaded
         count, vocabulary = self._tokens_added, len(self.tokenizer)
         self._added_rows = adapters.added_rows(self.model, count) if count else {}
-        config = adapters.peft_config(settings, adapters.TASK_TYPES[self.auto_model_class],
-                                      list(range(vocabulary - count, vocabulary)))
+
+        def config():
+            return adapters.peft_config(settings, adapters.TASK_TYPES[self.auto_model_class],
+                                        list(range(vocabulary - count, vocabulary)))
+
         try:
-            self._model = adapters.peft_model(self._model, config)
+            if prefix_keys:
+                self._model, self.value_prefixes = value_prefixes.attach(self._model, config, prefix_keys)
+            else:
+                self._model = adapters.peft_model(self._model, config())
         except (ValueError, TypeError) as exc:  # e.g. target modules the model does not have
             raise ConfigurationError(f"backbone '{self.name}' cannot take a {settings['method']} adapter: "
                                      f"{' '.join(str(exc).split())}") from None
         for config in self._model.peft_config.values():
             config.base_model_name_or_path = adapters.recorded_base(self.options["model"])
-        return adapters.chosen(self._model)
+        chose = adapters.chosen(self._model)
+        return {**chose, "values": prefix_keys} if prefix_keys else chose
 
     def _refuse_composed_training(self) -> None:
         if self.composed:
@@ -278,6 +313,7 @@ class HFBackbone(PromptFitting, Backbone):
         that a model trained again into the same folder is not served its old outputs; for an
         adapter, of its base model's folder too. How a long prompt is cut is part of it: outputs
         cached when a tokenizer cut every prompt at one end are not served again."""
+        _ = self.composed  # a folder of hf.combine=lorahub runs, and is recorded, as its merge
         identity = {**super().identity(), "cut": "document end, then earliest demonstrations"}
         folder = Path(self.options["model"]).expanduser()
         if folder.is_dir():
@@ -291,6 +327,12 @@ class HFBackbone(PromptFitting, Backbone):
                 identity["base_files"] = _fingerprint(Path(base).expanduser())
             elif isinstance(base, str) and is_gguf_file(base):
                 identity["base_gguf_sha256"] = gguf_sha256(Path(base).expanduser())
+        if value_prefixes.is_prefixes_folder(self.options["model"]):
+            index = value_prefixes.read_index(folder)
+            identity["prefix_files"] = {key: _fingerprint(folder / name) for key, name in index.items()}
+            base = adapters.read_adapter_config(value_prefixes.first_adapter(folder, index)).get("base_model_name_or_path")
+            if isinstance(base, str) and base and Path(base).expanduser().is_dir():
+                identity["base_files"] = _fingerprint(Path(base).expanduser())
         if self.composed:
             identity["adapter_files"] = {name: _fingerprint(path) for name, path in self.composed}
         else:  # without adapters, how they would combine changes nothing (nor the cache keys of earlier runs)
@@ -303,7 +345,8 @@ class HFBackbone(PromptFitting, Backbone):
         import json
         from pathlib import Path
 
-        path = Path(self.options["model"]) / "ctrlkit_controller.json"
+        _ = self.composed
+        path = (self._composition_folder or Path(self.options["model"])) / "ctrlkit_controller.json"
         return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
     @quietly
@@ -315,6 +358,8 @@ class HFBackbone(PromptFitting, Backbone):
             # the added tokens' rows are LoRA's trainable tokens and ctrlkit's file, not whole embedding matrices
             self.model.save_pretrained(directory, save_embedding_layers=False)
             adapters.save_added_rows(self._added_rows, Path(directory))
+            if self.value_prefixes:
+                value_prefixes.save_index(Path(directory), self.value_prefixes)
         else:
             self.model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
@@ -326,6 +371,10 @@ def _in_sequence(generate):
 
     @functools.wraps(generate)
     def staged(self, inputs):
+        if self.composed and self.options["combine"] == "lorahub" and not self._weights_searched:
+            raise ConfigurationError(f"option '{self.name}.combine=lorahub' searches the merge weights in ctrlkit "
+                                     f"train; run the folder it writes (--backbone {self.name}:OUT), or give "
+                                     f"{self.name}.adapter_weights with {self.name}.combine=merge")
         if self._in_stage or not (self.composed and self.options["combine"] == "sequence"):
             return generate(self, inputs)
         self._in_stage = True  # a subclass's generate calling its parent's runs one stage, not a sequence

@@ -68,6 +68,10 @@ class TrainSettings(Settings):
         None, "Modules LoRA adapts, e.g. q_proj,v_proj [default: those peft knows for the architecture].",
         recorded=False)
     prefix_length: int | None = setting(None, "Virtual tokens of prefix tuning [default: 20].", recorded=False)
+    lorahub_budget: int | None = setting(None, "With --set hf.combine=lorahub: how many weightings the search "
+                                               "tries [default: 40].", recorded=False)
+    lorahub_l1: float | None = setting(None, "With --set hf.combine=lorahub: the weight of the mean absolute merge "
+                                             "weight in what the search lowers [default: 0.05].", recorded=False)
     progress: bool = setting(False, RunSettings.help("progress"), recorded=False)
 
     def __post_init__(self) -> None:
@@ -80,6 +84,12 @@ class TrainSettings(Settings):
                 raise ConfigurationError(f"{name} must be a finite number, 0 or more, not {value!r}")
         if not isinstance(self.bf16, bool):
             raise ConfigurationError(f"bf16 must be True or False, not {self.bf16!r}")
+        if self.lorahub_budget is not None and (isinstance(self.lorahub_budget, bool)
+                                                or not isinstance(self.lorahub_budget, int) or self.lorahub_budget < 1):
+            raise ConfigurationError(f"lorahub_budget must be a whole number of at least 1, not {self.lorahub_budget!r}")
+        if self.lorahub_l1 is not None and (isinstance(self.lorahub_l1, bool) or not isinstance(self.lorahub_l1, (int, float))
+                                            or not 0 <= self.lorahub_l1 < math.inf):
+            raise ConfigurationError(f"lorahub_l1 must be a finite number, 0 or more, not {self.lorahub_l1!r}")
         check_schedule(self.schedule, self.warmup_steps, self.warmup_ratio)
         check_counts(limit=self.limit)
         check_seed(self.seed)

@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from ..api import backbone_name, get_backbone
-from ..backbones.adapters import peft_settings
+from ..backbones import value_prefixes
+from ..backbones.adapter_composition import write_composition
+from ..backbones.adapters import peft_settings, recorded_base
 from ..backbones.hf_base import require_hf_libraries
 from ..errors import ConfigurationError, CtrlkitError
 from ..controls import apply_control, check_controls, uncontrolled
@@ -44,6 +46,7 @@ from ..outputs import check_output, leaves_no_empty_folder
 from ..progress import Progress, say
 from ..quiet import quietly
 from ..results import versions
+from . import lorahub
 from .schedules import multiplier, warmup_of
 from .settings import TrainSettings
 from ..secrets import mask_secrets
@@ -117,10 +120,14 @@ def train(settings: TrainSettings | None = None, /, **fields: Any) -> dict:
         raise ConfigurationError(f"backbone '{backbone_name(settings.backbone)}' cannot be trained")
     if settings.bf16:
         _check_bf16(model)
+    lorahub.check(settings, model)
     seed_everything(settings.seed)
     started = time.perf_counter()
     pairs, eval_pairs, facts = _training_pairs(settings, parts)
-    peft_chose = model.attach_adapter(adapter) if adapter else None
+    if lorahub.asked(model):
+        return _compose_lorahub(settings, parts, pairs, facts, recorded, started)
+    prefix_keys = _prefix_keys(pairs, eval_pairs, adapter)
+    peft_chose = model.attach_adapter(adapter, prefix_keys) if adapter else None
     loop = TrainingLoop.start(settings, model, steering, len(pairs), recorded, checkpoint if resuming else None)
     if settings.progress and resuming:
         say(f"train [{steering.name}]: resuming: {loop.state['step']} of {loop.total} steps already done "
@@ -160,6 +167,31 @@ def train(settings: TrainSettings | None = None, /, **fields: Any) -> dict:
     atomic_write_json(out_dir / "training.json", record)
     shutil.rmtree(checkpoint, ignore_errors=True)
     recover_folder(checkpoint)  # and an old copy set aside, if any
+    return record
+
+
+def _compose_lorahub(settings: TrainSettings, parts, pairs, facts, recorded: dict, started: float) -> dict:
+    """``hf.combine=lorahub``: search the merge weights on the training pairs, and write a folder
+    that runs the merge found (:mod:`.lorahub`), with the controller and training.json."""
+    model, steering, out_dir = parts.backbone, parts.controllers[0], Path(settings.out)
+    with Progress(f"lorahub [{steering.name}]", 1, "searches", enabled=settings.progress) as bar:
+        search = lorahub.search_weights(settings, model, pairs)
+        bar.update(1, f"loss {search['start_loss']:.4f} -> {search['loss']:.4f}")
+    weights = [search["weights"][name] for name, _ in model.composed]
+    base = recorded_base(model.options["model"])
+    replace_files(out_dir, lambda folder: write_composition(folder, base, model.composed, weights))
+    save_controller(out_dir, steering, settings.holdout_topics)
+    record = {
+        "config": mask_secrets({**recorded, "split": facts["split"], "controller": steering.name,
+                                "strict_controls": settings.strict_controls, "options": parts.recorded_options()}),
+        "versions": versions(),
+        "n_pairs": len(pairs),
+        "n_held_out": facts["n_held_out"],
+        "uncontrolled": facts["uncontrolled"],
+        "lorahub": search,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    atomic_write_json(out_dir / "training.json", record)
     return record
 
 
@@ -334,6 +366,24 @@ def _parameter_counts(model, trainable) -> dict:
     count = sum(parameter.numel() for parameter in {id(p): p for p in trainable}.values())
     total = sum(parameter.numel() for parameter in every.values())
     return {"trainable_parameters": count, "total_parameters": total, "trainable_share": round(count / total, 6)}
+
+
+def _prefix_keys(pairs, eval_pairs, adapter) -> list[str] | None:
+    """The ``control=value`` of each prefix to train, one per value the training inputs ask for
+    (the soft-prefix controller), or None when they ask for none; refused in one line without
+    ``--peft prefix``, or when the eval split asks for a value the training never sees."""
+    keys = value_prefixes.wanted_keys([model_input for model_input, _ in pairs])
+    if not keys:
+        return None
+    if not adapter or adapter["method"] != "prefix":
+        raise ConfigurationError(f"the inputs ask for one prefix per value ({', '.join(keys)}): train them with "
+                                 "--peft prefix")
+    unseen = [key for key in value_prefixes.wanted_keys([model_input for model_input, _ in eval_pairs])
+              if key not in keys]
+    if unseen:
+        raise ConfigurationError(f"the eval split asks for the prefix of {unseen[0]}, which no training example "
+                                 "has: it would stay untrained")
+    return keys
 
 
 def _pairs(controller, examples) -> list[tuple[ModelInput, str]]:

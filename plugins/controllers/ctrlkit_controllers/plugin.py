@@ -10,3 +10,4 @@ def register_controllers(register):
     register("embed", "ctrlkit_controllers.embed:Embed")
     register("guidance", "ctrlkit_controllers.guidance:Guidance")
     register("length", "ctrlkit_controllers.length:LengthBudget")
+    register("soft-prefix", "ctrlkit_controllers.soft_prefix:SoftPrefix")
