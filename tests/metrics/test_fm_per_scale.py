@@ -15,33 +15,12 @@ from ctrlkit import ConfigurationError, OptionError
 from ctrlkit_metrics.fm_prompts import FACET_RATE_SYSTEM, FACETS, RUBRICS, SCALES
 
 from helpers import shared_file
-
-
-class FakeJudge(ctrlkit.Backbone):
-    """Answers each prompt with ``answer(messages)``; keeps every prompt it was sent."""
-
-    name = "fake-judge"
-    capabilities = frozenset({"text", "messages"})
-
-    def __init__(self, answer):
-        super().__init__()
-        self.answer = answer
-        self.prompts = []
-
-    def generate(self, inputs):
-        self.prompts += [list(model_input.messages) for model_input in inputs]
-        return [self.answer(list(model_input.messages)) for model_input in inputs]
+from helpers.prompt_judge import PromptJudge, write_text_file
 
 
 @pytest.fixture(autouse=True)
 def isolated_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def write(tmp_path, name, text):
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return str(path)
 
 
 def digest(text):
@@ -68,7 +47,7 @@ def facet_judge(answers):
         [facet] = [facet for facet in FACETS if facet in user.split("\n", 1)[0]]
         return answers[facet]
 
-    return FakeJudge(answer)
+    return PromptJudge(answer, whole=True)
 
 
 EXAMPLE = {"id": "a", "document": "d", "references": ["the reference"]}
@@ -77,7 +56,7 @@ EXAMPLE = {"id": "a", "document": "d", "references": ["the reference"]}
 def test_each_scale_gets_its_template_and_examples_and_a_bare_number_is_read(tmp_path):
     files = {"rate_template_file_3": TEMPLATE_3, "rate_template_file_4": TEMPLATE_4,
              "rate_examples_file_3": EXAMPLES_3, "rate_examples_file_4": EXAMPLES_4}
-    paths = {option: write(tmp_path, f"{option}.txt", text) for option, text in files.items()}
+    paths = {option: write_text_file(tmp_path, f"{option}.txt", text) for option, text in files.items()}
     metric = ctrlkit.get_metric("fm", rating="per-facet", **paths)
     judge = facet_judge(ANSWERS)
     metric.use_judge(judge)
@@ -104,7 +83,7 @@ def test_each_scale_gets_its_template_and_examples_and_a_bare_number_is_read(tmp
 
 
 def test_examples_with_our_wording_follow_our_instructions(tmp_path):
-    examples = write(tmp_path, "ex3.txt", EXAMPLES_3)
+    examples = write_text_file(tmp_path, "ex3.txt", EXAMPLES_3)
     metric = ctrlkit.get_metric("fm", rating="per-facet", rate_examples_file_3=examples)
     judge = facet_judge(ANSWERS)
     metric.use_judge(judge)
@@ -145,7 +124,7 @@ def test_examples_with_our_wording_follow_our_instructions(tmp_path):
 ])
 def test_per_scale_misconfigurations_are_one_line_before_any_call(options, error, tmp_path):
     given = {"rating": "per-facet", **options}
-    given = {name: write(tmp_path, f"{name}.txt", value) if "_file" in name else value
+    given = {name: write_text_file(tmp_path, f"{name}.txt", value) if "_file" in name else value
              for name, value in given.items()}
     with pytest.raises((OptionError, ConfigurationError), match=error) as raised:
         ctrlkit.get_metric("fm", **given)
@@ -153,8 +132,8 @@ def test_per_scale_misconfigurations_are_one_line_before_any_call(options, error
 
 
 def test_a_system_file_may_hold_the_examples(tmp_path):
-    system = write(tmp_path, "system.txt", "Rate the $facet 1-$scale. Examples:\n$examples")
-    examples = {scale: write(tmp_path, f"ex{scale}.txt", f"example for {scale}") for scale in (3, 4)}
+    system = write_text_file(tmp_path, "system.txt", "Rate the $facet 1-$scale. Examples:\n$examples")
+    examples = {scale: write_text_file(tmp_path, f"ex{scale}.txt", f"example for {scale}") for scale in (3, 4)}
     metric = ctrlkit.get_metric("fm", rating="per-facet", rate_system_file=system,
                                 rate_examples_file_3=examples[3], rate_examples_file_4=examples[4])
     judge = facet_judge(ANSWERS)
@@ -224,10 +203,10 @@ def test_the_stored_gpt4_facet_ratings_give_the_stored_fm_totals(system, rows, t
         number = rating[facet, reference, summary]
         return str(number) if facet in ("background", "result") else f"Number: {number}"
 
-    templates = {"rate_template_file_3": write(tmp_path, "three.txt", REPLAY_3),
-                 "rate_template_file_4": write(tmp_path, "four.txt", REPLAY_4)}
+    templates = {"rate_template_file_3": write_text_file(tmp_path, "three.txt", REPLAY_3),
+                 "rate_template_file_4": write_text_file(tmp_path, "four.txt", REPLAY_4)}
     metric = ctrlkit.get_metric("fm", rating="per-facet", **templates)
-    judge = FakeJudge(answer)
+    judge = PromptJudge(answer, whole=True)
     metric.use_judge(judge)
     examples = [{"id": str(i), "document": row["article"], "references": [row["human"]]} for i, row in enumerate(rows)]
     result = metric.compute([row[system] for row in rows], examples)
@@ -309,8 +288,8 @@ def test_evaluate_on_fd_counts_the_facets_its_one_reference_extraction_has(rows,
         return str(number)
 
     REPLAYED["answer"] = answer
-    templates = {"rating": "per-facet", "rate_template_file_3": write(tmp_path, "three.txt", REPLAY_3),
-                 "rate_template_file_4": write(tmp_path, "four.txt", REPLAY_4)}
+    templates = {"rating": "per-facet", "rate_template_file_3": write_text_file(tmp_path, "three.txt", REPLAY_3),
+                 "rate_template_file_4": write_text_file(tmp_path, "four.txt", REPLAY_4)}
     result = ctrlkit.evaluate(dataset="fd", data=str(shared_file("fd/arxiv.json")), metrics=["fm"], judge="replay",
                               options={"fm": templates}, bootstrap=0)
     samples = list(result.samples)

@@ -10,33 +10,12 @@ import ctrlkit
 from ctrlkit import ConfigurationError, OptionError
 from ctrlkit_metrics.focus import LABEL_SYSTEM, parse_label
 from ctrlkit_metrics.judging import UnparseableAnswer
-
-
-class FakeJudge(ctrlkit.Backbone):
-    """Answers each prompt with ``answer(last message)``; keeps every prompt it was sent."""
-
-    name = "fake-judge"
-    capabilities = frozenset({"text", "messages"})
-
-    def __init__(self, answer):
-        super().__init__()
-        self.answer = answer
-        self.prompts = []
-
-    def generate(self, inputs):
-        self.prompts += [list(model_input.messages) for model_input in inputs]
-        return [self.answer(model_input.messages[-1]["content"]) for model_input in inputs]
+from helpers.prompt_judge import PromptJudge, write_text_file
 
 
 @pytest.fixture(autouse=True)
 def isolated_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def write(tmp_path, name, text):
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return str(path)
 
 
 EXAMPLES = "Summary: We run 40 trials.\nFocus: empirical\n\nSummary: We argue for a theory.\nFocus: conceptual\n"
@@ -46,9 +25,9 @@ ROWS = [{"id": "a", "document": "d", "controls": {"focus": "high"}},
 
 def test_the_template_gets_the_examples_and_a_bare_label_is_read(tmp_path):
     template = "Empirical or conceptual?\n\n$examples\n\nSummary: $summary\nFocus:"
-    paths = {"template_file": write(tmp_path, "t.txt", template), "examples_file": write(tmp_path, "e.txt", EXAMPLES)}
+    paths = {"template_file": write_text_file(tmp_path, "t.txt", template), "examples_file": write_text_file(tmp_path, "e.txt", EXAMPLES)}
     metric = ctrlkit.get_metric("focus", **paths)
-    judge = FakeJudge(lambda prompt: "Empirical." if "trials" in prompt.rsplit("Summary:", 1)[1] else " conceptual")
+    judge = PromptJudge(lambda prompt: "Empirical." if "trials" in prompt.rsplit("Summary:", 1)[1] else " conceptual")
     metric.use_judge(judge)
     result = metric.compute(["We report trials.", "We theorise."], ROWS)
     shown = EXAMPLES.rstrip()
@@ -63,8 +42,8 @@ def test_the_template_gets_the_examples_and_a_bare_label_is_read(tmp_path):
 
 
 def test_examples_with_our_wording_follow_our_instructions(tmp_path):
-    metric = ctrlkit.get_metric("focus", examples_file=write(tmp_path, "e.txt", EXAMPLES))
-    judge = FakeJudge(lambda prompt: '{"label": "empirical"}')
+    metric = ctrlkit.get_metric("focus", examples_file=write_text_file(tmp_path, "e.txt", EXAMPLES))
+    judge = PromptJudge(lambda prompt: '{"label": "empirical"}')
     metric.use_judge(judge)
     metric.compute(["We report trials."], ROWS[:1])
     assert judge.prompts == [[
@@ -82,7 +61,7 @@ def test_examples_with_our_wording_follow_our_instructions(tmp_path):
      "^metric 'focus': focus.examples_file is the judge's prompt; it is not used with focus.labeller=classifier$"),
 ])
 def test_examples_misconfigurations_are_one_line(options, error, tmp_path):
-    given = {name: write(tmp_path, f"{name}.txt", value) if name.endswith("_file") else value
+    given = {name: write_text_file(tmp_path, f"{name}.txt", value) if name.endswith("_file") else value
              for name, value in options.items()}
     with pytest.raises((OptionError, ConfigurationError), match=error) as raised:
         ctrlkit.get_metric("focus", **given)

@@ -11,33 +11,12 @@ from ctrlkit import OptionError
 from ctrlkit_metrics.fm_prompts import (RATE_SYSTEM, RUBRICS, extraction_prompt, facet_rating_prompt, rating_prompt,
                                        vanilla_prompt)
 from ctrlkit_metrics.focus import label_prompt
-
-
-class FakeJudge(ctrlkit.Backbone):
-    """Answers each prompt with ``answer(last message)``; keeps every prompt it was sent."""
-
-    name = "fake-judge"
-    capabilities = frozenset({"text", "messages"})
-
-    def __init__(self, answer):
-        super().__init__()
-        self.answer = answer
-        self.prompts = []
-
-    def generate(self, inputs):
-        self.prompts += [list(model_input.messages) for model_input in inputs]
-        return [self.answer(model_input.messages[-1]["content"]) for model_input in inputs]
+from helpers.prompt_judge import PromptJudge, write_text_file
 
 
 @pytest.fixture(autouse=True)
 def isolated_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("CTRLKIT_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def write(tmp_path, name, text):
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return str(path)
 
 
 EXTRACT = 'Split into facets.\nText: $text\nAnswer {"background": "...", "method": "...", ' \
@@ -47,14 +26,14 @@ FACETS = {"background": "Bg.", "method": "", "result": "Res.", "conclusion": ""}
 
 
 def test_fm_templates_reach_the_judge_exactly_and_are_recorded(tmp_path):
-    extract = write(tmp_path, "extract.txt", EXTRACT)
-    rate = write(tmp_path, "rate.txt", RATE)
+    extract = write_text_file(tmp_path, "extract.txt", EXTRACT)
+    rate = write_text_file(tmp_path, "rate.txt", RATE)
     metric = ctrlkit.get_metric("fm", extract_template_file=extract, rate_template_file=rate)
 
     def answer(prompt):
         return json.dumps(FACETS) if prompt.startswith("Split") else '{"background": 3, "result": 2}'
 
-    judge = FakeJudge(answer)
+    judge = PromptJudge(answer)
     metric.use_judge(judge)
     result = metric.compute(["Sum."], [{"id": "a", "document": "d", "references": ["Ref."]}])
     assert result.per_example["fm"] == [pytest.approx((0.1 * 3 / 3 + 0.3 * 2 / 4) / 0.4)]
@@ -74,9 +53,9 @@ def test_fm_templates_reach_the_judge_exactly_and_are_recorded(tmp_path):
 
 def test_focus_template_reaches_the_judge_and_the_run_records_its_digest(tmp_path):
     text = 'Is this empirical or conceptual?\n$summary\nReply {"label": "empirical"} or {"label": "conceptual"}'
-    template = write(tmp_path, "focus.txt", text)
+    template = write_text_file(tmp_path, "focus.txt", text)
     metric = ctrlkit.get_metric("focus", template_file=template)
-    judge = FakeJudge(lambda prompt: '{"label": "empirical"}')
+    judge = PromptJudge(lambda prompt: '{"label": "empirical"}')
     metric.use_judge(judge)
     result = metric.compute(["We measure."], [{"id": "a", "document": "d", "controls": {"focus": "high"}}])
     assert result.per_example["correct"] == [1]
@@ -107,10 +86,10 @@ def test_the_default_prompts_are_pinned():
 
 
 def test_a_system_file_and_a_template_write_both_messages(tmp_path):
-    system = write(tmp_path, "system.txt", "You label focus. The summary: $summary")
-    template = write(tmp_path, "user.txt", "Label this: $summary")
+    system = write_text_file(tmp_path, "system.txt", "You label focus. The summary: $summary")
+    template = write_text_file(tmp_path, "user.txt", "Label this: $summary")
     metric = ctrlkit.get_metric("focus", system_file=system, template_file=template)
-    judge = FakeJudge(lambda prompt: '{"label": "conceptual"}')
+    judge = PromptJudge(lambda prompt: '{"label": "conceptual"}')
     metric.use_judge(judge)
     metric.compute(["We argue."], [{"id": "a", "document": "d", "controls": {"focus": "low"}}])
     assert judge.prompts == [[{"role": "system", "content": "You label focus. The summary: We argue."},
@@ -159,7 +138,7 @@ def test_the_rubric_has_the_papers_levels():
 ])
 def test_a_bad_template_is_one_line_naming_file_and_placeholder_before_any_call(metric, option, text, error,
                                                                                 tmp_path):
-    path = write(tmp_path, "template.txt", text)
+    path = write_text_file(tmp_path, "template.txt", text)
     with pytest.raises(OptionError) as raised:
         ctrlkit.get_metric(metric, **{option: path})
     message = str(raised.value)
@@ -211,9 +190,9 @@ def test_a_run_checks_the_template_before_the_judge_is_asked_and_records_its_dig
                            judge="counting", options={"focus": {"template_file": template}}, out=tmp_path / "out")
 
     with pytest.raises(OptionError, match="lacks placeholder \\$summary"):
-        run(write(tmp_path, "bad.txt", "no placeholder"))
+        run(write_text_file(tmp_path, "bad.txt", "no placeholder"))
     assert ASKED == []
-    good = write(tmp_path, "good.txt", "Label: $summary")
+    good = write_text_file(tmp_path, "good.txt", "Label: $summary")
     result = run(good)
     assert ASKED == ["Label: Doc."]
     recorded = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))["config"]["options"]
@@ -223,7 +202,7 @@ def test_a_run_checks_the_template_before_the_judge_is_asked_and_records_its_dig
 
 
 def test_a_template_with_the_classifier_labeller_is_refused(tmp_path):
-    template = write(tmp_path, "focus.txt", "$summary")
+    template = write_text_file(tmp_path, "focus.txt", "$summary")
     with pytest.raises(ctrlkit.ConfigurationError, match="focus.template_file is the judge's prompt"):
         ctrlkit.get_metric("focus", template_file=template, labeller="classifier", classifier="c.json")
 
