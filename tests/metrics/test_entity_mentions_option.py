@@ -57,10 +57,10 @@ def test_the_metric_scores_news_leads_for_their_people():
 @pytest.fixture
 def no_spacy(monkeypatch):
     """``import spacy`` fails in this test, as where the ner extra is not installed."""
-    spacy_pipeline._loaded_pipeline.cache_clear()
+    spacy_pipeline.forget_pipeline()
     monkeypatch.setitem(sys.modules, "spacy", None)
     yield
-    spacy_pipeline._loaded_pipeline.cache_clear()
+    spacy_pipeline.forget_pipeline()
 
 
 def test_a_run_asking_for_spacy_without_it_fails_in_one_line_before_any_work(tmp_path, no_spacy):
@@ -84,3 +84,17 @@ def test_the_metric_passes_the_conformance_kit_with_spacy(mentions):
                 for index, article in enumerate(news_articles(2))]
     check_metric(ctrlkit.get_metric("entity", mentions=mentions), examples=examples,
                  predictions=[article[:300] for article in news_articles(2)])
+
+
+def test_the_spacy_pipeline_a_run_used_is_recorded_with_its_options():
+    import spacy
+
+    english_nlp()  # skips without spaCy or a pipeline
+    metric = ctrlkit.get_metric("entity", mentions="spacy")
+    metric.check([Example("0", "", controls={"entity": "Tim Cook"})])
+    package = next(name for name in spacy_pipeline.PIPELINES if spacy.util.is_package(name))
+    version = spacy.load(package).meta["version"]
+    assert metric.recorded_options()["mentions_pipeline"] == f"{package} {version}, spacy {spacy.__version__}"
+    rule = ctrlkit.get_metric("entity")
+    rule.check([Example("0", "", controls={"entity": "Tim Cook"})])
+    assert "mentions_pipeline" not in rule.recorded_options()

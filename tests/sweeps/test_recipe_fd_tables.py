@@ -61,7 +61,23 @@ def test_on_arxiv_the_pubmed_only_scores_are_named_absent(tmp_path):
     assert result.returncode == 0, result.stderr
     recorded = json.loads((out / "meta-eval.json").read_text())
     assert recorded["compare_absent"] == ["given.gpt4_wo", "given.llama_base", "given.geval"]
+    assert recorded["compare_unlisted"] == []  # every number arXiv stores is compared
     assert not {"given.gpt4_wo", "given.llama_base", "given.geval"} & set(recorded["correlations"])
     assert "Not in these data, so not correlated: given.gpt4\\_wo, given.llama\\_base, given.geval." in result.stdout
     assert "| gpt35 |" in result.stdout and list(recorded["system_means"]["means"]) == [
         "bartlarge", "llama2_70b", "gpt35", "factsum"]
+
+
+def test_a_stored_score_the_recipe_does_not_compare_is_named(tmp_path):
+    lines = [json.loads(text) for text in shared_file("fd/arxiv.json").read_text().splitlines() if text.strip()][:4]
+    for line in lines:  # a score of a later release, under a name the recipe's compare list lacks
+        for system in ("gpt35", "llama2_70b", "bartlarge", "factsum"):
+            line[f"{system}_newscore"] = 0.5
+    path = tmp_path / "extra.json"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "run"
+    sweep(recipe="fd-meta-eval", out=str(out), data=str(path), metrics=["rouge"])
+    recorded = json.loads((out / "meta-eval.json").read_text())
+    assert recorded["compare_unlisted"] == ["given.newscore"]  # given.paper names the input: not a score
+    assert ("Stored in these data but not in the recipe's compare list, so not correlated: given.newscore "
+            "(ctrlkit meta-eval --score PATH correlates any of them).") in (out / "table.md").read_text()

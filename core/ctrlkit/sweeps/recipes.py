@@ -233,23 +233,28 @@ def meta_evaluate_recipe(recipe: Recipe, out: str, given: dict, progress: bool) 
     report = meta_evaluate(result.samples, human, paths)
     settings = report["settings"]
     absent = [path for path in compare if path not in held]
+    keys = {human, settings["input_key"], settings["system_key"]}
+    unlisted = [path for path in dict.fromkeys(path for row in result.samples for path in numeric_paths(row, "given"))
+                if path not in compare and path not in keys]
     means = None
     if settings["input_key"] is not None:
         means = system_means(result.samples, [human, *paths], input_key=settings["input_key"],
                              system_key=settings["system_key"], resamples=settings["resamples"], seed=settings["seed"])
     atomic_write_json(Path(out) / META_EVAL_FILE, {"recipe": recipe.record(), **report, "compare_absent": absent,
+                                                   "compare_unlisted": unlisted,
                                                    **({"system_means": means} if means else {})})
     rows = [{"score": path, **levels} for path, levels in report["correlations"].items()]
-    text = _markdown(rows, settings, absent)
+    text = _markdown(rows, settings, absent, unlisted)
     if means:
         text += "\n" + "\n".join(means_markdown(means, [human, *paths])) + "\n"
     atomic_write_text(Path(out) / "table.md", text)
     return rows
 
 
-def _markdown(rows: list[dict], settings: dict, absent: list[str]) -> str:
+def _markdown(rows: list[dict], settings: dict, absent: list[str], unlisted: list[str]) -> str:
     """The correlations as a Markdown table: one row per score and level, each correlation's r,
-    95% interval and p; an undefined one says why. ``absent``: the compared paths no row holds."""
+    95% interval and p; an undefined one says why. ``absent``: the compared paths no row holds;
+    ``unlisted``: the numbers the data store under ``given`` that the recipe does not compare."""
     from ..correlations import CORRELATIONS
 
     body = []
@@ -268,6 +273,9 @@ def _markdown(rows: list[dict], settings: dict, absent: list[str]) -> str:
              f"95% CI: {settings['resamples']} BOOT-{settings['resample'].upper()} resamples, seed {settings['seed']}; "
              f"p: analytic for global, permutation within inputs for summary and system level):")
     note = ["", f"Not in these data, so not correlated: {escape_markdown(', '.join(absent))}."] if absent else []
+    if unlisted:
+        note += ["", f"Stored in these data but not in the recipe's compare list, so not correlated: "
+                     f"{escape_markdown(', '.join(unlisted))} (ctrlkit meta-eval --score PATH correlates any of them)."]
     return "\n".join([intro, "", *lines, *note]) + "\n"
 
 

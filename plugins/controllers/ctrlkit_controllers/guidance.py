@@ -53,7 +53,8 @@ class Guidance(Controller):
 
     def prepare(self, backbone):
         if self.options["source"] == "entity":
-            self._finder().load()  # a missing spaCy fails before any work
+            # a missing spaCy fails before any work; the pipeline loaded is recorded with the options
+            self.file_digests = {**self.file_digests, **self._finder().load()}
 
     def apply(self, example, model_input):
         value = example.controls[self.reads[0]]

@@ -33,7 +33,7 @@ class EntitySuccess(Metric):
     def check(self, examples):
         for example in examples:
             self._aliases(example)
-        self.finder.load()
+        self.file_digests = {**self.file_digests, **self.finder.load()}  # which spaCy pipeline, recorded
 
     def compute(self, predictions, examples):
         entities = [str(example.controls.get("entity") or "").strip() for example in examples]
