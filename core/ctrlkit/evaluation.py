@@ -9,6 +9,7 @@ and the rest of each example's ``meta`` is kept under ``given``.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from array import array
@@ -112,8 +113,10 @@ class Survey:
 
 
 def fingerprint(example) -> int:
-    """A 64-bit hash of what an example is scored on: its id, document and references."""
-    return hash64("\x00".join((example.id, example.document, *example.references)))
+    """A 64-bit hash of all an example is checked and scored on: its id, document, references,
+    controls and meta (a dataset's own prediction among them)."""
+    described = json.dumps([example.controls, example.meta], sort_keys=True, default=str)
+    return hash64("\x00".join((example.id, example.document, *example.references, described)))
 
 
 def _count(n: int, noun: str) -> str:

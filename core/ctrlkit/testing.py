@@ -178,7 +178,13 @@ def _check_alone(metric, name, result, predictions, examples) -> None:
                     f"metric '{name}' declares scores_each_example_alone, but its '{value_name}' {what} differ when "
                     "each half of the examples is scored apart")
     recomputed = metric.aggregate(as_parts(result.aggregation_parts()), np.ones((1, len(examples))))
-    for value_name in result.corpus:
+    for value_name, value in result.corpus.items():
+        if is_count(value_name) and value_name not in recomputed and value is not None:
+            parts = [half.corpus.get(value_name) for half in halves]
+            _expect(None not in parts and bool(np.isclose(sum(parts), value)),
+                    f"metric '{name}' declares scores_each_example_alone, but its count '{value_name}' is {value} "
+                    f"on all the examples and {parts[0]} + {parts[1]} on the two halves: counts are summed over "
+                    "chunks of examples, so each must add up")
         _expect(value_name in recomputed or is_count(value_name),
                 f"metric '{name}' declares scores_each_example_alone, but its corpus value '{value_name}' is "
                 "neither recomputed by its aggregate nor a count (n_..., failed, ...): it cannot be gathered "

@@ -132,12 +132,24 @@ class _Spread(Metric):
                                                                      "spread": max(lengths) - min(lengths)})
 
 
+class _Distinct(Metric):
+    """Declares it scores each example alone, with a count (distinct predictions) that does not add up."""
+
+    scores_each_example_alone = True
+
+    def compute(self, predictions, examples):
+        lengths = [float(len(p.split())) for p in predictions]
+        return MetricResult(per_example={"words": lengths}, corpus={"words": sum(lengths) / len(lengths),
+                                                                     "n_distinct": len(set(predictions))})
+
+
 @pytest.mark.parametrize("metric, broken", [(_RelativeLength, "its 'relative' values differ when each half"),
-                                            (_Spread, "its corpus value 'spread' is neither recomputed")])
+                                            (_Spread, "its corpus value 'spread' is neither recomputed"),
+                                            (_Distinct, "its count 'n_distinct' is 3 on all the examples and 2 \\+ 2")])
 def test_check_metric_catches_a_false_promise_to_score_each_example_alone(metric, broken):
     found = metric()
     found.name = metric.__name__
-    predictions = [" ".join(["word"] * (3 + i)) for i in range(len(EXAMPLES))]
+    predictions = [" ".join(["word"] * (3 + i % 2 + (i == 3))) for i in range(len(EXAMPLES))]  # 3, 4, 3, 5 words
     with pytest.raises(AssertionError, match=broken):
         check_metric(found, predictions=predictions, examples=EXAMPLES)
 

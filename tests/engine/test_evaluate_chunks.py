@@ -316,3 +316,34 @@ def test_a_dataset_that_shrinks_while_a_run_samples_it_is_one_line(throwaway_plu
                     bootstrap=0, cache=False)
     assert str(caught.value) == ("dataset 'shrinking' changed while it was read (the sample counted 20 examples, the "
                                  "second read 12); run it again")
+
+
+class _Recontrolled(ctrlkit.Dataset):
+    """Gives the same ids, documents and references on each read, but other controls and its own
+    predictions on the second: what a strict-controls check and the scores read must not differ."""
+
+    reads = 0
+
+    def load(self, split=None):
+        type(self).reads += 1
+        second = type(self).reads > 1
+        return [ctrlkit.Example(id=f"e{i}", document=f"Alice met Bob on day {i}.", references=["Alice met Bob."],
+                                controls={"entity": "Bob" if second and i % 2 else "Alice"},
+                                meta={"prediction": "Bob waited." if second and i % 3 == 0 else "Alice left."})
+                for i in range(20)]
+
+
+def test_controls_or_own_predictions_that_change_between_the_two_reads_are_one_line(monkeypatch, tmp_path,
+                                                                                    throwaway_plugins):
+    class Plugin:
+        @ctrlkit.hookimpl
+        def register_datasets(self, register):
+            register("recontrolled", _Recontrolled)
+
+    throwaway_plugins(Plugin(), "recontrolled-dataset")
+    monkeypatch.setattr(scored_chunks, "CHUNK_EXAMPLES", 7)
+    with pytest.raises(ctrlkit.CtrlkitError) as caught:
+        evaluate(dataset="recontrolled", metrics=["entity"], strict_controls=True, bootstrap=0,
+                 out=str(tmp_path / "out"))
+    assert str(caught.value).startswith("dataset 'recontrolled' changed while it was evaluated")
+    assert not (tmp_path / "out").exists()

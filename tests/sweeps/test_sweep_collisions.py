@@ -193,3 +193,32 @@ def test_a_label_too_long_for_a_folder_name_gets_a_shortened_folder_of_its_own(t
     folders = sorted(p.name for p in (tmp_path / "s" / "cells").iterdir())
     assert len(rows) == 2 and len(folders) == 2 and all(len(name) <= 200 for name in folders)
     assert folders[0] != folders[1] and all(name.startswith("sample--extractive--aaaa") for name in folders)
+
+
+def test_a_pipe_planted_as_a_cells_samples_makes_the_cell_run_again_and_never_hangs(tmp_path, private_cache):
+    import os
+    import signal
+
+    out = tmp_path / "s"
+    settings = dict(out=str(out), controllers=["none"], backbones=["extractive"], metrics=["stas"], limit=2)
+    sweep(**settings)
+    [cell] = (out / "cells").iterdir()
+    (cell / "samples.jsonl").unlink()
+    os.mkfifo(cell / "samples.jsonl")  # reading it would wait for a writer forever
+    signal.alarm(120)  # a hang fails the test instead of the suite
+    try:
+        rows = sweep(**settings)
+    finally:
+        signal.alarm(0)
+    assert [row["reused"] for row in rows] == [False] and (cell / "samples.jsonl").is_file()
+
+
+def test_a_pipe_planted_as_the_claim_is_one_line(tmp_path, private_cache):
+    import os
+
+    out = tmp_path / "s"
+    out.mkdir()
+    os.mkfifo(out / ".sweep.claim")
+    with pytest.raises(CtrlkitError) as caught:
+        sweep(out=str(out), controllers=["none"], backbones=["extractive"], metrics=["stas"], limit=2)
+    assert str(caught.value) == f"{out / '.sweep.claim'} is not a regular file; remove it, or choose another --out"

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
+import ctrlkit
 from ctrlkit.errors import CtrlkitError
 from ctrlkit import files
 from ctrlkit.files import recover_folder
@@ -381,3 +382,16 @@ def test_train_writes_its_final_model_through_a_temporary_folder_and_a_kill_ther
     assert record["steps"] == 2 and not (out / files.FILES_ASIDE).exists()
     assert not [path.name for path in out.iterdir() if path.name.startswith(".files.")]
     AutoModelForSeq2SeqLM.from_pretrained(out)  # whole
+
+
+def test_train_refuses_a_link_at_its_checkpoint_instead_of_starting_again_from_step_0(tmp_path):
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    _loop(elsewhere, 3).save_checkpoint()  # a whole checkpoint, moved to a bigger disk and linked back
+    (out / trainer.CHECKPOINT).symlink_to(elsewhere / trainer.CHECKPOINT, target_is_directory=True)
+    with pytest.raises(CtrlkitError) as caught:
+        ctrlkit.train(backbone="hf:/nowhere", dataset="sample", controller="tag", out=str(out))
+    assert str(caught.value) == (f"{out / trainer.CHECKPOINT} is a link; train keeps its checkpoint as a folder of its "
+                                 "own and never follows a link there: move the folder it points to into its place, "
+                                 "or remove the link")
+    assert (out / trainer.CHECKPOINT).is_symlink() and _checkpoint_step(elsewhere) == 3  # nothing removed

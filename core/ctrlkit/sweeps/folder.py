@@ -22,6 +22,7 @@ import logging
 import os
 import shutil
 import socket
+import stat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -85,6 +86,8 @@ def _locked_claim(out_dir: Path) -> Iterator[int]:
         raise CtrlkitError(f"cannot claim the sweep folder {out_dir} ({out_dir / CLAIM_FILE}: "
                            f"{exc.strerror or exc}); choose another --out") from None
     try:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):  # a pipe planted there: reading it fails or waits
+            raise CtrlkitError(f"{out_dir / CLAIM_FILE} is not a regular file; remove it, or choose another --out")
         try:
             import fcntl
         except ImportError:  # no advisory locks here (Windows): the claim is still compared

@@ -99,12 +99,15 @@ def train(settings: TrainSettings | None = None, /, **fields: Any) -> dict:
                             prefix_length=settings.prefix_length)
     check_output(out_dir)
     checkpoint = out_dir / CHECKPOINT
+    if checkpoint.is_symlink():  # recovering would remove it, and training silently start again from step 0
+        raise CtrlkitError(f"{checkpoint} is a link; train keeps its checkpoint as a folder of its own and never "
+                           "follows a link there: move the folder it points to into its place, or remove the link")
     if recover_files(out_dir) and settings.progress:
         say(f"train: the model in {out_dir} was being replaced when training stopped; the one before is back")
     if recover_folder(checkpoint) and settings.progress:
         say(f"train: {checkpoint} was being replaced when training stopped; resuming from the copy set aside")
     resuming = (checkpoint / "trainer_state.json").is_file()
-    if not resuming and (checkpoint.exists() or checkpoint.is_symlink()):
+    if not resuming and checkpoint.exists():
         raise CtrlkitError(f"{checkpoint}: damaged checkpoint (no trainer_state.json); remove it to train from "
                            f"the start")
     # recorded in the checkpoint and compared on resume with secrets masked (a new key resumes)
