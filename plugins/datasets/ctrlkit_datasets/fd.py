@@ -46,7 +46,7 @@ class FacetBenchmark(Dataset):
 
     options = (
         Option("path", str, "", "the FD JSON lines file, arxiv.json or pubmed.json (--data)"),
-        Option("systems", str, "", "comma-separated systems; default: every system with human scores "
+        Option("systems", str, "", "comma-separated systems; empty: every system with human scores "
                                    "(a field S_human)"),
         SKIP_INVALID,
     )
