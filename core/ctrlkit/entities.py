@@ -169,9 +169,17 @@ def surname(entity: str) -> str | None:
     return names[-1].rstrip(".") if names else None
 
 
+MAX_ALIASES = 100
+MAX_ALIAS_CHARS = 200
+"""The most names an ``aliases`` control may give, and the longest: the names are searched for
+together in each sentence, so the time is the text's length times their number; these bounds
+keep it linear in the text (an entity has a few names, not thousands)."""
+
+
 def given_aliases(value) -> tuple[str, ...] | None:
     """An ``aliases`` control as a tuple of names: None when the control is absent (None);
-    a list of strings, or one string separated by ``|``; blanks dropped."""
+    a list of strings, or one string separated by ``|``; blanks dropped. More than
+    ``MAX_ALIASES`` names, or one over ``MAX_ALIAS_CHARS`` characters, is refused in one line."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -179,7 +187,12 @@ def given_aliases(value) -> tuple[str, ...] | None:
     if not isinstance(value, (list, tuple)) or not all(isinstance(name, str) for name in value):
         raise ConfigurationError(f"control 'aliases' must be a list of names or "
                                  f"one string of names separated by '{ALIAS_SEPARATOR}', got {type(value).__name__}")
-    return tuple(" ".join(name.split()) for name in value if name.strip())
+    names = tuple(" ".join(name.split()) for name in value if name.strip())
+    if len(names) > MAX_ALIASES or any(len(name) > MAX_ALIAS_CHARS for name in names):
+        raise ConfigurationError(f"control 'aliases' gives {len(names)} names, the longest of "
+                                 f"{max(map(len, names))} characters; at most {MAX_ALIASES} names of up to "
+                                 f"{MAX_ALIAS_CHARS} characters are searched for")
+    return names
 
 
 def aliases(entity: str, given=None) -> list[str]:

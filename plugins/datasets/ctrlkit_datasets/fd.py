@@ -83,27 +83,45 @@ class FacetBenchmark(Dataset):
         return examples
 
 
+MAX_SYSTEM_NAME = 100
+"""The longest system name looked for: a key's owner is found among its first 100 characters, so
+reading a line costs time linear in its keys however they are built."""
+
+
 def systems_of(paper: dict, where: str) -> dict[str, dict[str, Any]]:
     """Each system of one line (see the module's docstring) and its fields by name, in the
     line's order; a field that holds neither a number, a list of numbers nor text is refused."""
-    texts = [key for key, value in paper.items() if isinstance(value, str) and key not in PAPER_FIELDS]
-    systems: dict[str, dict[str, Any]] = {key: {} for key in texts
-                                          if any(other.startswith(key + "_") for other in paper)}
-    longest_first = sorted(systems, key=len, reverse=True)
+    texts = {key for key, value in paper.items()
+             if isinstance(value, str) and key not in PAPER_FIELDS and len(key) <= MAX_SYSTEM_NAME}
+    found = {key: _prefixes(key, texts) for key in paper if key not in PAPER_FIELDS}
+    named = {prefix for prefixes in found.values() for prefix in prefixes}
+    systems: dict[str, dict[str, Any]] = {key: {} for key in paper if key in named}
     unowned = []
     for key, value in paper.items():
         if key in PAPER_FIELDS or key in systems:
             continue
-        owner = next((system for system in longest_first if key.startswith(system + "_")), None)
-        if owner is None:
+        owners = [prefix for prefix in found[key] if prefix in systems]
+        if not owners:
             unowned.append(key)
             continue
+        owner = owners[-1]  # the longest
         name = key[len(owner) + 1:]
         if name in OWN_META:
             raise DatasetError(f"{where}: field '{key}' names a system's '{name}', which the loader sets itself")
         systems[owner][name] = _stored(value, key, where)
     _refuse_systems_without_text(paper, unowned, where)
     return systems
+
+
+def _prefixes(key: str, texts: set[str]) -> list[str]:
+    """The text keys that ``key`` starts with followed by ``_``, shortest first (only its first
+    ``MAX_SYSTEM_NAME`` characters are looked at)."""
+    found, at = [], key.find("_", 1)
+    while 0 < at <= MAX_SYSTEM_NAME:
+        if key[:at] in texts:
+            found.append(key[:at])
+        at = key.find("_", at + 1)
+    return found
 
 
 def _stored(value: Any, key: str, where: str) -> Any:
@@ -118,8 +136,9 @@ def _stored(value: Any, key: str, where: str) -> Any:
 def _refuse_systems_without_text(paper: dict, unowned: list[str], where: str) -> None:
     """A key of no system whose human scores (``K_human``) are there too is a system whose abstract
     is not text (``"gpt35": null`` beside ``gpt35_human``): refused, rather than left unread."""
+    keys = set(unowned)
     for key in unowned:
-        if f"{key}_human" in unowned:
+        if f"{key}_human" in keys:
             raise DatasetError(f"{where}: field '{key}' must be a system's abstract (text, since '{key}_human' "
                                f"follows it), got {_kind(paper[key])}")
 

@@ -68,17 +68,21 @@ def read_vocabularies(path: str | Path) -> TopicVocabularies:
     if not rows or not any(name.strip() for name in rows[0]):
         raise DatasetError(f"{path}: no header row naming the topics (one column per topic)")
     header = [name.strip() for name in rows[0]]
-    vocabularies: dict[str, frozenset[str]] = {}
+    seen: set[str] = set()
     for column, topic in enumerate(header):
         if not topic:
             raise DatasetError(f"{path}: column {column + 1} has no topic name in the header")
-        if topic in vocabularies:
+        if topic in seen:
             raise DatasetError(f"{path}: topic '{topic}' names two columns")
-        words = frozenset().union(*(vocabulary_words(row[column]) for row in rows[1:] if column < len(row)))
+        seen.add(topic)
+    columns: list[set[str]] = [set() for _ in header]
+    for row in rows[1:]:  # each cell once: the time is the file's size, not its columns times its rows
+        for words, cell in zip(columns, row):
+            words.update(vocabulary_words(cell))
+    for topic, words in zip(header, columns):
         if not words:
             raise DatasetError(f"{path}: topic '{topic}' has no words")
-        vocabularies[topic] = words
-    return TopicVocabularies(vocabularies, str(path))
+    return TopicVocabularies({topic: frozenset(words) for topic, words in zip(header, columns)}, str(path))
 
 
 def vocabularies_from_examples(examples: Iterable[Example]) -> TopicVocabularies:

@@ -39,6 +39,7 @@ first reference. Each article then has one topic, so any two on different topics
 
 from __future__ import annotations
 
+import bisect
 import logging
 import random
 from dataclasses import dataclass, field
@@ -193,8 +194,9 @@ def mix_topics(examples: Iterable[Example], seed: int = 0, vocabularies: TopicVo
     for group in groups.values():
         rng.shuffle(group)
     pairs = []
-    while (keys := _mixable_groups(groups)) is not None:
-        first, second = (groups[key].pop() for key in keys)
+    ranking = _Ranking(groups)
+    while (keys := ranking.mixable()) is not None:
+        first, second = (ranking.pop(key) for key in keys)
         first_topic = rng.choice(sorted(first.topics - second.topics))
         second_topic = rng.choice(sorted(second.topics - first.topics))
         pairs.append(Pair(first, first_topic, second, second_topic))
@@ -287,14 +289,33 @@ def interleave(first: str, second: str) -> str:
     return " ".join(sentence for both in merged for sentence in both if sentence is not None)
 
 
-def _mixable_groups(groups: dict[frozenset[str], list[Article]]) -> tuple[frozenset, frozenset] | None:
-    """The largest non-empty group and the largest one it can be mixed with, or None."""
-    ranked = sorted((key for key, group in groups.items() if group), key=lambda key: (-len(groups[key]), sorted(key)))
-    for i, key in enumerate(ranked):
-        for other in ranked[i + 1:]:
-            if key - other and other - key:
-                return key, other
-    return None
+class _Ranking:
+    """The non-empty groups, largest first (ties by their sorted topics), kept in order as articles
+    are taken, so that each pair costs a search of the ranking rather than a sort of every group."""
+
+    def __init__(self, groups: dict[frozenset[str], list[Article]]):
+        self.groups = groups
+        self.ranked = sorted(self._rank(key) for key, group in groups.items() if group)
+
+    def _rank(self, key: frozenset[str]) -> tuple:
+        return (-len(self.groups[key]), tuple(sorted(key)), key)
+
+    def mixable(self) -> tuple[frozenset, frozenset] | None:
+        """The largest group and the largest one it can be mixed with (each has a topic the other
+        lacks), or None."""
+        for i, (_, _, key) in enumerate(self.ranked):
+            for _, _, other in self.ranked[i + 1:]:
+                if key - other and other - key:
+                    return key, other
+        return None
+
+    def pop(self, key: frozenset[str]) -> Article:
+        """An article of group ``key``, the group moved to its new place in the ranking."""
+        del self.ranked[bisect.bisect_left(self.ranked, self._rank(key))]
+        article = self.groups[key].pop()
+        if self.groups[key]:
+            bisect.insort(self.ranked, self._rank(key))
+        return article
 
 
 def _a_few(names, shown: int = 3) -> str:
