@@ -59,7 +59,7 @@ def read_vocabularies(path: str | Path) -> TopicVocabularies:
     """The topics of a seed-word CSV file: one column per topic, named in the header."""
     path = Path(path)
     if not path.is_file():
-        raise DatasetError(f"{path}: no such file (topic vocabularies)")
+        raise DatasetError(f"{path}: {'not a regular file' if path.exists() else 'no such file'} (topic vocabularies)")
     try:
         with open_csv(path) as file:
             rows = list(csv.reader(file))
