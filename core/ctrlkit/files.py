@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,7 +61,10 @@ def _write_and_replace(path: Path, data: bytes | Callable[[IO[bytes]], None]) ->
 @contextmanager
 def _replacing(path: Path) -> Iterator[IO[bytes]]:
     """A binary file that replaces ``path`` when the block ends without an error; on an error it
-    is removed and ``path`` left as it was."""
+    is removed and ``path`` left as it was. A device node, pipe or socket at ``path`` (``-o
+    /dev/null`` as root, a FIFO) is refused in one line, before and again just before the rename
+    (never replaced by a regular file); a link there is replaced, never written through."""
+    _refuse_special(path)
     # mkstemp opens with O_CREAT | O_EXCL under a random name: never a file or link someone planted
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -74,10 +78,24 @@ def _replacing(path: Path) -> Iterator[IO[bytes]]:
             _close_failed(file)
             raise
         file.close()
+        _refuse_special(path)
         os.replace(temporary, path)  # replaces a link at ``path``; never writes where it points
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _refuse_special(path: Path) -> None:
+    """One CtrlkitError when ``path`` itself (not where a link there points) is a device node,
+    FIFO or socket: replacing it by a regular file would destroy it (a system node such as
+    ``/dev/null``) or leave a reader of the pipe waiting. A regular file, a link or nothing there is
+    fine; a folder fails the rename with its own one-line message."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:  # nothing there (or an unreadable parent, which the write reports)
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode)):
+        raise CtrlkitError(f"{path} is not a regular file; refusing to replace it with one")
 
 
 def _close_failed(file: IO[bytes]) -> None:

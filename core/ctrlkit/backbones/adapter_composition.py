@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 
 from ..errors import ConfigurationError
+from ..files import atomic_write_text, read_json
 from . import adapters
 
 COMBINED = "combined"  # the merged adapter's name in the peft model
@@ -40,7 +41,7 @@ def write_composition(folder: Path, base: str, named: list[tuple[str, Path]], we
     """What a folder made by ``hf.combine=lorahub`` runs: the merge of ``named`` on ``base`` by ``weights``."""
     composition = {"base": base, "adapters": [[name, str(path.resolve())] for name, path in named],
                    "weights": weights}
-    (folder / COMPOSITION_FILE).write_text(json.dumps(composition, indent=1) + "\n", encoding="utf-8")
+    atomic_write_text(folder / COMPOSITION_FILE, json.dumps(composition, indent=1) + "\n")
 
 
 def read_composition(options: dict, backbone: str) -> None:
@@ -49,13 +50,13 @@ def read_composition(options: dict, backbone: str) -> None:
     path = Path(options["model"]).expanduser() / COMPOSITION_FILE
     if options["adapters"]:
         raise ConfigurationError(f"option '{backbone}.adapters': {path.parent} already composes adapters")
+    composition = read_json(path, dict, ConfigurationError, "a composition")
     try:
-        composition = json.loads(path.read_text(encoding="utf-8"))
         base, named, weights = composition["base"], composition["adapters"], composition["weights"]
         spec = ",".join(f"{name}={folder}" for name, folder in named)
         text = ",".join(repr(float(weight)) for weight in weights)
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
-        raise ConfigurationError(f"{path}: not a readable composition ({exc})") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigurationError(f"{path}: not a readable composition ({' '.join(str(exc).split())[:200]})") from None
     if not isinstance(base, str) or not base:
         raise ConfigurationError(f"{path}: field 'base' must name the base model")
     options.update(model=base, adapters=spec, adapter_weights=text, combine="merge")
@@ -162,7 +163,11 @@ def load(model, named: list[tuple[str, Path]], combine: str, weights: list[float
         wrapped = peft.PeftModel.from_pretrained(model, str(named[0][1]), adapter_name=named[0][0])
         for name, folder in named[1:]:
             wrapped.load_adapter(str(folder), adapter_name=name)
-    except (ValueError, RuntimeError, KeyError) as exc:  # e.g. weights of other shapes than the base model's
+    except adapters.damaged_weights() as exc:  # a cut-short or damaged weights file
+        raise ConfigurationError(f"option '{backbone}.adapters': cannot read the weights of one of them "
+                                 f"({', '.join(str(folder) for _, folder in named)}): "
+                                 f"{' '.join(str(exc).split())[:200]}") from None
+    except (ValueError, RuntimeError, KeyError, OSError) as exc:  # e.g. weights of other shapes than the base model's
         raise ConfigurationError(f"option '{backbone}.adapters' cannot load them onto {model.name_or_path}: "
                                  f"{' '.join(str(exc).split())}") from None
     if wrapped.peft_config[named[0][0]].is_prompt_learning:  # a sequence of prefixes

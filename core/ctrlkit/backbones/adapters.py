@@ -13,12 +13,12 @@ prefix-tuned model's rows, would otherwise be drawn anew).
 
 from __future__ import annotations
 
-import json
 import math
 from importlib.util import find_spec
 from pathlib import Path
 
 from ..errors import ConfigurationError
+from ..files import read_json
 from . import seeded_rows
 from .gguf_file import is_gguf_file
 
@@ -117,13 +117,32 @@ def is_adapter_folder(name: str) -> bool:
 def read_adapter_config(folder: str | Path) -> dict:
     """``adapter_config.json`` of ``folder``; a damaged one is one line naming it."""
     path = Path(folder).expanduser() / ADAPTER_CONFIG
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigurationError(f"{path}: not a readable adapter config ({exc})") from None
-    if not isinstance(config, dict) or not isinstance(config.get("peft_type"), str):
+    config = read_json(path, dict, ConfigurationError, "an adapter config")
+    if not isinstance(config.get("peft_type"), str):
         raise ConfigurationError(f"{path}: not a peft adapter config (no peft_type)")
     return config
+
+
+def damaged_weights() -> tuple[type[BaseException], ...]:
+    """The error safetensors raises for a damaged or cut-short weights file (imported only when
+    loading weights), to catch where models and adapters are loaded and name the file in one line."""
+    try:
+        from safetensors import SafetensorError
+    except ImportError:
+        return ()
+    return (SafetensorError,)
+
+
+def load_weights_file(path: Path, backbone: str) -> dict:
+    """The tensors of the safetensors file ``path`` ctrlkit saved beside a model; a damaged one is
+    one line naming it."""
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(str(path))
+    except (OSError, *damaged_weights()) as exc:
+        raise ConfigurationError(f"backbone '{backbone}': cannot read {path}: {' '.join(str(exc).split())[:200]}") \
+            from None
 
 
 def base_model(folder: str | Path, config: dict, backbone: str) -> str:
@@ -155,7 +174,7 @@ def added_rows(model, count: int) -> dict:
     return rows
 
 
-def restore_added_rows(model, folder: Path, vocabulary: int) -> dict:
+def restore_added_rows(model, folder: Path, vocabulary: int, backbone: str = "hf") -> dict:
     """Resize ``model`` to ``vocabulary`` tokens and put back the saved rows of the tokens a
     controller added, when ``folder`` has them; returns them (empty: none were added). An adapter
     made elsewhere with a larger vocabulary gets the rows resized, for its own saved embeddings."""
@@ -165,9 +184,10 @@ def restore_added_rows(model, folder: Path, vocabulary: int) -> dict:
             seeded_rows.resize(model, vocabulary)
         return {}
     import torch
-    from safetensors.torch import load_file
 
-    rows = load_file(str(path))
+    rows = load_weights_file(path, backbone)
+    if not isinstance(rows.get("input"), torch.Tensor):
+        raise ConfigurationError(f"backbone '{backbone}': {path} holds no 'input' rows")
     seeded_rows.resize(model, vocabulary)
     with torch.no_grad():
         model.get_input_embeddings().weight[-len(rows["input"]):] = rows["input"]
@@ -230,6 +250,9 @@ def load_adapter(model, folder: Path, backbone: str):
     try:
         wrapped = peft_model(model, config)
         result = peft.set_peft_model_state_dict(wrapped, peft.load_peft_weights(str(folder), device="cpu"))
+    except damaged_weights() as exc:  # a cut-short or damaged weights file
+        raise ConfigurationError(f"backbone '{backbone}': cannot read the adapter's weights in {folder}: "
+                                 f"{' '.join(str(exc).split())[:200]}") from None
     except (RuntimeError, ValueError, OSError) as exc:  # modules it lacks, weights of other shapes, a damaged file
         raise ConfigurationError(f"backbone '{backbone}': the adapter in {folder} does not fit its base model: "
                                  f"{' '.join(str(exc).split())}") from None

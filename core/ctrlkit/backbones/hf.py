@@ -21,7 +21,7 @@ from pathlib import Path
 from ..chat import flatten_messages
 from ..errors import ConfigurationError
 from ..types import SEP
-from . import seeded_rows, value_prefixes
+from . import adapters, seeded_rows, value_prefixes
 from .document_cut import MARK
 from .hf_base import HFBackbone
 
@@ -46,9 +46,7 @@ class HFSeq2Seq(HFBackbone):
         self.input_embeddings = torch.nn.ModuleDict()
         saved = Path(self.options["model"]) / INPUT_EMBEDDINGS_FILE
         if saved.is_file():
-            from safetensors.torch import load_file
-
-            for key, weight in load_file(str(saved)).items():
+            for key, weight in adapters.load_weights_file(saved, self.name).items():
                 table = torch.nn.Embedding.from_pretrained(weight, freeze=False)
                 self.input_embeddings[key] = table.to(self.device, dtype=self.model.dtype)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..components import Backbone
 from ..errors import ConfigurationError
+from ..files import read_json
 from ..hub import hub_unreachable, is_local, not_found_offline
 from ..options import Option
 from ..quiet import quiet_new_imports, quietly
@@ -160,6 +161,9 @@ class HFBackbone(PromptFitting, Backbone):
             self._model = model_class.from_pretrained(name, dtype=getattr(torch, dtype),
                                                       local_files_only=bool(offline),
                                                       adapter_kwargs={"local_files_only": bool(offline)})
+        except adapters.damaged_weights() as exc:  # a cut-short or damaged weights file
+            raise ConfigurationError(f"backbone '{self.name}' cannot read the weights of {name}: "
+                                     f"{' '.join(str(exc).split())[:200]}") from None
         except (OSError, ValueError) as exc:
             if offline:
                 raise ConfigurationError(not_found_offline(f"backbone '{self.name}'", name, offline)) from None
@@ -167,7 +171,7 @@ class HFBackbone(PromptFitting, Backbone):
                                                 f"{' '.join(str(exc).split())}")) \
                 from None
         if saved:
-            self._added_rows = adapters.restore_added_rows(self._model, saved, len(self._tokenizer))
+            self._added_rows = adapters.restore_added_rows(self._model, saved, len(self._tokenizer), self.name)
         if adapter:
             self._model = adapters.load_adapter(self._model, adapter, self.name)
         elif prefixes:
@@ -342,12 +346,14 @@ class HFBackbone(PromptFitting, Backbone):
 
     def saved_controller(self):
         """The controller state ``ctrlkit train`` saved beside the weights, if any."""
-        import json
-        from pathlib import Path
-
         _ = self.composed
-        path = (self._composition_folder or Path(self.options["model"])) / "ctrlkit_controller.json"
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        path = (self._composition_folder or Path(self.options["model"]).expanduser()) / "ctrlkit_controller.json"
+        if not path.is_file():
+            return None
+        saved = read_json(path, dict, ConfigurationError, "a saved controller state")
+        if not isinstance(saved.get("controller"), str) or "state" not in saved:
+            raise ConfigurationError(f"{path}: not a saved controller state (fields 'controller' and 'state')")
+        return saved
 
     @quietly
     def save(self, directory) -> None:
@@ -355,6 +361,8 @@ class HFBackbone(PromptFitting, Backbone):
         them; with an adapter, the adapter's weights only, in peft's format (the rows of tokens
         a controller added in ctrlkit's file: :mod:`.adapters`)."""
         if self.has_adapter:
+            if self.value_prefixes:  # peft saves each prefix into DIRECTORY/NAME: a plain name, never a path
+                value_prefixes.check_names(self.value_prefixes, Path(directory) / value_prefixes.INDEX_FILE)
             # the added tokens' rows are LoRA's trainable tokens and ctrlkit's file, not whole embedding matrices
             self.model.save_pretrained(directory, save_embedding_layers=False)
             adapters.save_added_rows(self._added_rows, Path(directory))

@@ -13,9 +13,11 @@ subfolder.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from ..errors import ConfigurationError
+from ..files import atomic_write_text, read_json
 from . import adapters
 
 FEATURE = "soft_prefix"
@@ -37,24 +39,52 @@ def is_prefixes_folder(name: str) -> bool:
     return (Path(name).expanduser() / INDEX_FILE).is_file()
 
 
+NAME = re.compile(r"[A-Za-z0-9_-]{1,100}")
+"""A prefix's subfolder name, which is also its adapter's name in peft (which saves the adapter
+into a subfolder of that name, and takes no '.' in a module name): a plain name, never a path."""
+
+
+def check_name(name, where: str) -> str:
+    """``name`` when it is a plain subfolder name (:data:`NAME`: no '/', '\\', '..', '.', NUL, not
+    absolute nor empty); else one ConfigurationError naming ``where``: a name that were a path
+    would be read from, and a resumed training's save would write to, a folder outside the model's."""
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise ConfigurationError(f"{where}: {str(name)[:80]!r} is not a subfolder name (letters, digits, _ or -, "
+                                 "at most 100): a prefix lives in a subfolder of the model folder")
+    return name
+
+
 def read_index(folder: Path) -> dict[str, str]:
-    """``control=value`` to adapter name, from ``ctrlkit_prefixes.json``; a damaged one is one line."""
+    """``control=value`` to adapter name, from ``ctrlkit_prefixes.json``; a damaged one, or one
+    naming anything but a subfolder of ``folder`` that holds an adapter, is one line."""
     path = folder / INDEX_FILE
-    try:
-        index = json.loads(path.read_text(encoding="utf-8"))["prefixes"]
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
-        raise ConfigurationError(f"{path}: not a readable prefix index ({exc})") from None
-    if not isinstance(index, dict) or not index or not all(
-            isinstance(key, str) and isinstance(name, str) and (folder / name / adapters.ADAPTER_CONFIG).is_file()
-            for key, name in index.items()):
+    index = read_json(path, dict, ConfigurationError, "a prefix index").get("prefixes")
+    if not isinstance(index, dict) or not index or not all(isinstance(key, str) for key in index):
+        raise ConfigurationError(f"{path}: field 'prefixes' must map each control=value to a subfolder holding "
+                                 f"an adapter")
+    check_names(index, path)
+    if not all((folder / name / adapters.ADAPTER_CONFIG).is_file() for name in index.values()):
         raise ConfigurationError(f"{path}: field 'prefixes' must map each control=value to a subfolder holding "
                                  f"an adapter")
     return index
 
 
+def check_names(index: dict[str, str], path: Path) -> None:
+    """Every subfolder ``index`` names is a plain name (:func:`check_name`), each named once."""
+    seen = set()
+    for key, name in index.items():
+        where = f"{path}: entry {key[:80]!r}"
+        check_name(name, where)
+        if name in seen or name == "default":  # peft saves its adapter 'default' in the folder itself
+            problem = "reserved" if name == "default" else "named twice"
+            raise ConfigurationError(f"{where}: the subfolder {name!r} is {problem}")
+        seen.add(name)
+
+
 def save_index(folder: Path, index: dict[str, str]) -> None:
-    (folder / INDEX_FILE).write_text(json.dumps({"prefixes": index}, indent=1, ensure_ascii=False) + "\n",
-                                     encoding="utf-8")
+    """Write ``ctrlkit_prefixes.json`` (atomically) into ``folder``, the names checked first."""
+    check_names(index, folder / INDEX_FILE)
+    atomic_write_text(folder / INDEX_FILE, json.dumps({"prefixes": index}, indent=1, ensure_ascii=False) + "\n")
 
 
 def first_adapter(folder: Path, index: dict[str, str]) -> Path:
@@ -79,7 +109,12 @@ def load(model, folder: Path, index: dict[str, str], backbone: str):
 
     wrapped = None
     for name in index.values():
-        config = peft.PeftConfig.from_pretrained(str(folder / name))
+        adapters.read_adapter_config(folder / name)  # a damaged one is one line, not peft's traceback
+        try:
+            config = peft.PeftConfig.from_pretrained(str(folder / name))
+        except (OSError, ValueError, TypeError) as exc:
+            raise ConfigurationError(f"backbone '{backbone}': cannot read the prefix in {folder / name}: "
+                                     f"{' '.join(str(exc).split())[:200]}") from None
         config.inference_mode = False
         if not config.is_prompt_learning:
             raise ConfigurationError(f"backbone '{backbone}': {folder / name} holds a {config.peft_type} adapter, "
@@ -91,6 +126,9 @@ def load(model, folder: Path, index: dict[str, str], backbone: str):
                 wrapped.add_adapter(name, config)
             peft.set_peft_model_state_dict(wrapped, peft.load_peft_weights(str(folder / name), device="cpu"),
                                            adapter_name=name)
+        except adapters.damaged_weights() as exc:  # a cut-short or damaged weights file
+            raise ConfigurationError(f"backbone '{backbone}': cannot read the prefix's weights in {folder / name}: "
+                                     f"{' '.join(str(exc).split())[:200]}") from None
         except (RuntimeError, ValueError, OSError) as exc:
             raise ConfigurationError(f"backbone '{backbone}': the prefix in {folder / name} does not fit its base "
                                      f"model: {' '.join(str(exc).split())}") from None

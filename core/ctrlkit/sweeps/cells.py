@@ -50,6 +50,9 @@ def reusable_results(folder: Path, digests: dict, arguments: dict, variants: dic
         if problem is None:
             return results
         logger.warning("ctrlkit: %s; the cell runs again", problem)
+        samples = folder / "samples.jsonl"
+        if samples.exists() and not samples.is_symlink() and not (samples.is_file() or samples.is_dir()):
+            samples.unlink()  # a pipe planted in the cell's own folder, which the atomic write refuses to replace
     return None
 
 
