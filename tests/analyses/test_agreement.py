@@ -6,6 +6,7 @@ calls those packages; undefined cases say why; bad input is one line naming the 
 import csv
 import json
 import re
+import tracemalloc
 
 import krippendorff
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
 
+from ctrlkit import bootstrap
 from ctrlkit.agreement_coefficients import alpha, kappa
 from ctrlkit.analyses.agreement import NOTHING_PAIRED, ONE_GROUP, ONE_VALUE, agreement, format_report
 from ctrlkit.analyses.meta_evaluation import lookup
@@ -322,3 +324,32 @@ def test_lookup_steps_into_lists_by_index():
     assert lookup(row, "given.facets.1") == 1.0
     assert lookup(row, "given.facets.2") is None and lookup(row, "given.facets.-1") is None
     assert lookup(row, "d.0") == "key"
+
+
+def _peak(call):
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_peak_memory_of_agreement_does_not_grow_with_rows_x_resamples(monkeypatch):
+    monkeypatch.setattr(bootstrap, "CHUNK_CELLS", 4000)  # 10 resamples of the 400 rows a chunk
+    rows = [{"a": i % 5, "b": (i * 7) % 5, "c": (i * 3) % 4} for i in range(400)]
+    agreement(rows, ["a", "b", "c"], resamples=10)  # imports and first-use caches out of the measure
+    peaks = [_peak(lambda: agreement(rows, ["a", "b", "c"], resamples=count)) for count in (100, 800)]
+    # before: the whole resamples x rows weight matrix was held (100,000 rows at 1,000 resamples
+    # peaked at 1.8 GB); now one chunk, and the R values of each coefficient
+    assert peaks[1] < 1.6 * peaks[0], peaks
+
+
+@pytest.mark.parametrize("group_key", [None, "g"])
+def test_resamples_drawn_in_chunks_give_the_intervals_of_one_whole_draw(monkeypatch, group_key):
+    rng = np.random.default_rng(8)
+    rows = [{"a": int(rng.integers(1, 6)), "b": int(rng.integers(1, 6)), "g": i % 9} for i in range(60)]
+    whole = agreement(rows, ["a", "b"], resamples=200, seed=4, group_key=group_key)
+    monkeypatch.setattr(bootstrap, "CHUNK_CELLS", 60 * 7)  # 7 resamples a chunk
+    chunked = agreement(rows, ["a", "b"], resamples=200, seed=4, group_key=group_key)
+    assert chunked == whole  # each resample's coefficient is computed alone: the chunks change nothing
