@@ -7,6 +7,7 @@ import csv
 import json
 import re
 import tracemalloc
+import warnings
 
 import krippendorff
 import numpy as np
@@ -353,3 +354,24 @@ def test_resamples_drawn_in_chunks_give_the_intervals_of_one_whole_draw(monkeypa
     monkeypatch.setattr(bootstrap, "CHUNK_CELLS", 60 * 7)  # 7 resamples a chunk
     chunked = agreement(rows, ["a", "b"], resamples=200, seed=4, group_key=group_key)
     assert chunked == whole  # each resample's coefficient is computed alone: the chunks change nothing
+
+
+@pytest.mark.parametrize("scale", [2.0 ** -560, 1e-170, 2.0 ** 530, 1e160, 1e300, 1e-315])
+def test_every_coefficient_is_the_same_at_any_scale_of_the_scores(scale):
+    # before: interval alpha of these ratings at 1e-170 or 1e160 was "undefined: every compared value
+    # is the same" (its squares underflowed or overflowed), with numpy RuntimeWarnings
+    base = [(1, 2), (2, 2), (3, 1), (4, 4), (5, 4), (2, None), (3, 3)]
+    rows = [{"a": a * scale, "b": None if b is None else b * scale} for a, b in base]
+    expected = agreement([{"a": a, "b": b} for a, b in base], ["a", "b"], resamples=200, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow, underflow or invalid value
+        found = agreement(rows, ["a", "b"], resamples=200, seed=1)
+    reliability = np.array([[np.nan if value is None else value for value in pair] for pair in base]).T
+    assert expected["alpha"]["interval"]["alpha"] == pytest.approx(
+        krippendorff.alpha(reliability_data=reliability, level_of_measurement="interval"), abs=1e-12)
+    if np.frexp(scale)[0] == 0.5:  # a power of two: exactly the same numbers
+        assert found == expected
+    else:
+        assert format_report(found) == format_report(expected)
+        assert found["alpha"]["interval"]["alpha"] == pytest.approx(expected["alpha"]["interval"]["alpha"], rel=1e-9)
+

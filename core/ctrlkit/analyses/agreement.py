@@ -16,7 +16,9 @@ share that field's value (FD's paper, say), with replacement, and recomputes eve
 from the same draws (``numpy.random.default_rng(seed)``, as :func:`ctrlkit.bootstrap.resample_weights`
 draws), taken a chunk of resamples at a time (:func:`ctrlkit.bootstrap.weight_chunks`), so that
 memory does not grow with rows x resamples. A resample whose coefficient is undefined is left out
-and counted.
+and counted. The values are scaled by one power of two first
+(:func:`ctrlkit.analyses.meta_evaluation.scaled_exactly`): exact, so every coefficient is that of the
+values as given, and interval alpha of scores near 1e-170 or 1e160 neither underflows nor overflows.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import numpy as np
 from ..agreement_coefficients import ALPHA_LEVELS, KAPPA_WEIGHTINGS, alpha, kappa, pairable
 from ..bootstrap import percentile_interval, weight_chunks
 from ..errors import CtrlkitError
-from .meta_evaluation import lookup
+from .meta_evaluation import lookup, scaled_exactly
 
 DEFAULT_RESAMPLES = 1000
 CONFIDENCE = 0.95
@@ -92,7 +94,8 @@ def agreement(rows: Iterable[dict], fields: Sequence[str], *, levels: Sequence[s
 
 
 def _ratings(rows: list[dict], fields: list[str]) -> tuple[np.ndarray, dict[str, int]]:
-    """Rows x fields of floats, NaN where missing, and how many NaN or infinite values each field held."""
+    """Rows x fields of floats, NaN where missing, scaled by one power of two (exactly), and how
+    many NaN or infinite values each field held."""
     units = np.full((len(rows), len(fields)), np.nan)
     non_finite: dict[str, int] = {}
     for number, row in enumerate(rows, 1):
@@ -116,7 +119,7 @@ def _ratings(rows: list[dict], fields: list[str]) -> tuple[np.ndarray, dict[str,
     for column, field in enumerate(fields):
         if not np.isfinite(units[:, column]).any():
             raise CtrlkitError(f"no row has a number at '{field}'")
-    return units, non_finite
+    return scaled_exactly(units)[0], non_finite
 
 
 def _groups(rows: list[dict], group_key: str | None) -> np.ndarray:

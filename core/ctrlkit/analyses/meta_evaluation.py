@@ -103,7 +103,7 @@ def correlate(human: Sequence[float], metric: Sequence[float]) -> dict:
     if len(set(human)) < 2 or len(set(metric)) < 2:
         return {"n": len(human), "undefined": "a constant series has no correlation"}
     out: dict[str, Any] = {"n": len(human)}
-    human, metric = _scaled(np.asarray(human, dtype=float)), _scaled(np.asarray(metric, dtype=float))
+    human, metric = scaled_exactly(human)[0], scaled_exactly(metric)[0]
     for name, function in zip(CORRELATIONS, (stats.pearsonr, stats.spearmanr, stats.kendalltau)):
         statistic, p_value = function(human, metric)
         out[name] = {"r": float(statistic), "p": float(p_value)}
@@ -286,10 +286,10 @@ def meta_evaluate(rows: Iterable[dict], human: str, scores: Sequence[str] | None
     refuse_a_grid_too_large(len(grid.inputs), len(grid.systems), resamples, len(rows))
     draws = draw(seed, len(grid.inputs), len(grid.systems), "inputs" if resample == "rows" else resample, resamples)
     warn_of_few_systems(draws, resample, levels)
-    human_grid = _scaled(grid.values(rows, human))
+    human_grid = scaled_exactly(grid.values(rows, human))[0]
     correlations = {}
     for path in paths:
-        metric_grid = _scaled(grid.values(rows, path))
+        metric_grid = scaled_exactly(grid.values(rows, path))[0]
         correlations[path] = {level: _at_level(level, rows, human, path, human_grid, metric_grid, draws)
                               for level in levels}
     return {"settings": settings, "correlations": correlations}
@@ -504,13 +504,17 @@ def _table(level: str, correlations: dict, intervals: bool) -> list[str]:
     return lines
 
 
-def _scaled(values: np.ndarray) -> np.ndarray:
-    """``values`` scaled by the power of two that brings their largest finite magnitude into
-    [0.5, 1): a mean of scores near 1e308 would overflow. A power of two scales exactly, so ties,
-    means and correlations are those of the unscaled scores."""
+def scaled_exactly(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(values * 2**-e, e)``: ``values`` (any shape, NaN and infinities kept) scaled by the one
+    power of two that brings their largest finite magnitude into [0.5, 1), so that sums, squares
+    and means of them neither overflow (scores near 1e308) nor underflow (near 1e-300);
+    ``np.ldexp(result, e)`` scales a mean back. A power of two scales exactly, so ties, means,
+    correlations and agreement coefficients are those of the unscaled scores. Meta-eval, agreement
+    and the per-system means all scale with this."""
+    values = np.asarray(values, dtype=float)
     finite = np.abs(values[np.isfinite(values)])
     _, exponent = np.frexp(finite.max() if finite.size else 0.0)
-    return np.ldexp(values, -exponent)
+    return np.ldexp(values, -exponent), int(exponent)
 
 
 def _refuse_non_numbers(rows: list[dict], paths: Sequence[str]) -> None:
