@@ -375,3 +375,13 @@ def test_every_coefficient_is_the_same_at_any_scale_of_the_scores(scale):
         assert format_report(found) == format_report(expected)
         assert found["alpha"]["interval"]["alpha"] == pytest.approx(expected["alpha"]["interval"]["alpha"], rel=1e-9)
 
+
+def test_a_list_index_of_thousands_of_digits_is_no_index_and_one_line(tmp_path):
+    huge = "9" * 5000  # before: int() refused it with a ValueError traceback (more than 4,300 digits)
+    assert lookup({"given": {"hl": [1, 2]}}, f"given.hl.{huge}") is None
+    assert lookup({"given": {"hl": [1, 2]}}, "given.hl.01") == 2
+    assert lookup({"given": {"hl": [1, 2]}}, "given.hl.10") is None
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text('{"given": {"a": 1, "hl": [1, 2]}}\n')
+    result = CliRunner().invoke(cli, ["agreement", str(samples), "--field", "given.a", "--field", f"given.hl.{huge}"])
+    assert result.exit_code == 1 and result.output == f"Error: no row has a number at 'given.hl.{huge}'\n"

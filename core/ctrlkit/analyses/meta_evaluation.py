@@ -72,7 +72,9 @@ def lookup(row: dict, path: str) -> Any:
     for part in path.split("."):
         if isinstance(value, dict) and part in value:
             value = value[part]
-        elif isinstance(value, list) and part.isascii() and part.isdigit() and int(part) < len(value):
+        elif (isinstance(value, list) and part.isascii() and part.isdigit()
+              and len(part.lstrip("0")) <= len(str(len(value)))  # 5,000 digits: no index (nor int()'s)
+              and int(part) < len(value)):
             value = value[int(part)]
         else:
             return None
