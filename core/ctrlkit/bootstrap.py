@@ -86,12 +86,13 @@ def _group_key(example: "Example", field: str | None) -> str:
 def resample_weights(groups: np.ndarray, resamples: int, seed: int) -> np.ndarray:
     """(R, N) weights of a cluster bootstrap: each row draws as many groups as there are, with
     replacement; an example weighs how many times its group was drawn."""
-    chunks = list(_weight_chunks(groups, resamples, seed))
+    chunks = list(weight_chunks(groups, resamples, seed))
     return np.concatenate(chunks) if chunks else np.zeros((0, len(groups)))
 
 
-def _weight_chunks(groups: np.ndarray, resamples: int, seed: int) -> Iterator[np.ndarray]:
-    """:func:`resample_weights` in chunks of rows."""
+def weight_chunks(groups: np.ndarray, resamples: int, seed: int) -> Iterator[np.ndarray]:
+    """:func:`resample_weights` in chunks of rows of at most :data:`CHUNK_CELLS` weights (one row
+    when a row alone holds more), so that memory does not grow with resamples x examples."""
     codes, count = _compact(groups)
     alone = count == len(codes)  # each example its own group: the counts are the weights
     rng = np.random.default_rng(seed)
@@ -140,7 +141,7 @@ def intervals(metric: "Metric", parts: Mapping[str, Sequence[float | None]], gro
     undefined (NaN) are left out of its interval and counted (``undefined_resamples``, only when
     some are); a value defined on fewer than two gets none."""
     arrays = _checked(parts, groups)
-    drawn = _stacked(aggregated(metric, arrays, weights) for weights in _weight_chunks(groups, resamples, seed))
+    drawn = _stacked(aggregated(metric, arrays, weights) for weights in weight_chunks(groups, resamples, seed))
     return {name: _unless_one_group(summary, groups) for name, values in drawn.items()
             if (summary := _summary(values, confidence)) is not None}
 
@@ -169,7 +170,7 @@ def paired(metric: "Metric", parts_a: Mapping[str, Sequence[float | None]],
         np.concatenate([np.ones(n), np.zeros(n)])[None], np.concatenate([np.zeros(n), np.ones(n)])[None]]))
     observed = {name: values[0] - values[1] for name, values in observed.items()}
     differences = _stacked(_difference(aggregated(metric, arrays_a, weights), aggregated(metric, arrays_b, weights))
-                           for weights in _weight_chunks(groups, resamples, seed))
+                           for weights in weight_chunks(groups, resamples, seed))
     permuted = _stacked(_permuted(metric, _joined(arrays_a, arrays_b), groups, resamples, seed))
     found = {}
     for name, difference in observed.items():

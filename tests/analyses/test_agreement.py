@@ -6,6 +6,8 @@ calls those packages; undefined cases say why; bad input is one line naming the 
 import csv
 import json
 import re
+import tracemalloc
+import warnings
 
 import krippendorff
 import numpy as np
@@ -13,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
 
+from ctrlkit import bootstrap
 from ctrlkit.agreement_coefficients import alpha, kappa
 from ctrlkit.analyses.agreement import NOTHING_PAIRED, ONE_GROUP, ONE_VALUE, agreement, format_report
 from ctrlkit.analyses.meta_evaluation import lookup
@@ -322,3 +325,63 @@ def test_lookup_steps_into_lists_by_index():
     assert lookup(row, "given.facets.1") == 1.0
     assert lookup(row, "given.facets.2") is None and lookup(row, "given.facets.-1") is None
     assert lookup(row, "d.0") == "key"
+
+
+def _peak(call):
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_peak_memory_of_agreement_does_not_grow_with_rows_x_resamples(monkeypatch):
+    monkeypatch.setattr(bootstrap, "CHUNK_CELLS", 4000)  # 10 resamples of the 400 rows a chunk
+    rows = [{"a": i % 5, "b": (i * 7) % 5, "c": (i * 3) % 4} for i in range(400)]
+    agreement(rows, ["a", "b", "c"], resamples=10)  # imports and first-use caches out of the measure
+    peaks = [_peak(lambda: agreement(rows, ["a", "b", "c"], resamples=count)) for count in (100, 800)]
+    # before: the whole resamples x rows weight matrix was held (100,000 rows at 1,000 resamples
+    # peaked at 1.8 GB); now one chunk, and the R values of each coefficient
+    assert peaks[1] < 1.6 * peaks[0], peaks
+
+
+@pytest.mark.parametrize("group_key", [None, "g"])
+def test_resamples_drawn_in_chunks_give_the_intervals_of_one_whole_draw(monkeypatch, group_key):
+    rng = np.random.default_rng(8)
+    rows = [{"a": int(rng.integers(1, 6)), "b": int(rng.integers(1, 6)), "g": i % 9} for i in range(60)]
+    whole = agreement(rows, ["a", "b"], resamples=200, seed=4, group_key=group_key)
+    monkeypatch.setattr(bootstrap, "CHUNK_CELLS", 60 * 7)  # 7 resamples a chunk
+    chunked = agreement(rows, ["a", "b"], resamples=200, seed=4, group_key=group_key)
+    assert chunked == whole  # each resample's coefficient is computed alone: the chunks change nothing
+
+
+@pytest.mark.parametrize("scale", [2.0 ** -560, 1e-170, 2.0 ** 530, 1e160, 1e300, 1e-315])
+def test_every_coefficient_is_the_same_at_any_scale_of_the_scores(scale):
+    # before: interval alpha of these ratings at 1e-170 or 1e160 was "undefined: every compared value
+    # is the same" (its squares underflowed or overflowed), with numpy RuntimeWarnings
+    base = [(1, 2), (2, 2), (3, 1), (4, 4), (5, 4), (2, None), (3, 3)]
+    rows = [{"a": a * scale, "b": None if b is None else b * scale} for a, b in base]
+    expected = agreement([{"a": a, "b": b} for a, b in base], ["a", "b"], resamples=200, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow, underflow or invalid value
+        found = agreement(rows, ["a", "b"], resamples=200, seed=1)
+    reliability = np.array([[np.nan if value is None else value for value in pair] for pair in base]).T
+    assert expected["alpha"]["interval"]["alpha"] == pytest.approx(
+        krippendorff.alpha(reliability_data=reliability, level_of_measurement="interval"), abs=1e-12)
+    if np.frexp(scale)[0] == 0.5:  # a power of two: exactly the same numbers
+        assert found == expected
+    else:
+        assert format_report(found) == format_report(expected)
+        assert found["alpha"]["interval"]["alpha"] == pytest.approx(expected["alpha"]["interval"]["alpha"], rel=1e-9)
+
+
+def test_a_list_index_of_thousands_of_digits_is_no_index_and_one_line(tmp_path):
+    huge = "9" * 5000  # before: int() refused it with a ValueError traceback (more than 4,300 digits)
+    assert lookup({"given": {"hl": [1, 2]}}, f"given.hl.{huge}") is None
+    assert lookup({"given": {"hl": [1, 2]}}, "given.hl.01") == 2
+    assert lookup({"given": {"hl": [1, 2]}}, "given.hl.10") is None
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text('{"given": {"a": 1, "hl": [1, 2]}}\n')
+    result = CliRunner().invoke(cli, ["agreement", str(samples), "--field", "given.a", "--field", f"given.hl.{huge}"])
+    assert result.exit_code == 1 and result.output == f"Error: no row has a number at 'given.hl.{huge}'\n"

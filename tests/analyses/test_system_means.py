@@ -2,6 +2,7 @@
 against pandas and scipy.stats.bootstrap on FD's arXiv scores read straight from arxiv.json."""
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -75,3 +76,25 @@ def test_a_row_without_its_system_is_one_line():
     with pytest.raises(CtrlkitError, match=r"^row 2 has no usable value at 'given.system' \(the input and the "
                                            r"system of each row\)$"):
         system_means([{"given": {"paper": 1, "system": "a"}}, {"given": {"paper": 1}}], ["given.human"])
+
+
+@pytest.mark.parametrize("top", [1.5e308, 1.7976931348623157e308, 1e-310])
+def test_means_of_scores_near_the_float_limits_are_the_scaled_means_scaled_back(top):
+    # before: scores of 1.5e308 summed to inf, and the table printed "inf [nan, nan]" without a word
+    rng = np.random.default_rng(2)
+    human = rng.uniform(0.5, 1.0, (12, 3))
+    rows = [{"given": {"paper": i, "system": f"s{s}", "human": float(human[i, s] * top)}}
+            for i in range(12) for s in range(3)]
+    exponent = np.frexp(top)[1]
+    unit = [{"given": {**row["given"], "human": float(np.ldexp(row["given"]["human"], -exponent))}} for row in rows]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow, no invalid value
+        found = system_means(rows, ["given.human"], resamples=200, seed=1)
+    expected = system_means(unit, ["given.human"], resamples=200, seed=1)
+    for system in ("s0", "s1", "s2"):
+        got, scaled = found["means"][system]["given.human"], expected["means"][system]["given.human"]
+        assert all(np.isfinite(got[key]) for key in ("mean", "low", "high", "se"))
+        assert [got[key] for key in ("mean", "low", "high", "se")] == pytest.approx(
+            [np.ldexp(scaled[key], exponent) for key in ("mean", "low", "high", "se")], rel=1e-12, abs=0)
+    line = means_markdown(found, ["given.human"])[-1]
+    assert "inf" not in line and "nan" not in line and len(line) < 80, line

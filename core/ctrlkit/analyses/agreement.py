@@ -14,7 +14,11 @@ The formulas are in :mod:`ctrlkit.agreement_coefficients`. Intervals are 95% per
 intervals: each resample draws the units (rows), or with ``group_key`` the groups of rows that
 share that field's value (FD's paper, say), with replacement, and recomputes every coefficient
 from the same draws (``numpy.random.default_rng(seed)``, as :func:`ctrlkit.bootstrap.resample_weights`
-draws). A resample whose coefficient is undefined is left out and counted.
+draws), taken a chunk of resamples at a time (:func:`ctrlkit.bootstrap.weight_chunks`), so that
+memory does not grow with rows x resamples. A resample whose coefficient is undefined is left out
+and counted. The values are scaled by one power of two first
+(:func:`ctrlkit.analyses.meta_evaluation.scaled_exactly`): exact, so every coefficient is that of the
+values as given, and interval alpha of scores near 1e-170 or 1e160 neither underflows nor overflows.
 """
 
 from __future__ import annotations
@@ -22,14 +26,14 @@ from __future__ import annotations
 import json
 import math
 from itertools import combinations
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
 from ..agreement_coefficients import ALPHA_LEVELS, KAPPA_WEIGHTINGS, alpha, kappa, pairable
-from ..bootstrap import percentile_interval, resample_weights
+from ..bootstrap import percentile_interval, weight_chunks
 from ..errors import CtrlkitError
-from .meta_evaluation import lookup
+from .meta_evaluation import lookup, scaled_exactly
 
 DEFAULT_RESAMPLES = 1000
 CONFIDENCE = 0.95
@@ -67,7 +71,6 @@ def agreement(rows: Iterable[dict], fields: Sequence[str], *, levels: Sequence[s
 
     units, non_finite = _ratings(rows, fields)
     groups = _groups(rows, group_key)
-    weights = resample_weights(groups, resamples, seed)
     one_group = len(np.unique(groups)) == 1
     settings: dict[str, Any] = {
         "fields": fields, "levels": levels, "rows": len(rows), "group_key": group_key,
@@ -75,14 +78,24 @@ def agreement(rows: Iterable[dict], fields: Sequence[str], *, levels: Sequence[s
         "interval": "percentile bootstrap"}
     if non_finite:
         settings["non_finite"] = non_finite
-    return {"settings": settings,
-            "alpha": _alpha_report(units, levels, weights, one_group),
-            "kappa": [_kappa_report(units, fields, i, j, weights, one_group)
-                      for i, j in combinations(range(len(fields)), 2)]}
+    resampled: list[tuple[dict, Callable[[np.ndarray], np.ndarray]]] = []
+    report = {"settings": settings,
+              "alpha": _alpha_report(units, levels, resampled),
+              "kappa": [_kappa_report(units, fields, i, j, resampled) for i, j in combinations(range(len(fields)), 2)]}
+    if not resamples or not resampled:
+        return report
+    drawn: list[list[np.ndarray]] = [[] for _ in resampled]
+    for weights in weight_chunks(groups, resamples, seed):  # every coefficient sees the same draws
+        for values, (_, coefficient) in zip(drawn, resampled):
+            values.append(coefficient(weights))
+    for values, (result, _) in zip(drawn, resampled):
+        result.update(_interval(np.concatenate(values), one_group))
+    return report
 
 
 def _ratings(rows: list[dict], fields: list[str]) -> tuple[np.ndarray, dict[str, int]]:
-    """Rows x fields of floats, NaN where missing, and how many NaN or infinite values each field held."""
+    """Rows x fields of floats, NaN where missing, scaled by one power of two (exactly), and how
+    many NaN or infinite values each field held."""
     units = np.full((len(rows), len(fields)), np.nan)
     non_finite: dict[str, int] = {}
     for number, row in enumerate(rows, 1):
@@ -106,7 +119,7 @@ def _ratings(rows: list[dict], fields: list[str]) -> tuple[np.ndarray, dict[str,
     for column, field in enumerate(fields):
         if not np.isfinite(units[:, column]).any():
             raise CtrlkitError(f"no row has a number at '{field}'")
-    return units, non_finite
+    return scaled_exactly(units)[0], non_finite
 
 
 def _groups(rows: list[dict], group_key: str | None) -> np.ndarray:
@@ -123,7 +136,9 @@ def _groups(rows: list[dict], group_key: str | None) -> np.ndarray:
     return codes
 
 
-def _alpha_report(units: np.ndarray, levels: list[str], weights: np.ndarray, one_group: bool) -> dict:
+def _alpha_report(units: np.ndarray, levels: list[str], resampled: list) -> dict:
+    """The observed alpha at each level; each defined one is added to ``resampled`` with the
+    function that gives it under a chunk of weights."""
     kept = pairable(units)
     counted = {"units": int(kept.sum()), "left_out": int((~kept).sum()),
                "values": int(np.isfinite(units[kept]).sum())}
@@ -136,16 +151,14 @@ def _alpha_report(units: np.ndarray, levels: list[str], weights: np.ndarray, one
             report[level] = {"undefined": ONE_VALUE}
         else:
             report[level] = {"alpha": float(observed)}
-            if len(weights):
-                report[level].update(_interval(alpha(level, units, weights), one_group))
+            resampled.append((report[level], lambda weights, level=level: alpha(level, units, weights)))
     return report
 
 
-def _kappa_report(units: np.ndarray, fields: list[str], i: int, j: int, weights: np.ndarray,
-                  one_group: bool) -> dict:
+def _kappa_report(units: np.ndarray, fields: list[str], i: int, j: int, resampled: list) -> dict:
     both = np.isfinite(units[:, i]) & np.isfinite(units[:, j])
     report: dict[str, Any] = {"fields": [fields[i], fields[j]], "n": int(both.sum()), "left_out": int((~both).sum())}
-    first, second, kept_weights = units[both, i], units[both, j], weights[:, both]
+    first, second = units[both, i], units[both, j]
     for weighting in KAPPA_WEIGHTINGS:
         if not both.any():
             report[weighting] = {"undefined": f"no row holds both '{fields[i]}' and '{fields[j]}'"}
@@ -155,8 +168,8 @@ def _kappa_report(units: np.ndarray, fields: list[str], i: int, j: int, weights:
             report[weighting] = {"undefined": ONE_VALUE}
         else:
             report[weighting] = {"kappa": float(observed)}
-            if len(weights):
-                report[weighting].update(_interval(kappa(weighting, first, second, kept_weights), one_group))
+            resampled.append((report[weighting], lambda weights, weighting=weighting:
+                              kappa(weighting, first, second, weights[:, both])))
     return report
 
 

@@ -35,7 +35,7 @@ import json
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -57,7 +57,12 @@ P_VALUES = {
 }
 logger = logging.getLogger("ctrlkit")
 _CHUNK_CELLS = 1_000_000
-"""Resamples are correlated in chunks of at most this many pairwise cells (memory)."""
+"""Resamples are drawn and correlated in chunks of about this many grid (or pairwise) cells (memory)."""
+GRID_CELLS = 1 << 25
+"""The most cells (inputs x systems) of one score's grid: 268 MB a grid of floats."""
+RESAMPLED_CELLS = 1 << 30
+"""The most grid cells times resamples (time: 400 rows of their own input and system, a grid of
+160,000 cells, take about 20 s at 1,000 resamples; this cap is about 7 times that)."""
 
 
 def lookup(row: dict, path: str) -> Any:
@@ -67,7 +72,9 @@ def lookup(row: dict, path: str) -> Any:
     for part in path.split("."):
         if isinstance(value, dict) and part in value:
             value = value[part]
-        elif isinstance(value, list) and part.isascii() and part.isdigit() and int(part) < len(value):
+        elif (isinstance(value, list) and part.isascii() and part.isdigit()
+              and len(part.lstrip("0")) <= len(str(len(value)))  # 5,000 digits: no index (nor int()'s)
+              and int(part) < len(value)):
             value = value[int(part)]
         else:
             return None
@@ -98,7 +105,7 @@ def correlate(human: Sequence[float], metric: Sequence[float]) -> dict:
     if len(set(human)) < 2 or len(set(metric)) < 2:
         return {"n": len(human), "undefined": "a constant series has no correlation"}
     out: dict[str, Any] = {"n": len(human)}
-    human, metric = _scaled(np.asarray(human, dtype=float)), _scaled(np.asarray(metric, dtype=float))
+    human, metric = scaled_exactly(human)[0], scaled_exactly(metric)[0]
     for name, function in zip(CORRELATIONS, (stats.pearsonr, stats.spearmanr, stats.kendalltau)):
         statistic, p_value = function(human, metric)
         out[name] = {"r": float(statistic), "p": float(p_value)}
@@ -107,42 +114,96 @@ def correlate(human: Sequence[float], metric: Sequence[float]) -> dict:
 
 @dataclass(frozen=True)
 class Draws:
-    """The resamples and permutations every score shares. ``inputs`` (resamples x inputs) and
-    ``systems`` (resamples x systems) are the drawn grid indices (the identity for the side not
-    resampled); ``permutations`` (count x inputs x systems) orders each input's systems."""
+    """The resamples and permutations every score shares, drawn a chunk of resamples at a time
+    (:meth:`chunks`) so that memory does not grow with resamples x inputs x systems. ``inputs``
+    (resamples x inputs) and ``systems`` (resamples x systems) are the drawn grid indices (the
+    identity for the side not resampled); ``permutations`` (count x inputs x systems) orders each
+    input's systems. Those three properties hold every resample at once (small grids, tests)."""
 
-    inputs: np.ndarray
-    systems: np.ndarray
-    permutations: np.ndarray
+    count: int
+    n_inputs: int
+    n_systems: int
+    resample: str
+    states: tuple
+    """The generator's state where the inputs', the systems' and the permutations' draws start."""
+
+    def chunks(self, size: int | None = None) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """``(inputs, systems, permutations)`` of successive resamples, ``size`` at a time
+        (default: as many as hold about :data:`_CHUNK_CELLS` grid cells); the same draws as one
+        whole draw (numpy's PCG64 draws these in chunks as in one call)."""
+        step = size or max(1, _CHUNK_CELLS // max(1, self.n_inputs * self.n_systems))
+        inputs, systems, permutations = (_generator(state) for state in self.states)
+        for start in range(0, self.count, step):
+            rows = min(step, self.count - start)
+            yield (_side(inputs, rows, self.n_inputs, self.resample in ("inputs", "both")),
+                   _side(systems, rows, self.n_systems, self.resample in ("systems", "both")),
+                   permutations.permuted(np.broadcast_to(np.arange(self.n_systems), (rows, self.n_inputs,
+                                                                                      self.n_systems)), axis=-1))
+
+    def _whole(self, index: int) -> np.ndarray:
+        parts = [chunk[index] for chunk in self.chunks()]
+        empty = ((0, self.n_inputs), (0, self.n_systems), (0, self.n_inputs, self.n_systems))[index]
+        return np.concatenate(parts) if parts else np.zeros(empty, dtype=np.int64)
+
+    inputs = property(lambda self: self._whole(0))
+    systems = property(lambda self: self._whole(1))
+    permutations = property(lambda self: self._whole(2))
+
+
+def _generator(state: dict) -> np.random.Generator:
+    generator = np.random.Generator(np.random.PCG64())
+    generator.bit_generator.state = state
+    return generator
+
+
+def _side(rng: np.random.Generator, rows: int, n: int, drawn: bool) -> np.ndarray:
+    return rng.integers(0, n, (rows, n)) if drawn else np.broadcast_to(np.arange(n), (rows, n))
 
 
 def draw(seed: int, n_inputs: int, n_systems: int, resample: str, count: int) -> Draws:
     """From ``numpy.random.default_rng(seed)``, in this order: the inputs' indices (when
     ``resample`` is inputs or both), the systems' (systems or both), then the permutations
-    (``rng.permuted`` of each input's system order)."""
+    (``rng.permuted`` of each input's system order). Only where each side's draws start is kept
+    (the draws before it are made once and dropped); :meth:`Draws.chunks` draws them again."""
     if resample not in RESAMPLING:
         raise CtrlkitError(f"resample must be one of {', '.join(RESAMPLING)}, got '{resample}'")
     rng = np.random.default_rng(seed)
-
-    def side(n, drawn):
-        return rng.integers(0, n, (count, n)) if drawn else np.broadcast_to(np.arange(n), (count, n))
-
-    inputs = side(n_inputs, resample in ("inputs", "both"))
-    systems = side(n_systems, resample in ("systems", "both"))
-    permutations = rng.permuted(np.broadcast_to(np.arange(n_systems), (count, n_inputs, n_systems)), axis=-1)
-    return Draws(inputs, systems, permutations)
+    states = [rng.bit_generator.state]
+    for n, drawn in ((n_inputs, resample in ("inputs", "both")), (n_systems, resample in ("systems", "both"))):
+        step = max(1, _CHUNK_CELLS // max(1, n))
+        for start in range(0, count if drawn else 0, step):
+            rng.integers(0, n, (min(step, count - start), n))
+        states.append(rng.bit_generator.state)
+    return Draws(count, n_inputs, n_systems, resample, tuple(states))
 
 
 def level_statistic(level: str, name: str, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
     """The ``level`` (summary or system) correlation ``name`` of grids ``human`` and ``metric``
     (... x inputs x systems, NaN where a score is missing), one per leading index; NaN where
-    undefined. The global level is :func:`correlate` and :func:`global_resamples`."""
+    undefined. The global level is :func:`correlate` and :func:`global_resamples`. Computed about
+    :data:`_CHUNK_CELLS` cells at a time: a few leading indices, or (summary level) a few inputs of one."""
     out = np.empty(human.shape[:-2])
     flat_h, flat_m, flat_out = human.reshape(-1, *human.shape[-2:]), metric.reshape(-1, *metric.shape[-2:]), out.reshape(-1)
-    cells = human.shape[-2] * human.shape[-1] ** 2
-    step = max(1, _CHUNK_CELLS // cells)
+    n_inputs, n_systems = human.shape[-2:]
+    if level == "summary":  # Kendall compares every pair of an input's systems
+        input_step = max(1, _CHUNK_CELLS // max(1, n_systems ** 2))
+        step = max(1, _CHUNK_CELLS // max(1, n_inputs * n_systems ** 2))
+    else:
+        step = max(1, _CHUNK_CELLS // max(1, n_inputs * n_systems + n_systems ** 2))
     for start in range(0, len(flat_h), step):
-        flat_out[start:start + step] = _level(level, name, flat_h[start:start + step], flat_m[start:start + step])
+        h, m = flat_h[start:start + step], flat_m[start:start + step]
+        if level != "summary":
+            flat_out[start:start + step] = _system_level(name, h, m)
+            continue
+        total, defined = np.zeros(len(h)), np.zeros(len(h))
+        for first in range(0, n_inputs, input_step):
+            part = np.s_[:, first:first + input_step]
+            per_input = correlate_arrays(name, h[part], m[part], np.isfinite(h[part]) & np.isfinite(m[part]))
+            found = np.isfinite(per_input)
+            total += np.where(found, per_input, 0).sum(-1)
+            defined += found.sum(-1)
+        with np.errstate(invalid="ignore"):
+            flat_out[start:start + step] = np.where(defined > 0, total / np.maximum(defined, 1), np.nan)
     return out
 
 
@@ -151,20 +212,23 @@ def global_resamples(name: str, human: np.ndarray, metric: np.ndarray, draws: Dr
     correlation of the resampled grids' pairs pooled, computed from how many times each pair is
     drawn (its input's count times its system's) instead of on the copies. Missing scores are
     left out."""
+    return _global_chunks([name], human, metric, draws)[name]
+
+
+def _global_chunks(names, human, metric, draws: Draws) -> dict[str, np.ndarray]:
     valid = (np.isfinite(human) & np.isfinite(metric)).reshape(-1)
     n_inputs, n_systems = human.shape
-    counts = row_counts(draws.inputs, n_inputs)[:, :, None] * row_counts(draws.systems, n_systems)[:, None, :]
-    return correlate_weighted(name, human.reshape(-1)[valid], metric.reshape(-1)[valid],
-                              counts.reshape(len(counts), -1)[:, valid])
+    found: dict[str, list] = {name: [] for name in names}
+    for inputs, systems, _ in draws.chunks():
+        counts = row_counts(inputs, n_inputs)[:, :, None] * row_counts(systems, n_systems)[:, None, :]
+        weights = counts.reshape(len(counts), -1)[:, valid]
+        for name in names:
+            found[name].append(correlate_weighted(name, human.reshape(-1)[valid], metric.reshape(-1)[valid], weights))
+    return {name: np.concatenate(parts) if parts else np.zeros(0) for name, parts in found.items()}
 
 
-def _level(level, name, human, metric):
+def _system_level(name, human, metric):
     valid = np.isfinite(human) & np.isfinite(metric)
-    if level == "summary":
-        per_input = correlate_arrays(name, human, metric, valid)
-        defined = np.isfinite(per_input)
-        with np.errstate(invalid="ignore"):
-            return np.where(defined.any(-1), np.where(defined, per_input, 0).sum(-1) / defined.sum(-1), np.nan)
     counts = valid.sum(-2)
     with np.errstate(invalid="ignore"):
         human_means = np.where(valid, human, 0).sum(-2) / counts
@@ -221,15 +285,33 @@ def meta_evaluate(rows: Iterable[dict], human: str, scores: Sequence[str] | None
     settings.update(levels=levels, inputs=len(grid.inputs), systems=len(grid.systems), resample=resample,
                     resamples=resamples, seed=seed, confidence=CONFIDENCE, interval="percentile bootstrap",
                     p_values={level: P_VALUES[level] for level in levels})
+    refuse_a_grid_too_large(len(grid.inputs), len(grid.systems), resamples, len(rows))
     draws = draw(seed, len(grid.inputs), len(grid.systems), "inputs" if resample == "rows" else resample, resamples)
     warn_of_few_systems(draws, resample, levels)
-    human_grid = _scaled(grid.values(rows, human))
+    human_grid = scaled_exactly(grid.values(rows, human))[0]
     correlations = {}
     for path in paths:
-        metric_grid = _scaled(grid.values(rows, path))
+        metric_grid = scaled_exactly(grid.values(rows, path))[0]
         correlations[path] = {level: _at_level(level, rows, human, path, human_grid, metric_grid, draws)
                               for level in levels}
     return {"settings": settings, "correlations": correlations}
+
+
+def refuse_a_grid_too_large(n_inputs: int, n_systems: int, resamples: int, rows: int) -> None:
+    """One line when the grid of inputs x systems is over :data:`GRID_CELLS` (each score is held
+    as that dense grid: rows that each name their own input and system make it rows squared), or
+    when it times the resamples is over :data:`RESAMPLED_CELLS` (the time and the draws grow with
+    that product; the memory does not, as the draws come a chunk at a time)."""
+    cells = n_inputs * n_systems
+    grid = f"a grid of {n_inputs:,} inputs x {n_systems:,} systems ({cells:,} cells for {rows:,} rows)"
+    if cells > GRID_CELLS:
+        raise CtrlkitError(f"meta-eval: {grid} is over the {GRID_CELLS:,} cells one score's grid may hold: name "
+                           f"fields that group the rows into fewer inputs and systems (--input-key, --system-key)")
+    if cells * resamples > RESAMPLED_CELLS:
+        raise CtrlkitError(f"meta-eval: {grid} x {resamples:,} resamples is {cells * resamples:,} cells, over the "
+                           f"{RESAMPLED_CELLS:,} a run may resample: lower --resamples (at most "
+                           f"{RESAMPLED_CELLS // cells:,} here; 0 skips the intervals and p-values), or group the "
+                           f"rows into fewer inputs and systems (--input-key, --system-key)")
 
 
 def warn_of_few_systems(draws: Draws, resample: str, levels: Sequence[str]) -> None:
@@ -238,18 +320,19 @@ def warn_of_few_systems(draws: Draws, resample: str, levels: Sequence[str]) -> N
     share beyond one end of the interval, (1 - confidence) / 2, so that they can set that end. On
     such a resample every correlation across systems is +1, -1 (two points, however many copies)
     or undefined: FD's four systems drawn four times give two or fewer in 88 of 256 draws, a third."""
-    if resample not in ("systems", "both") or not {"summary", "system"} & set(levels) or not len(draws.systems):
+    if resample not in ("systems", "both") or not {"summary", "system"} & set(levels) or not draws.count:
         return
-    ordered = np.sort(draws.systems, axis=1)
-    distinct = 1 + np.count_nonzero(np.diff(ordered, axis=1), axis=1)
-    few = int(np.count_nonzero(distinct <= 2))
-    if few > (1 - CONFIDENCE) / 2 * len(distinct):
+    few = 0
+    for _, systems, _ in draws.chunks():
+        distinct = 1 + np.count_nonzero(np.diff(np.sort(systems, axis=1), axis=1), axis=1)
+        few += int(np.count_nonzero(distinct <= 2))
+    if few > (1 - CONFIDENCE) / 2 * draws.count:
         asked = "- and ".join(level for level in ("summary", "system") if level in levels)
         logger.warning("ctrlkit: meta-eval: %d of %d BOOT-%s resamples (%.1f%%) draw two or fewer of the %d systems; "
                        "on them every correlation across systems (an input's, at the summary level; of the systems' "
                        "means, at the system level) is +1, -1 or undefined, and they spread the %s-level intervals "
-                       "toward -1 and 1 (more systems, or --resample inputs, avoid it)", few, len(distinct),
-                       resample.upper(), 100 * few / len(distinct), draws.systems.shape[1], asked)
+                       "toward -1 and 1 (more systems, or --resample inputs, avoid it)", few, draws.count,
+                       resample.upper(), 100 * few / draws.count, draws.n_systems, asked)
 
 
 @dataclass(frozen=True)
@@ -309,32 +392,49 @@ def _at_level(level, rows, human, path, human_grid, metric_grid, draws: Draws) -
                                    else "a constant series has no correlation")
     if "undefined" in result:
         return result
-    count = len(draws.inputs)
-    for name in CORRELATIONS:
-        if level != "global":
+    if level != "global":
+        for name in CORRELATIONS:
             result[name] = {"r": float(level_statistic(level, name, human_grid, metric_grid))}
-        if not count:
+    if not draws.count:
+        for name in CORRELATIONS:
             result[name].setdefault("p", None)
-            continue
-        if level == "global":
-            resampled = global_resamples(name, human_grid, metric_grid, draws)
-        else:
-            resampled = level_statistic(level, name, human_grid[draws.inputs[:, :, None], draws.systems[:, None, :]],
-                                        metric_grid[draws.inputs[:, :, None], draws.systems[:, None, :]])
-        result[name].update(_interval(resampled, _one_draw(draws)))
+        return result
+    resampled, permuted = _resampled(level, human_grid, metric_grid, draws)
+    one_draw = _one_draw(draws)
+    for name in CORRELATIONS:
+        result[name].update(_interval(resampled[name], one_draw))
         if level != "global":
-            shuffled = np.take_along_axis(np.broadcast_to(metric_grid, draws.permutations.shape),
-                                          draws.permutations, axis=-1)
-            permuted = level_statistic(level, name, np.broadcast_to(human_grid, shuffled.shape), shuffled)
-            result[name].update(_permutation_p(result[name]["r"], permuted))
+            result[name].update(_permutation_p(result[name]["r"], permuted[name]))
     return result
+
+
+def _resampled(level, human_grid, metric_grid, draws: Draws) -> tuple[dict, dict]:
+    """Each correlation's value on every resample and (summary, system) every permutation,
+    computed a chunk of draws at a time."""
+    if level == "global":
+        return _global_chunks(CORRELATIONS, human_grid, metric_grid, draws), {}
+    resampled: dict[str, list] = {name: [] for name in CORRELATIONS}
+    permuted: dict[str, list] = {name: [] for name in CORRELATIONS}
+    for inputs, systems, permutations in draws.chunks():
+        human = human_grid[inputs[:, :, None], systems[:, None, :]]
+        metric = metric_grid[inputs[:, :, None], systems[:, None, :]]
+        shuffled = np.take_along_axis(np.broadcast_to(metric_grid, permutations.shape), permutations, axis=-1)
+        for name in CORRELATIONS:
+            resampled[name].append(level_statistic(level, name, human, metric))
+            permuted[name].append(level_statistic(level, name, np.broadcast_to(human_grid, shuffled.shape), shuffled))
+    return ({name: np.concatenate(parts) for name, parts in resampled.items()},
+            {name: np.concatenate(parts) for name, parts in permuted.items()})
 
 
 def _one_draw(draws: Draws) -> bool:
     """Whether every resample draws the same grid (one input and the systems kept, say): its
     interval would have zero width, claiming a certainty nothing measured."""
-    return bool(len(draws.inputs)) and bool((draws.inputs == draws.inputs[0]).all()
-                                            and (draws.systems == draws.systems[0]).all())
+    first = None
+    for inputs, systems, _ in draws.chunks():
+        first = first or (inputs[0].copy(), systems[0].copy())
+        if not ((inputs == first[0]).all() and (systems == first[1]).all()):
+            return False
+    return first is not None
 
 
 def _interval(values: np.ndarray, one_draw: bool = False) -> dict:
@@ -406,13 +506,17 @@ def _table(level: str, correlations: dict, intervals: bool) -> list[str]:
     return lines
 
 
-def _scaled(values: np.ndarray) -> np.ndarray:
-    """``values`` scaled by the power of two that brings their largest finite magnitude into
-    [0.5, 1): a mean of scores near 1e308 would overflow. A power of two scales exactly, so ties,
-    means and correlations are those of the unscaled scores."""
+def scaled_exactly(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(values * 2**-e, e)``: ``values`` (any shape, NaN and infinities kept) scaled by the one
+    power of two that brings their largest finite magnitude into [0.5, 1), so that sums, squares
+    and means of them neither overflow (scores near 1e308) nor underflow (near 1e-300);
+    ``np.ldexp(result, e)`` scales a mean back. A power of two scales exactly, so ties, means,
+    correlations and agreement coefficients are those of the unscaled scores. Meta-eval, agreement
+    and the per-system means all scale with this."""
+    values = np.asarray(values, dtype=float)
     finite = np.abs(values[np.isfinite(values)])
     _, exponent = np.frexp(finite.max() if finite.size else 0.0)
-    return np.ldexp(values, -exponent)
+    return np.ldexp(values, -exponent), int(exponent)
 
 
 def _refuse_non_numbers(rows: list[dict], paths: Sequence[str]) -> None:

@@ -6,6 +6,8 @@ The rows form a grid of inputs (FD's papers) by systems, named by two dotted pat
 draws for every system and score (``numpy.random.default_rng(seed).integers(0, inputs, (resamples,
 inputs))``, the indices ``scipy.stats.bootstrap`` draws for one sample); a system's resampled mean
 is over the drawn inputs where it has a number. A score a system never has is left out of its row.
+Each mean is taken of the scores scaled by one power of two and scaled back
+(:func:`ctrlkit.analyses.meta_evaluation.scaled_exactly`), so scores near 1e308 have a finite mean.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 
 from ..bootstrap import percentile_interval, row_counts
 from ..errors import CtrlkitError
-from .meta_evaluation import CONFIDENCE, DEFAULT_INPUT_KEY, DEFAULT_SYSTEM_KEY, lookup
+from .meta_evaluation import CONFIDENCE, DEFAULT_INPUT_KEY, DEFAULT_SYSTEM_KEY, lookup, scaled_exactly
 
 
 def system_means(rows: Iterable[dict], paths: Sequence[str], *, input_key: str = DEFAULT_INPUT_KEY,
@@ -54,13 +56,13 @@ def system_means(rows: Iterable[dict], paths: Sequence[str], *, input_key: str =
 
 
 def _mean(column: np.ndarray, valid: np.ndarray, counts: np.ndarray) -> dict:
-    values = np.where(valid, column, 0.0)
-    out = {"mean": float(values.sum() / valid.sum()), "n": int(valid.sum())}
+    unit, exponent = scaled_exactly(np.where(valid, column, 0.0))  # a sum of scores near 1e308 overflows
+    out = {"mean": float(np.ldexp(unit.sum() / valid.sum(), exponent)), "n": int(valid.sum())}
     drawn = counts @ valid.astype(float)
-    resampled = (counts @ values)[drawn > 0] / drawn[drawn > 0]
+    resampled = (counts @ unit)[drawn > 0] / drawn[drawn > 0]
     if len(resampled) < 2:
         return {**out, "low": None, "high": None, "se": None}
-    low, high, se = percentile_interval(resampled, CONFIDENCE)
+    low, high, se = (float(np.ldexp(value, exponent)) for value in percentile_interval(resampled, CONFIDENCE))
     return {**out, "low": low, "high": high, "se": se}
 
 
@@ -80,5 +82,10 @@ def means_markdown(report: dict, paths: Sequence[str]) -> list[str]:
 def _cell(value: dict | None) -> str:
     if value is None:
         return ""
-    interval = f" [{value['low']:.4f}, {value['high']:.4f}]" if value["low"] is not None else ""
-    return f"{value['mean']:.4f}{interval}"
+    interval = f" [{_number(value['low'])}, {_number(value['high'])}]" if value["low"] is not None else ""
+    return f"{_number(value['mean'])}{interval}"
+
+
+def _number(value: float) -> str:
+    """Four decimals, or four significant digits beyond a million (a mean near 1e308 is not 309 digits)."""
+    return f"{value:.4f}" if abs(value) < 1e6 else f"{value:.4g}"
