@@ -191,7 +191,9 @@ def meta_eval(samples, human, scores, levels, resample, resamples, seed, input_k
     system level, each r with a 95% bootstrap interval and a p-value."""
     from .files import atomic_write_json, read_jsonl
     from .analyses.meta_evaluation import format_report, meta_evaluate
+    from .outputs import refuse_writing_over_inputs
 
+    refuse_writing_over_inputs([out], {"SAMPLES": samples})
     report = meta_evaluate((row for _, row in read_jsonl(samples)), human, scores, levels=levels or None,
                            resample=resample, resamples=resamples, seed=seed, input_key=input_key,
                            system_key=system_key)
@@ -222,7 +224,9 @@ def agreement_command(samples, fields, levels, resamples, seed, group_key, out):
     with a 95% bootstrap interval."""
     from .analyses.agreement import agreement, format_report
     from .files import atomic_write_json, read_jsonl
+    from .outputs import refuse_writing_over_inputs
 
+    refuse_writing_over_inputs([out], {"SAMPLES": samples})
     report = agreement((row for _, row in read_jsonl(samples)), fields, levels=levels or None,
                        resamples=resamples, seed=seed, group_key=group_key)
     click.echo(format_report(report))

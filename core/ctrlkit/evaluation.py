@@ -33,7 +33,7 @@ from .engine import scored_chunks
 from .engine.scored_chunks import ScoredChunks, chunk_size
 from .engine.scoring import intervals_of, score
 from .engine.truncation import truncation_reported
-from .outputs import check_output, leaves_no_empty_folder
+from .outputs import RUN_FILES, check_output, leaves_no_empty_folder, refuse_writing_over_inputs
 from .prediction_index import PredictionIndex, shown_id
 from .progress import Progress
 from .quiet import quietly
@@ -169,6 +169,8 @@ def evaluate(
     timings: dict[str, float] = {}
     if out is not None:
         check_output(out)
+        refuse_writing_over_inputs([Path(out) / name for name in RUN_FILES],
+                                   {"--predictions": predictions, "--data": data, "--topics": topics})
     check_counts(limit=limit)
     check_resamples(bootstrap)
     seed_everything(seed)

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from itertools import count
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator, Mapping
 
 from .errors import CtrlkitError
 from .secrets import scrub_text
@@ -34,6 +34,23 @@ def check_output(out: str | Path) -> None:
     if not os.access(existing, os.W_OK | os.X_OK):
         what = "output folder" if existing == out else f"cannot create output folder {out}: folder"
         raise CtrlkitError(f"{what} {existing} is not writable")
+
+
+RUN_FILES = ("samples.jsonl", "results.json")
+"""The files a run or an evaluation writes into its output folder."""
+
+
+def refuse_writing_over_inputs(outputs: Iterable[str | Path | None], inputs: Mapping[str, str | Path | None]) -> None:
+    """Refuse, before any work, an output that is one of the command's inputs (the same file, by
+    device and inode, however it is named): writing it would destroy what the command reads.
+    ``inputs`` maps how each was given (``--data``) to its path."""
+    for output in outputs:
+        if output is None or not Path(output).is_file():
+            continue
+        for given, path in inputs.items():
+            if path is not None and Path(path).is_file() and os.path.samefile(output, path):
+                raise CtrlkitError(f"{given} {path} is the file this command writes ({output}): writing it would "
+                                   "destroy it; choose another output")
 
 
 def slug(text: str) -> str:

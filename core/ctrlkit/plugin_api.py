@@ -22,6 +22,7 @@ _HOMES = {
     "hub": ("hub_unreachable", "is_local", "offline_setting"),
     "intake": ("Intake",),
     "options": ("SKIP_INVALID", "parse_assignments"),
+    "outputs": ("refuse_writing_over_inputs",),
     "quiet": ("quiet_new_imports",),
     "secrets": ("scrub_text",),
     "sweeps.cells": ("run_cell",),
@@ -33,7 +34,7 @@ __all__ = [
     "Cache", "Intake", "MENTION_FINDERS", "MentionFinder", "RunOptions", "SKIP_INVALID", "WORD", "aliases",
     "atomic_write_json", "atomic_write_jsonl", "cache_key", "carries", "given", "given_aliases", "hub_unreachable", "is_local",
     "lemma", "mentions", "missing_field", "offline_setting", "parse_assignments", "quiet_new_imports",
-    "read_json", "read_jsonl", "require_text", "run_cell", "scrub_text", "sentences", "split_key",
+    "read_json", "read_jsonl", "refuse_writing_over_inputs", "require_text", "run_cell", "scrub_text", "sentences", "split_key",
     "weighted_mean", "weighted_pearson", "word_count"
 ]
 
@@ -49,6 +50,7 @@ if TYPE_CHECKING:  # what editors and type checkers read; at run time, __getattr
     from .hub import hub_unreachable, is_local, offline_setting
     from .intake import Intake
     from .options import SKIP_INVALID, parse_assignments
+    from .outputs import refuse_writing_over_inputs
     from .quiet import quiet_new_imports
     from .secrets import scrub_text
     from .sweeps.cells import run_cell

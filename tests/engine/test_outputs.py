@@ -165,3 +165,37 @@ def test_a_link_to_nothing_on_the_way_is_one_line_before_any_work(tmp_path, monk
     assert result.exit_code == 1
     assert result.output.endswith(f": {where} is a link to {tmp_path / 'unmounted'}, which does not exist\n")
     assert not (tmp_path / "unmounted").exists()
+
+
+def test_an_output_that_is_the_commands_own_input_is_refused_before_any_work(tmp_path):
+    import ctrlkit
+    from ctrlkit.errors import CtrlkitError
+    from helpers import invoke_ctrlkit
+
+    examples = ctrlkit.get_dataset("sample").load("test")[:6]
+    out = tmp_path / "out"
+    out.mkdir()
+    data = out / "samples.jsonl"  # a dataset saved under the name a run writes, in the folder given as -o
+    data.write_text("".join(json.dumps({"id": e.id, "document": e.document, "references": e.references,
+                                               "controls": e.controls}) + "\n" for e in examples))
+    before = data.read_bytes()
+    with pytest.raises(CtrlkitError) as caught:
+        ctrlkit.run(dataset="jsonl", data=str(data), controller="none", backbone="extractive", metrics=["rouge"],
+                    bootstrap=0, out=str(out))
+    assert str(caught.value) == (f"--data {data} is the file this command writes ({data}): writing it would destroy "
+                                 "it; choose another output")
+    with pytest.raises(CtrlkitError, match="--predictions .* is the file this command writes"):
+        ctrlkit.evaluate(predictions=str(data), dataset="jsonl", data=str(data), metrics=["rouge"], out=str(out))
+    rated = tmp_path / "rated.jsonl"
+    rated.write_text("".join(json.dumps({"a": i % 3, "b": i % 2, "given": {"human": i}}) + "\n" for i in range(9)))
+    link = tmp_path / "same.jsonl"
+    link.symlink_to(rated)  # another name for the same file
+    for arguments in (["agreement", rated, "--field", "a", "--field", "b", "-o", link],
+                      ["meta-eval", rated, "--human", "given.human", "--score", "a", "-o", rated]):
+        result = invoke_ctrlkit(*arguments)
+        assert result.returncode == 1 and "is the file this command writes" in result.stderr, result.stderr
+    mixed = tmp_path / "mix.jsonl"
+    mixed.write_text(data.read_text())
+    result = invoke_ctrlkit("data", "topic-mix", "-d", "jsonl", "--data", mixed, "-o", mixed)
+    assert result.returncode == 1 and "--data" in result.stderr and "is the file this command writes" in result.stderr
+    assert data.read_bytes() == before and mixed.read_bytes() == before

@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..bootstrap import percentile_interval, row_counts
+from ..bootstrap import CHUNK_CELLS, percentile_interval, row_counts
 from ..errors import CtrlkitError
 from .meta_evaluation import CONFIDENCE, DEFAULT_INPUT_KEY, DEFAULT_SYSTEM_KEY, lookup, scaled_exactly
 
@@ -36,9 +36,7 @@ def system_means(rows: Iterable[dict], paths: Sequence[str], *, input_key: str =
             if value is None or isinstance(value, (dict, list, bool)):
                 raise CtrlkitError(f"row {number} has no usable value at '{key}' (the input and the system of each row)")
         cells.append((inputs.setdefault(keys[0], len(inputs)), systems.setdefault(keys[1], len(systems))))
-    drawn = np.random.default_rng(seed).integers(0, len(inputs), (resamples, len(inputs)))
-    counts = row_counts(drawn, len(inputs))
-    means: dict = {system: {} for system in systems}
+    columns = []  # (system, path, valid, scaled values, their exponent): what each mean is made of
     for path in paths:
         grid = np.full((len(inputs), len(systems)), np.nan)
         for row, (i, s) in zip(rows, cells):
@@ -48,18 +46,37 @@ def system_means(rows: Iterable[dict], paths: Sequence[str], *, input_key: str =
         for system, column in zip(systems, grid.T):
             valid = np.isfinite(column)
             if valid.any():
-                means[system][path] = _mean(column, valid, counts)
+                unit, exponent = scaled_exactly(np.where(valid, column, 0.0))  # a sum near 1e308 overflows
+                columns.append((system, path, valid, unit, exponent))
+    resampled = _resampled_means(columns, len(inputs), resamples, seed)
+    means: dict = {system: {} for system in systems}
+    for (system, path, valid, unit, exponent), drawn in zip(columns, resampled):
+        means[system][path] = _mean(valid, unit, exponent, drawn)
     settings = {"input_key": input_key, "system_key": system_key, "inputs": len(inputs), "systems": len(systems),
                 "resample": "inputs", "resamples": resamples, "seed": seed, "confidence": CONFIDENCE,
                 "interval": "percentile bootstrap"}
     return {"settings": settings, "means": means}
 
 
-def _mean(column: np.ndarray, valid: np.ndarray, counts: np.ndarray) -> dict:
-    unit, exponent = scaled_exactly(np.where(valid, column, 0.0))  # a sum of scores near 1e308 overflows
+def _resampled_means(columns: list, inputs: int, resamples: int, seed: int) -> list[np.ndarray]:
+    """Each column's mean on each resample of the inputs (where it has a value), drawn as
+    ``scipy.stats.bootstrap`` draws them but a chunk of resamples at a time, so memory holds
+    :data:`ctrlkit.bootstrap.CHUNK_CELLS` counts, not resamples x inputs."""
+    rng = np.random.default_rng(seed)
+    found: list[list[np.ndarray]] = [[] for _ in columns]
+    done = 0
+    while done < resamples:
+        size = min(resamples - done, max(1, CHUNK_CELLS // max(1, inputs)))
+        counts = row_counts(rng.integers(0, inputs, (size, inputs)), inputs)
+        for kept, (_, _, valid, unit, _) in zip(found, columns):
+            drawn = counts @ valid.astype(float)
+            kept.append((counts @ unit)[drawn > 0] / drawn[drawn > 0])
+        done += size
+    return [np.concatenate(kept) if kept else np.zeros(0) for kept in found]
+
+
+def _mean(valid: np.ndarray, unit: np.ndarray, exponent: int, resampled: np.ndarray) -> dict:
     out = {"mean": float(np.ldexp(unit.sum() / valid.sum(), exponent)), "n": int(valid.sum())}
-    drawn = counts @ valid.astype(float)
-    resampled = (counts @ unit)[drawn > 0] / drawn[drawn > 0]
     if len(resampled) < 2:
         return {**out, "low": None, "high": None, "se": None}
     low, high, se = (float(np.ldexp(value, exponent)) for value in percentile_interval(resampled, CONFIDENCE))

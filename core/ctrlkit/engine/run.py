@@ -10,6 +10,7 @@ import time
 from contextlib import closing
 from dataclasses import replace
 from itertools import islice
+from pathlib import Path
 from typing import Any
 
 from ..api import backbone_name, get_executor
@@ -19,7 +20,7 @@ from ..controls import check_controls, uncontrolled
 from ..digest import backbone_digest, data_digest
 from ..errors import CtrlkitError
 from ..intake import admit_examples
-from ..outputs import check_output, leaves_no_empty_folder
+from ..outputs import RUN_FILES, check_output, leaves_no_empty_folder, refuse_writing_over_inputs
 from ..quiet import quietly
 from ..results import write_run
 from ..components import Dataset
@@ -61,6 +62,8 @@ def run(settings: RunSettings | None = None, /, **fields: Any) -> RunResult:
     seed_everything(settings.seed)
     if settings.out is not None:
         check_output(settings.out)
+        refuse_writing_over_inputs([Path(settings.out) / name for name in RUN_FILES],
+                                   {"--data": settings.data, "--topics": settings.topics})
     parts = assemble(dataset=settings.dataset, data=settings.data, options=settings.options,
                      controllers=arm_controllers(settings), backbone=settings.backbone,
                      metrics=settings.metrics or DEFAULT_METRICS, judge=settings.judge,

@@ -61,13 +61,25 @@ def read_vocabularies(path: str | Path) -> TopicVocabularies:
     if not path.is_file():
         raise DatasetError(f"{path}: {'not a regular file' if path.exists() else 'no such file'} (topic vocabularies)")
     try:
-        with open_csv(path) as file:
-            rows = list(csv.reader(file))
+        with open_csv(path) as file:  # a row at a time: what is kept is each topic's set of words
+            rows = csv.reader(file)
+            header = [name.strip() for name in next(rows, [])]
+            columns = _header_columns(header, path)
+            for row in rows:  # each cell once: the time is the file's size, not its columns times its rows
+                for words, cell in zip(columns, row):
+                    words.update(vocabulary_words(cell))
     except (UnicodeDecodeError, csv.Error) as exc:
         raise DatasetError(f"{path}: cannot read as CSV ({exc})") from None
-    if not rows or not any(name.strip() for name in rows[0]):
+    for topic, words in zip(header, columns):
+        if not words:
+            raise DatasetError(f"{path}: topic '{topic}' has no words")
+    return TopicVocabularies({topic: frozenset(words) for topic, words in zip(header, columns)}, str(path))
+
+
+def _header_columns(header: list[str], path: Path) -> list[set[str]]:
+    """An empty word set per topic of ``header``, which must name each column once."""
+    if not any(header):
         raise DatasetError(f"{path}: no header row naming the topics (one column per topic)")
-    header = [name.strip() for name in rows[0]]
     seen: set[str] = set()
     for column, topic in enumerate(header):
         if not topic:
@@ -75,14 +87,7 @@ def read_vocabularies(path: str | Path) -> TopicVocabularies:
         if topic in seen:
             raise DatasetError(f"{path}: topic '{topic}' names two columns")
         seen.add(topic)
-    columns: list[set[str]] = [set() for _ in header]
-    for row in rows[1:]:  # each cell once: the time is the file's size, not its columns times its rows
-        for words, cell in zip(columns, row):
-            words.update(vocabulary_words(cell))
-    for topic, words in zip(header, columns):
-        if not words:
-            raise DatasetError(f"{path}: topic '{topic}' has no words")
-    return TopicVocabularies({topic: frozenset(words) for topic, words in zip(header, columns)}, str(path))
+    return [set() for _ in header]
 
 
 def vocabularies_from_examples(examples: Iterable[Example]) -> TopicVocabularies:

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ctrlkit import DatasetError, Example, OptionError, get_dataset
-from ctrlkit.plugin_api import carries
+from ctrlkit.plugin_api import carries, refuse_writing_over_inputs
 from ctrlkit.plugin_api import atomic_write_jsonl
 from ctrlkit.plugin_api import sentences
 
@@ -155,6 +155,7 @@ def topic_mix(out: str | Path, dataset: str = "sample", data: str | None = None,
     options = dict(options or {})
     if data is not None:
         options["path"] = data
+    refuse_writing_over_inputs([out], {"--data": options.get("path"), "--vocabulary": vocabulary})
     source = get_dataset(dataset, **options)
     examples = source.load(source.training_split(split, "a topic mix is training data: it"))
     vocabularies = None
