@@ -22,6 +22,7 @@ the plugin and the field, before any work is written.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -187,7 +188,10 @@ class Intake:
             self.non_finite[name] += 1
             return None
         if isinstance(value, dict):
-            return {self.text(key, name): self.value(item, name, depth + 1) for key, item in value.items()}
+            cleaned = {self.text(key, name): self.value(item, name, depth + 1) for key, item in value.items()}
+            if not all(type(key) is str for key in cleaned):
+                _refuse_keys_written_alike(cleaned, f"{self.what}: {name}")
+            return cleaned
         if isinstance(value, (list, tuple)):  # a named tuple, or another subclass, as a list
             kind = type(value) if type(value) in (list, tuple) else list
             return kind(self.value(item, name, depth + 1) for item in value)
@@ -245,3 +249,13 @@ def admit_examples(examples: Sequence[Example], dataset: str, intake: "Intake | 
             raise DatasetError(f"dataset '{dataset}': the document of example '{example.id}' has "
                                f"{len(example.document):,} characters, over the limit of {MAX_DOCUMENT_CHARS:,}")
     return cleaned
+
+
+def _refuse_keys_written_alike(mapping: dict, where: str) -> None:
+    """Refuse two keys that JSON writes as one (``1`` and ``"1"``, ``None`` and ``"null"``): the file
+    would hold the key twice, and a reader would keep only one of the two values."""
+    written = [key if isinstance(key, str) else json.dumps(key) for key in mapping]
+    if len(set(written)) < len(written):
+        twice = next(text for text in written if written.count(text) > 1)
+        raise CtrlkitError(f"{where} has two keys written as {json.dumps(twice)} (a number or null beside its "
+                           "text); one would be lost")

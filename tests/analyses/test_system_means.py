@@ -109,7 +109,7 @@ def test_resamples_drawn_a_chunk_at_a_time_hold_bounded_memory_and_give_the_same
     whole = module.system_means(rows, ["given.human"], resamples=200, seed=3)
     monkeypatch.setattr(module, "CHUNK_CELLS", 5000)  # two resamples of 2,000 inputs at a time
     chunked = module.system_means(rows, ["given.human"], resamples=200, seed=3)
-    for system in (0, 1):  # the same draws; sums in another order differ in the last bits only
+    for system in ("0", "1"):  # the same draws; sums in another order differ in the last bits only
         assert chunked["means"][system]["given.human"] == pytest.approx(whole["means"][system]["given.human"],
                                                                         rel=1e-12)
 
@@ -124,3 +124,11 @@ def test_resamples_drawn_a_chunk_at_a_time_hold_bounded_memory_and_give_the_same
     # before: resamples x inputs counts, 16 bytes each (800 x 2,000: 25.6 MB against 3.2 MB at 100)
     small, large = peak(100), peak(800)
     assert large < 2 * small, (small, large)
+
+
+def test_a_system_given_as_a_number_and_as_text_is_one_system():
+    rows = [{"given": {"paper": i, "system": 1 if i % 2 else "1", "human": i / 10}} for i in range(6)]
+    rows += [{"given": {"paper": i, "system": "b", "human": 0.5}} for i in range(6)]
+    means = system_means(rows, ["given.human"], resamples=0)["means"]
+    # before: 1 and "1" were two systems, and meta-eval.json held the key "1" twice
+    assert sorted(means) == ["1", "b"] and means["1"]["given.human"]["n"] == 6

@@ -163,3 +163,25 @@ def test_on_ctrlsums_100_test_articles_the_finders_find_what_the_docs_say():
             only_spacy += len(set(given["spacy"]) - set(given["rule"]))
     assert (pairs, found["rule"], found["spacy"], found["spacy-pronouns"], only_rule, only_spacy) == \
         (497, 1097, 1040, 1071, 58, 1)
+
+
+@pytest.mark.slow
+def test_spacy_analyses_a_long_prediction_in_bounded_memory():
+    import tracemalloc
+
+    english_nlp()  # skips without spaCy or a pipeline
+    finder = MentionFinder("spacy", "entity.mentions")
+
+    def peak(words):
+        text = "aaaa " * words + "John Smith"
+        tracemalloc.start()
+        try:
+            finder.sentences(text, "John Smith")
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    peak(100)  # the pipeline loaded out of the measure
+    # before: every 5,000-character window went to spaCy in one batch (a 1.1 MB prediction: 3.7 GB)
+    small, large = peak(8000), peak(64000)
+    assert large < 2.5 * small, (small, large)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctrlkit
-from ctrlkit import OptionError
+from ctrlkit import CtrlkitError, OptionError
 from ctrlkit.cache import Cache, cache_dir
 from ctrlkit.files import atomic_write_json, atomic_write_jsonl
 from ctrlkit.options import Option
@@ -241,3 +241,15 @@ def test_to_json_converts_what_it_says_and_nothing_else():
     loop.append(loop)
     with pytest.raises(ctrlkit.CtrlkitError, match="nested over 100 levels"):
         to_json({"loop": loop})
+
+
+@pytest.mark.parametrize("mapping, written", [({1: "a", "1": "b"}, '"1"'), ({None: 1, "null": 2}, '"null"'),
+                                              ({True: 1, "true": 2}, '"true"')])
+def test_two_keys_json_writes_alike_are_one_line_not_a_lost_value(mapping, written):
+    from ctrlkit.files import to_json
+
+    # before: {"1": "a", "1": "b"} was written, and a reader kept one of the two values
+    with pytest.raises(CtrlkitError) as caught:
+        to_json({"means": mapping})
+    assert f"has two keys written as {written}" in str(caught.value) and "\n" not in str(caught.value)
+    assert to_json({"means": {1: "a", 2: "b"}}) == '{"means": {"1": "a", "2": "b"}}'

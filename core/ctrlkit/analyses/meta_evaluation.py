@@ -365,12 +365,20 @@ def _grid(rows: list[dict], input_key: str, system_key: str, required: bool) -> 
             if value is None or isinstance(value, (dict, list, bool)):
                 raise CtrlkitError(f"row {number} has no {'usable ' if value is not None else ''}value at "
                                    f"'{key}' (name the input and system fields with --input-key and --system-key)")
+        key_input, key_system = key_text(key_input), key_text(key_system)
         cell = (inputs.setdefault(key_input, len(inputs)), systems.setdefault(key_system, len(systems)))
         if cell in cells:
             raise CtrlkitError(f"rows {cells[cell]} and {number} are both input '{key_input}' of system "
                                f"'{key_system}' ('{input_key}', '{system_key}')")
         cells[cell] = number
-    return _Grid(list(inputs), list(systems), [inputs[i] for i, _ in found], [systems[s] for _, s in found])
+    return _Grid(list(inputs), list(systems), [inputs[key_text(i)] for i, _ in found],
+                 [systems[key_text(s)] for _, s in found])
+
+
+def key_text(value) -> str:
+    """An input or system as its text: the number 1 and the text "1" name one system, as an id
+    does in ``evaluate`` (and as JSON, whose keys are text, would write them)."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _at_level(level, rows, human, path, human_grid, metric_grid, draws: Draws) -> dict:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..bootstrap import CHUNK_CELLS, percentile_interval, row_counts
 from ..errors import CtrlkitError
-from .meta_evaluation import CONFIDENCE, DEFAULT_INPUT_KEY, DEFAULT_SYSTEM_KEY, lookup, scaled_exactly
+from .meta_evaluation import CONFIDENCE, DEFAULT_INPUT_KEY, DEFAULT_SYSTEM_KEY, key_text, lookup, scaled_exactly
 
 
 def system_means(rows: Iterable[dict], paths: Sequence[str], *, input_key: str = DEFAULT_INPUT_KEY,
@@ -35,6 +35,7 @@ def system_means(rows: Iterable[dict], paths: Sequence[str], *, input_key: str =
         for key, value in zip((input_key, system_key), keys):
             if value is None or isinstance(value, (dict, list, bool)):
                 raise CtrlkitError(f"row {number} has no usable value at '{key}' (the input and the system of each row)")
+        keys = key_text(keys[0]), key_text(keys[1])
         cells.append((inputs.setdefault(keys[0], len(inputs)), systems.setdefault(keys[1], len(systems))))
     columns = []  # (system, path, valid, scaled values, their exponent): what each mean is made of
     for path in paths:
