@@ -472,11 +472,32 @@ def _decoded(raw: bytes, path: Path, number: int) -> str:
         raise DatasetError(f"{path}:{number}: not valid UTF-8") from None
 
 
+class RepeatedKey(ValueError):
+    """A JSON object that gives one key twice (a reader would silently keep the last value)."""
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    found = dict(pairs)
+    if len(found) < len(pairs):
+        seen: set[str] = set()
+        repeated = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise RepeatedKey(f"key {json.dumps(repeated, ensure_ascii=False)[:80]} is given twice in one object")
+    return found
+
+
+def strict_json(text: str):
+    """``json.loads`` that refuses an object giving one key twice (:class:`RepeatedKey`), where
+    Python's parser keeps the last value without a word."""
+    return json.loads(text, object_pairs_hook=_unique_keys)
+
+
 def _parsed_line(line: str, path: Path, number: int) -> dict:
     from .intake import check_nesting, too_deep
 
     try:
-        record = json.loads(line)
+        record = strict_json(line)
+    except RepeatedKey as exc:
+        raise DatasetError(f"{path}:{number}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}:{number}: invalid JSON ({exc.msg})") from None
     except RecursionError:  # nesting deeper than the parser's stack
@@ -496,7 +517,7 @@ def read_json(path: str | Path, expected: type | tuple[type, ...], error: type[C
 
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = strict_json(path.read_text(encoding="utf-8"))
     except RecursionError:  # nesting deeper than the parser's stack
         raise too_deep(str(path), error) from None
     except (OSError, ValueError) as exc:  # ValueError: also bad UTF-8, JSON, huge integers

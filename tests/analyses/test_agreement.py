@@ -385,3 +385,10 @@ def test_a_list_index_of_thousands_of_digits_is_no_index_and_one_line(tmp_path):
     samples.write_text('{"given": {"a": 1, "hl": [1, 2]}}\n')
     result = CliRunner().invoke(cli, ["agreement", str(samples), "--field", "given.a", "--field", f"given.hl.{huge}"])
     assert result.exit_code == 1 and result.output == f"Error: no row has a number at 'given.hl.{huge}'\n"
+
+
+def test_a_group_given_as_a_number_and_as_text_is_one_group():
+    rows = [{"a": i % 3, "b": (i + 1) % 3, "given": {"paper": 1 if i % 2 else "1"}} for i in range(8)]
+    rows += [{"a": 1, "b": 1, "given": {"paper": "other"}}]
+    report = agreement(rows, ("a", "b"), resamples=10, group_key="given.paper")
+    assert report["settings"]["groups"] == 2  # before: 1 and "1" were two groups

@@ -142,3 +142,20 @@ def test_a_jsonl_file_with_a_byte_order_mark_reads_and_a_folder_is_not_a_file(tm
     with pytest.raises(ctrlkit.DatasetError) as caught:
         ctrlkit.evaluate(predictions=str(tmp_path), dataset="jsonl", data=str(data), metrics=["rouge"], bootstrap=0)
     assert str(caught.value) == f"{tmp_path}: not a regular file"
+
+
+def test_a_key_given_twice_in_one_line_is_one_line_not_a_silent_last_value(tmp_path):
+    import ctrlkit
+
+    data, predictions = tmp_path / "data.jsonl", tmp_path / "p.jsonl"
+    data.write_text('{"id": "a", "document": "x y z", "references": ["x y"]}\n')
+    # before: the second "prediction" was scored without a word
+    predictions.write_text('{"id": "a", "prediction": "x y", "prediction": "ZZZ"}\n')
+    with pytest.raises(ctrlkit.DatasetError) as caught:
+        ctrlkit.evaluate(predictions=str(predictions), dataset="jsonl", data=str(data), metrics=["rouge"], bootstrap=0)
+    assert str(caught.value) == f'{predictions}:1: key "prediction" is given twice in one object'
+    fd = tmp_path / "fd.json"
+    line = shared_file("fd/arxiv.json").read_text().splitlines()[0]
+    fd.write_text(line[:-1] + ', "gpt35_human": 99.0}\n')  # a second human score for gpt35, at the end
+    with pytest.raises(ctrlkit.DatasetError, match=r'fd.json:1: key "gpt35_human" is given twice in one object'):
+        ctrlkit.get_dataset("fd", path=str(fd)).load(None)

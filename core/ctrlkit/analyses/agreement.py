@@ -132,7 +132,9 @@ def _groups(rows: list[dict], group_key: str | None) -> np.ndarray:
         value = lookup(row, group_key)
         if value is None:
             raise CtrlkitError(f"row {number} has no value at '{group_key}' (--group-key)")
-        codes[number - 1] = keys.setdefault(json.dumps(value, sort_keys=True), len(keys))
+        # as meta-eval names inputs and systems: 1 and "1" are one group
+        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        codes[number - 1] = keys.setdefault(text, len(keys))
     return codes
 
 
