@@ -157,12 +157,18 @@ def _judged(systems: dict, where: str, first: list, line: int) -> list[str]:
 
 
 def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A number a float holds: an integer of over 308 digits is not one (``math.isfinite`` would
+    overflow on it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return value.bit_length() <= 1024 if isinstance(value, int) else math.isfinite(value)
 
 
 def _kind(value: Any) -> str:
     if isinstance(value, list):
-        bad = next(item for item in value if not _finite(item))
+        bad = next((item for item in value if not _finite(item)), None)
+        if bad is None:
+            return "a list of numbers"
         return "a list holding " + ("a list" if isinstance(bad, list) else _kind(bad))
     if isinstance(value, float):
         return f"{value!r}"
