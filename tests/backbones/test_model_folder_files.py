@@ -111,3 +111,27 @@ def test_cut_short_rows_ctrlkit_saves_beside_the_weights_are_one_line(folders, t
     save_file({"input": torch.zeros(2, 4)}, str(folder / name))
     _cut(folder / name)
     _one_line(_loads(folder), folder / name)
+
+
+@pytest.mark.parametrize("recorded, refused", [
+    ({"base": "gpt2", "adapters": [["a", "/x/a"], ["b", "/x/b"]], "weights": []}, "field 'weights' must give"),
+    ({"base": "gpt2", "adapters": [["a", "/x/a"], ["b", "/x/b"]], "weights": "12"}, "field 'weights' must give"),
+    ({"base": "gpt2", "adapters": [["a", "/x/a"]], "weights": [True]}, "field 'weights' must give"),
+    ({"base": "gpt2", "adapters": [["a", "/x/a"]], "weights": [1e400]}, "field 'weights' must give"),
+    ({"base": "gpt2", "adapters": [], "weights": []}, "field 'adapters' must list"),
+    ({"base": "gpt2", "adapters": ["ab"], "weights": [1.0]}, "field 'adapters' must list"),
+    ({"base": "gpt2", "adapters": [["a", "/x,y/a"]], "weights": [1.0]}, "holds a comma"),
+])
+def test_a_composition_file_that_is_not_exactly_what_lorahub_records_is_one_line(tmp_path, recorded, refused):
+    import json
+
+    from ctrlkit.backbones.adapter_composition import COMPOSITION_FILE, read_composition
+    from ctrlkit.errors import ConfigurationError
+
+    (tmp_path / COMPOSITION_FILE).write_text(json.dumps(recorded))  # 1e400 is written as Infinity
+    options = {"model": str(tmp_path), "adapters": "", "adapter_weights": "", "combine": "lorahub"}
+    # before: no weights ran as an equal merge, and "12" as the weights 1 and 2, without a word
+    with pytest.raises(ConfigurationError) as caught:
+        read_composition(options, "hf")
+    assert str(caught.value).startswith(f"{tmp_path / COMPOSITION_FILE}: ") and refused in str(caught.value)
+    assert options["adapters"] == ""  # nothing taken from a file that was refused

@@ -138,7 +138,7 @@ def test_a_damaged_composition_file_is_one_line_naming_it(hub, tmp_path):
     folder = tmp_path / "hub"
     folder.mkdir()
     (folder / "ctrlkit_composition.json").write_text('{"base": "x", "adapters": [["a"]]}')
-    with pytest.raises(ctrlkit.CtrlkitError, match=rf"^{folder / 'ctrlkit_composition.json'}: not a readable "
-                                                    r"composition") as caught:
+    with pytest.raises(ctrlkit.CtrlkitError, match=rf"^{folder / 'ctrlkit_composition.json'}: field 'adapters' "
+                                                    r"must list \[name, folder\] pairs") as caught:
         ctrlkit.get_backbone(f"hf:{folder}").identity()
     assert "\n" not in str(caught.value)

@@ -51,14 +51,25 @@ def read_composition(options: dict, backbone: str) -> None:
     if options["adapters"]:
         raise ConfigurationError(f"option '{backbone}.adapters': {path.parent} already composes adapters")
     composition = read_json(path, dict, ConfigurationError, "a composition")
-    try:
-        base, named, weights = composition["base"], composition["adapters"], composition["weights"]
-        spec = ",".join(f"{name}={folder}" for name, folder in named)
-        text = ",".join(repr(float(weight)) for weight in weights)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ConfigurationError(f"{path}: not a readable composition ({' '.join(str(exc).split())[:200]})") from None
+    base, named, weights = (composition.get(field) for field in ("base", "adapters", "weights"))
     if not isinstance(base, str) or not base:
         raise ConfigurationError(f"{path}: field 'base' must name the base model")
+    # what it records exactly, or refused: a file that lost its weights must not run as an equal merge
+    if not isinstance(named, list) or not named or not all(
+            isinstance(pair, list) and len(pair) == 2 and all(isinstance(part, str) and part for part in pair)
+            for pair in named):
+        raise ConfigurationError(f"{path}: field 'adapters' must list [name, folder] pairs, at least one")
+    if not isinstance(weights, list) or len(weights) != len(named) or not all(
+            (isinstance(weight, float) and math.isfinite(weight))
+            or (isinstance(weight, int) and not isinstance(weight, bool) and weight.bit_length() <= 1024)
+            for weight in weights):
+        raise ConfigurationError(f"{path}: field 'weights' must give one finite number for each of its "
+                                 f"{len(named)} adapters")
+    if any("," in part for pair in named for part in pair):
+        raise ConfigurationError(f"{path}: an adapter's name or folder holds a comma, which the adapters option "
+                                 "cannot carry; move the folder")
+    spec = ",".join(f"{name}={folder}" for name, folder in named)
+    text = ",".join(repr(float(weight)) for weight in weights)
     options.update(model=base, adapters=spec, adapter_weights=text, combine="merge")
 
 
