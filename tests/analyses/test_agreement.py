@@ -6,7 +6,6 @@ calls those packages; undefined cases say why; bad input is one line naming the 
 import csv
 import json
 import re
-import tracemalloc
 import warnings
 
 import krippendorff
@@ -23,6 +22,7 @@ from ctrlkit.cli import cli
 from ctrlkit.errors import CtrlkitError
 
 from helpers import ROOT, shared_file
+from helpers.memory import peak_bytes
 
 LEVELS = ("nominal", "ordinal", "interval")
 SKLEARN_WEIGHTS = {"plain": None, "linear": "linear", "quadratic": "quadratic"}
@@ -327,20 +327,11 @@ def test_lookup_steps_into_lists_by_index():
     assert lookup(row, "d.0") == "key"
 
 
-def _peak(call):
-    tracemalloc.start()
-    try:
-        call()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def test_the_peak_memory_of_agreement_does_not_grow_with_rows_x_resamples(monkeypatch):
     monkeypatch.setattr(bootstrap, "CHUNK_CELLS", 4000)  # 10 resamples of the 400 rows a chunk
     rows = [{"a": i % 5, "b": (i * 7) % 5, "c": (i * 3) % 4} for i in range(400)]
     agreement(rows, ["a", "b", "c"], resamples=10)  # imports and first-use caches out of the measure
-    peaks = [_peak(lambda: agreement(rows, ["a", "b", "c"], resamples=count)) for count in (100, 800)]
+    peaks = [peak_bytes(lambda: agreement(rows, ["a", "b", "c"], resamples=count)) for count in (100, 800)]
     # before: the whole resamples x rows weight matrix was held (100,000 rows at 1,000 resamples
     # peaked at 1.8 GB); now one chunk, and the R values of each coefficient
     assert peaks[1] < 1.6 * peaks[0], peaks

@@ -4,7 +4,6 @@ loops over the same draws; the CLI prints them; bad keys are one-line errors."""
 
 import json
 import random
-import tracemalloc
 
 import numpy as np
 import pytest
@@ -20,6 +19,7 @@ from ctrlkit.analyses.meta_evaluation import draw, global_resamples, meta_evalua
 
 from helpers import invoke_ctrlkit, shared_file
 from helpers.p_values import expected_p
+from helpers.memory import peak_bytes
 
 SCIPY = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}
 FD_SYSTEMS = ("gpt35", "llama2_70b", "bartlarge", "factsum")
@@ -444,15 +444,6 @@ def test_no_such_warning_with_ten_systems_and_one_from_the_command_with_three(tm
 # memory: the draws come a chunk of resamples at a time; a grid too large is one line
 # ---------------------------------------------------------------------------------------------
 
-def _peak(call):
-    tracemalloc.start()
-    try:
-        call()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def _random_grid(inputs, systems, seed=2):
     rng = random.Random(seed)
     human = [[rng.uniform(1, 5) for _ in range(systems)] for _ in range(inputs)]
@@ -463,7 +454,7 @@ def test_the_peak_memory_of_meta_eval_does_not_grow_with_resamples_x_inputs_x_sy
     monkeypatch.setattr(meta_evaluation, "_CHUNK_CELLS", 4000)  # 10 resamples of the 20 x 20 grid a chunk
     rows = _grid_rows(*_random_grid(20, 20))
     meta_evaluate(rows, "given.human", resamples=10)  # imports and first-use caches out of the measure
-    peaks = [_peak(lambda: meta_evaluate(rows, "given.human", resamples=count)) for count in (100, 800)]
+    peaks = [peak_bytes(lambda: meta_evaluate(rows, "given.human", resamples=count)) for count in (100, 800)]
     # before: the permutations and resampled grids were held whole (resamples x 400 cells each:
     # the peak grew from 7.8 to 24 MB from 100 to 800 resamples); now only the R values per correlation grow
     assert peaks[1] < 1.6 * peaks[0], peaks

@@ -5,13 +5,13 @@ tracemalloc in this process against the same run on a file 8 times smaller (a ge
 no absolute limit); bench/dataset_memory.py reports the figures for 10^4-10^6 lines."""
 
 import json
-import tracemalloc
 
 import pytest
 
 import ctrlkit
 from ctrlkit.digest import _CHUNK
 from ctrlkit.sampling import draw_sample
+from helpers.memory import peak_bytes
 
 WORDS = "the council voted on the new budget for the stadium and the clinic after a long debate".split()
 
@@ -41,21 +41,12 @@ def _run(path, dataset, **settings):
                        bootstrap=0, cache=False, **settings)
 
 
-def _peak(call):
-    tracemalloc.start()
-    try:
-        call()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 @pytest.mark.parametrize("dataset, write", [("jsonl", write_jsonl), ("csv", write_csv)])
 @pytest.mark.parametrize("settings", [{"limit": 5}, {"sample": 5, "seed": 3}], ids=["limit", "sample"])
 def test_the_peak_of_a_limited_or_sampled_run_does_not_grow_with_the_file(tmp_path, dataset, write, settings):
     small, large = write(tmp_path / f"small.{dataset}", 2000), write(tmp_path / f"large.{dataset}", 16000)
     _run(small, dataset, **settings)  # imports and first-use caches out of the measure
-    peaks = [_peak(lambda: _run(path, dataset, **settings)) for path in (small, large)]
+    peaks = [peak_bytes(lambda: _run(path, dataset, **settings)) for path in (small, large)]
     # before: the whole file was held (16,000 lines peaked at 21 MB, 2,000 at 2.7 MB); what may
     # differ is the data's fingerprint, which reads the file in chunks of digest._CHUNK bytes
     assert peaks[1] < 1.5 * peaks[0] + 2 * _CHUNK + (1 << 20), peaks

@@ -17,6 +17,7 @@ folder of tests/. A test module never imports another test module: what two of t
 - ``browser``: headless chromium for the report's pages
 - ``english_ner``: spaCy's small English pipeline loaded apart from ctrlkit (skips without it), news articles
 - ``prompt_judge``: a judge backbone that records every prompt a metric sends, and a writer of template files
+- ``memory``: ``peak_bytes``, the peak memory of a call (tracemalloc)
 """
 
 from helpers.commands import invoke_ctrlkit, run_ctrlkit
