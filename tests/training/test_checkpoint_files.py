@@ -54,26 +54,32 @@ def _checkpoint_step(out: Path) -> int:
     return json.loads((checkpoint / "trainer_state.json").read_text())["step"]
 
 
-KILLER = textwrap.dedent("""
-    import os, shutil, sys
-    sys.path[:0] = [sys.argv[3]]
-    from test_checkpoint_files import _loop
-    from pathlib import Path
-    out, kill_at = Path(sys.argv[1]), int(sys.argv[2])
-    calls = [0]
-    def killing(real):
-        def call(*args, **kwargs):
-            calls[0] += 1
-            if calls[0] == kill_at:
-                os._exit(9)  # a kill: no cleanup runs
-            return real(*args, **kwargs)
-        return call
-    os.rename, os.replace, shutil.rmtree, os.unlink = (killing(f) for f in (os.rename, os.replace, shutil.rmtree,
-                                                                            os.unlink))
-    _loop(out, 2).save_checkpoint()
-    print("CALLS", calls[0])
-""")
+def _killer(imports: str, patched: str, work: str) -> str:
+    """A script run as ``python -c SCRIPT OUT KILL_AT TESTS``: it kills itself (no cleanup runs) at
+    the KILL_AT-th call of the ``patched`` file operations while doing ``work`` on OUT, and prints
+    how many calls the work made when nothing kills it."""
+    return textwrap.dedent(f"""
+        import os, shutil, sys
+        sys.path[:0] = [sys.argv[3]]
+        {imports}
+        from pathlib import Path
+        out, kill_at = Path(sys.argv[1]), int(sys.argv[2])
+        calls = [0]
+        def killing(real):
+            def call(*args, **kwargs):
+                calls[0] += 1
+                if calls[0] == kill_at:
+                    os._exit(9)
+                return real(*args, **kwargs)
+            return call
+        {patched} = (killing(f) for f in ({patched},))
+        {work}
+        print("CALLS", calls[0])
+    """)
 
+
+KILLER = _killer("from test_checkpoint_files import _loop", "os.rename, os.replace, shutil.rmtree, os.unlink",
+                 "_loop(out, 2).save_checkpoint()")
 
 def _save_killed(tmp_path: Path, out: Path, kill_at: int) -> subprocess.CompletedProcess:
     script = tmp_path / "killer.py"
@@ -300,27 +306,9 @@ def test_a_planted_link_as_the_aside_folder_is_not_written_through(tmp_path):
     assert list(elsewhere.iterdir()) == [] and _model_version(out) == "version 2"
 
 
-MODEL_KILLER = textwrap.dedent("""
-    import errno, os, shutil, sys
-    sys.path[:0] = [sys.argv[3]]
-    from test_checkpoint_files import _VersionedModel
-    from ctrlkit.files import replace_files
-    from pathlib import Path
-    out, kill_at = Path(sys.argv[1]), int(sys.argv[2])
-    calls = [0]
-    def killing(real):
-        def call(*args, **kwargs):
-            calls[0] += 1
-            if calls[0] == kill_at:
-                os._exit(9)  # a kill: no cleanup runs
-            return real(*args, **kwargs)
-        return call
-    os.rename, os.replace, shutil.rmtree, os.unlink, os.mkdir = (
-        killing(f) for f in (os.rename, os.replace, shutil.rmtree, os.unlink, os.mkdir))
-    replace_files(out, _VersionedModel(2, same_tokenizer=False).save)
-    print("CALLS", calls[0])
-""")
-
+MODEL_KILLER = _killer("from test_checkpoint_files import _VersionedModel; from ctrlkit.files import replace_files",
+                       "os.rename, os.replace, shutil.rmtree, os.unlink, os.mkdir",
+                       "replace_files(out, _VersionedModel(2, same_tokenizer=False).save)")
 
 @pytest.mark.slow
 @pytest.mark.parametrize("first", [True, False], ids=["first-save", "saved-again"])
